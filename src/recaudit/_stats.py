@@ -1,0 +1,199 @@
+"""Statistical building blocks shared by both studies.
+
+Confidence intervals are first-class results (:class:`ConfidenceInterval`,
+:class:`Estimate`); resampling is done with multinomial *weights* over independent
+units (queries, users), so that any statistic that is a function of per-unit sums can
+be recomputed for thousands of resamples with one matrix product instead of a Python
+loop. Multiple-testing adjustment and binomial intervals delegate to statsmodels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from .exceptions import InputError
+
+__all__ = [
+    "ConfidenceInterval",
+    "Estimate",
+    "as_generator",
+    "binomial_interval",
+    "bootstrap_weights",
+    "holm",
+    "monte_carlo_pvalue",
+    "percentile_interval",
+]
+
+
+@dataclass(frozen=True)
+class ConfidenceInterval:
+    """A two-sided confidence interval.
+
+    Attributes
+    ----------
+    low, high : float
+        The bounds; ``nan`` when the interval is undefined (e.g. every resample of the
+        statistic was undefined).
+    confidence_level : float
+        Nominal coverage, e.g. 0.95.
+    method : str
+        How it was computed ("percentile bootstrap", "wilson", ...).
+    """
+
+    low: float
+    high: float
+    confidence_level: float
+    method: str
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with its confidence interval."""
+
+    value: float
+    ci: ConfidenceInterval
+
+    def to_dict(self) -> dict[str, float]:
+        """``{"value", "ci_low", "ci_high"}`` -- the JSON shape used everywhere."""
+        return {"value": self.value, "ci_low": self.ci.low, "ci_high": self.ci.high}
+
+
+def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
+    """Return a :class:`numpy.random.Generator` (never touches global state).
+
+    ``None`` gives a fresh, OS-seeded generator; an ``int`` seeds a new one; a
+    ``Generator`` is returned unchanged so that callers can share a stream.
+    """
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None or isinstance(rng, int | np.integer):
+        return np.random.default_rng(rng)
+    raise InputError(
+        f"`rng` must be a numpy.random.Generator, an int seed or None, got {type(rng).__name__}"
+    )
+
+
+def bootstrap_weights(
+    n: int,
+    n_boot: int,
+    rng: np.random.Generator,
+    *,
+    strata: npt.ArrayLike | None = None,
+    chunk_size: int | None = None,
+) -> Iterator[npt.NDArray[np.int64]]:
+    """Yield nonparametric-bootstrap resampling weights in chunks.
+
+    Each row ``w`` of a yielded ``(b, n)`` array counts how often each of the ``n``
+    independent units appears in one resample (``w ~ Multinomial(n, 1/n)``), so a
+    statistic built from per-unit sums ``x`` is recomputed as ``w @ x``. With
+    ``strata``, units are resampled within each stratum (stratum sizes preserved),
+    as in a stratified bootstrap [1]_.
+
+    Parameters
+    ----------
+    n : int
+        Number of independent units.
+    n_boot : int
+        Total number of resamples over all chunks.
+    rng : numpy.random.Generator
+        Source of randomness.
+    strata : array_like of shape (n,), optional
+        Stratum label of each unit.
+    chunk_size : int, optional
+        Rows per chunk; by default chosen to keep a chunk near 32 MB.
+
+    References
+    ----------
+    .. [1] Davison, A. C. & Hinkley, D. V. (1997). Bootstrap Methods and their
+       Application, section 3.7. Cambridge University Press.
+    """
+    if chunk_size is None:
+        chunk_size = max(1, min(n_boot, 4_000_000 // max(n, 1)))
+    groups: list[npt.NDArray[np.intp]]
+    if strata is None:
+        groups = [np.arange(n)]
+    else:
+        labels = np.asarray(strata)
+        if labels.shape != (n,):
+            raise InputError(f"`strata` must have shape ({n},), got {labels.shape}")
+        _, inverse = np.unique(labels, return_inverse=True)
+        groups = [np.flatnonzero(inverse == g) for g in range(inverse.max() + 1)]
+    done = 0
+    while done < n_boot:
+        b = min(chunk_size, n_boot - done)
+        w = np.zeros((b, n), dtype=np.int64)
+        for idx in groups:
+            m = idx.size
+            w[:, idx] = rng.multinomial(m, np.full(m, 1.0 / m), size=b)
+        yield w
+        done += b
+
+
+def percentile_interval(
+    replicates: npt.ArrayLike, *, confidence_level: float = 0.95
+) -> ConfidenceInterval:
+    """Percentile bootstrap interval from bootstrap replicates of a statistic.
+
+    ``[q_{(1-c)/2}, q_{(1+c)/2}]`` of the finite replicates (Efron & Tibshirani 1993,
+    ch. 13). Undefined replicates (``nan``) are dropped; if none are left the bounds
+    are ``nan``.
+    """
+    r = np.asarray(replicates, dtype=float)
+    r = r[np.isfinite(r)]
+    a = (1.0 - confidence_level) / 2.0
+    if r.size == 0:
+        return ConfidenceInterval(np.nan, np.nan, confidence_level, "percentile bootstrap")
+    lo, hi = np.quantile(r, [a, 1.0 - a])
+    return ConfidenceInterval(float(lo), float(hi), confidence_level, "percentile bootstrap")
+
+
+def monte_carlo_pvalue(
+    observed: float, null: npt.ArrayLike, *, alternative: str = "greater"
+) -> float:
+    """Monte-Carlo p-value with the +1 correction.
+
+    ``p = (1 + #{T_b >= T_obs}) / (B + 1)`` for ``alternative="greater"`` (Phipson &
+    Smyth 2010, "Permutation p-values should never be zero"). A small relative
+    tolerance treats ties produced by floating point as ties.
+    """
+    t = np.asarray(null, dtype=float)
+    tol = 1e-9 * max(1.0, abs(observed))
+    if alternative == "greater":
+        hits = np.count_nonzero(t >= observed - tol)
+    elif alternative == "less":
+        hits = np.count_nonzero(t <= observed + tol)
+    else:
+        raise InputError(f"`alternative` must be 'greater' or 'less', got {alternative!r}")
+    return float((1 + hits) / (t.size + 1))
+
+
+def holm(pvalues: Sequence[float] | npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """Holm step-down adjusted p-values (Holm 1979), via statsmodels.
+
+    ``nan`` entries (untestable hypotheses) stay ``nan`` and do not count towards the
+    family size.
+    """
+    from statsmodels.stats.multitest import multipletests
+
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.isfinite(p)
+    if ok.any():
+        out[ok] = multipletests(p[ok], method="holm")[1]
+    return out
+
+
+def binomial_interval(
+    successes: int, n: int, *, confidence_level: float = 0.95
+) -> ConfidenceInterval:
+    """Wilson score interval for a binomial proportion (Wilson 1927), via statsmodels."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    if n <= 0:
+        return ConfidenceInterval(np.nan, np.nan, confidence_level, "wilson")
+    lo, hi = proportion_confint(successes, n, alpha=1.0 - confidence_level, method="wilson")
+    return ConfidenceInterval(float(lo), float(hi), confidence_level, "wilson")

@@ -1,0 +1,9 @@
+"""``recaudit fairness ...`` commands."""
+
+from __future__ import annotations
+
+import typer
+
+__all__ = ["app"]
+
+app = typer.Typer(help="The fairness study.", no_args_is_help=True)

@@ -1,0 +1,1 @@
+"""LLM backends behind the :class:`recaudit.llm.Backend` protocol."""
