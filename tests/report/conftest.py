@@ -34,14 +34,20 @@ def hostile_positional(tmp_path: Path) -> Path:
     folder = tmp_path / "hostile_positional"
     folder.mkdir()
     results, frame = positional_run(
-        models={SCRIPT_PAYLOAD: 0.3, "plain-model": 0.0}, ks=(5,), temperatures=(0.0, 0.4),
-        n_queries=20, perms=5, seed=1,
+        models={SCRIPT_PAYLOAD: 0.3, "plain-model": 0.0},
+        ks=(5,),
+        temperatures=(0.0, 0.4),
+        n_queries=20,
+        perms=5,
+        seed=1,
     )
     frame["raw_response"] = IMG_PAYLOAD
     frame.loc[frame.index[:5], "discard_reason"] = IMG_PAYLOAD  # a hostile reason too
     (folder / "analysis.json").write_text(json.dumps(results))
     frame.to_parquet(folder / "evaluations.parquet", index=False)
-    (folder / "config.resolved.toml").write_text(f'seed = 3\nnote = "{IMG_PAYLOAD.replace(chr(34), "")}"\n')
+    (folder / "config.resolved.toml").write_text(
+        f'seed = 3\nnote = "{IMG_PAYLOAD.replace(chr(34), "")}"\n'
+    )
     return folder
 
 

@@ -27,9 +27,16 @@ pytestmark = [
     ),
 ]
 FLAGS = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-quic", "--hide-scrollbars", "--window-size=1280,1000",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--hide-scrollbars",
+    "--window-size=1280,1000",
 )
 
 
@@ -71,7 +78,8 @@ def _check_page(driver, title: str) -> None:  # noqa: ANN001
     assert errors == []
     sizes = driver.execute_script(
         "return Array.from(document.querySelectorAll('svg.plot')).map(function (s) {"
-        " var r = s.getBoundingClientRect(); return [s.getAttribute('aria-labelledby'), r.width, r.height]; })"
+        " var r = s.getBoundingClientRect();"
+        " return [s.getAttribute('aria-labelledby'), r.width, r.height]; })"
     )
     assert len(sizes) >= 5
     assert all(w > 100 and h > 50 for _, w, h in sizes), sizes
@@ -84,7 +92,8 @@ def _column(driver, table: str, col: int) -> list[float]:  # noqa: ANN001
         "var col = arguments[1];"
         "return Array.from(document.querySelectorAll(arguments[0] + ' tbody tr')).map("
         "function (r) { return parseFloat(r.cells[col].getAttribute('data-value')); })",
-        table, col,
+        table,
+        col,
     )
 
 
@@ -124,8 +133,12 @@ def test_fairness_report(driver, fairness_dir: Path, tmp_path: Path) -> None:  #
 
 
 @pytest.mark.parametrize("which", ["hostile_positional", "hostile_fairness"])
-def test_planted_payloads_do_not_run(driver, which: str, request: pytest.FixtureRequest,  # noqa: ANN001
-                                     tmp_path: Path) -> None:
+def test_planted_payloads_do_not_run(
+    driver,
+    which: str,
+    request: pytest.FixtureRequest,  # noqa: ANN001
+    tmp_path: Path,
+) -> None:
     title = _open(driver, request.getfixturevalue(which), tmp_path)
     _check_page(driver, title)
     body = driver.execute_script("return document.body.innerText")

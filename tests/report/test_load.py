@@ -51,7 +51,9 @@ def test_missing_companions_are_listed_not_fatal(positional_dir: Path) -> None:
     assert len(run.missing) == 3
     assert "evaluations.parquet" in run.missing[0] and "recaudit positional run" in run.missing[0]
     # discards then come from the analysis counts
-    assert sum(sum(c.values()) for c in run.discards.values()) == sum(g.n_discarded for g in run.groups)
+    assert sum(sum(c.values()) for c in run.discards.values()) == sum(
+        g.n_discarded for g in run.groups
+    )
 
 
 def test_tolerates_naming_variations() -> None:
@@ -60,12 +62,18 @@ def test_tolerates_naming_variations() -> None:
     obj["POB-ICM"] = obj.pop("pob_icm")
     obj["position_distribution"] = [
         {"value": v, "ci_low": lo, "ci_high": hi}
-        for v, lo, hi in zip(obj.pop("position_distribution"), obj.pop("position_distribution_ci_low"),
-                             obj.pop("position_distribution_ci_high"), strict=True)
+        for v, lo, hi in zip(
+            obj.pop("position_distribution"),
+            obj.pop("position_distribution_ci_low"),
+            obj.pop("position_distribution_ci_high"),
+            strict=True,
+        )
     ]
     group = load(obj).groups[0]
     assert group.spb.value == _analysis()[0]["spb"]["value"]
-    assert group.position_distribution[0].ci_low == _analysis()[0]["position_distribution_ci_low"][0]
+    assert (
+        group.position_distribution[0].ci_low == _analysis()[0]["position_distribution_ci_low"][0]
+    )
 
 
 def test_position_distribution_without_cis() -> None:
@@ -110,7 +118,9 @@ def test_missing_nested_key_is_named() -> None:
 def test_missing_fairness_key_is_named(drop: str) -> None:
     res = _fairness()
     del res["SGL"][drop]
-    with pytest.raises(InputError, match=rf"model 'SGL': missing key `{drop}`.*recaudit fairness evaluate"):
+    with pytest.raises(
+        InputError, match=rf"model 'SGL': missing key `{drop}`.*recaudit fairness evaluate"
+    ):
         load(res)
 
 
@@ -148,5 +158,7 @@ def test_evaluations_without_discard_column(positional_dir: Path) -> None:
 
     frame = pd.read_parquet(positional_dir / "evaluations.parquet").drop(columns="discard_reason")
     frame.to_parquet(positional_dir / "evaluations.parquet", index=False)
-    with pytest.raises(InputError, match=r"missing column `discard_reason`.*recaudit positional run"):
+    with pytest.raises(
+        InputError, match=r"missing column `discard_reason`.*recaudit positional run"
+    ):
         load(positional_dir)

@@ -51,14 +51,18 @@ def report(request: pytest.FixtureRequest, positional_dir: Path, fairness_dir: P
     return build_report(positional_dir if request.param == "positional" else fairness_dir)
 
 
-def test_same_input_same_bytes_apart_from_the_timestamp(positional_dir: Path, fairness_dir: Path) -> None:
+def test_same_input_same_bytes_apart_from_the_timestamp(
+    positional_dir: Path, fairness_dir: Path
+) -> None:
     for source in (positional_dir, fairness_dir):
         a, b = build_report(source), build_report(source)
         assert TIMESTAMP.sub("T", a.html) == TIMESTAMP.sub("T", b.html)
         assert TIMESTAMP.sub("T", a.sidecar) == TIMESTAMP.sub("T", b.sidecar)
 
 
-def test_source_date_epoch_makes_the_bytes_identical(positional_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_source_date_epoch_makes_the_bytes_identical(
+    positional_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
     a, b = build_report(positional_dir), build_report(positional_dir)
     assert a.html == b.html and "2023-11-14T22:13:20+00:00" in a.html
@@ -82,7 +86,7 @@ def test_formatted_text_matches_the_value(positional_dir: Path) -> None:
     data = build_report(positional_dir).data
     g = data["groups"][0]["pb"]
     cell = f'data-path="groups/0/pb/value" data-value="{json.dumps(g["value"])}">'
-    assert f'{cell}{g["value"]:.3f} [{g["ci_low"]:.3f}, {g["ci_high"]:.3f}]</td>' in html
+    assert f"{cell}{g['value']:.3f} [{g['ci_low']:.3f}, {g['ci_high']:.3f}]</td>" in html
 
 
 def test_page_is_self_contained(report: Report) -> None:
@@ -147,7 +151,8 @@ def test_kind_can_be_forced(positional_dir: Path) -> None:
 def test_without_simulation_or_decoding_the_page_says_so(positional_dir: Path) -> None:
     analysis = json.loads((positional_dir / "analysis.json").read_text())
     (positional_dir / "analysis.json").write_text(
-        json.dumps([g for g in analysis if g["condition"] != "decoding"]))
+        json.dumps([g for g in analysis if g["condition"] != "decoding"])
+    )
     (positional_dir / "simulation.json").unlink()
     report = build_report(positional_dir)
     assert "No decoding-only condition" in report.html
@@ -165,13 +170,16 @@ def test_single_configuration_renders_a_dot_plot() -> None:
 def test_against_brute_force_pareto_front() -> None:
     points = [(0.6, 0.3), (0.5, 0.25), (0.7, 0.4), (0.65, 0.28), (0.55, 0.35), (0.5, 0.2)]
     brute = [
-        i for i, (x, y) in enumerate(points)
+        i
+        for i, (x, y) in enumerate(points)
         if not any((x2 <= x and y2 >= y) and (x2, y2) != (x, y) for x2, y2 in points)
     ]
     assert sorted(pareto_front(points)) == brute
 
 
-@pytest.mark.parametrize(("lo", "hi"), [(0, 1), (0.013, 0.087), (3, 1234), (-0.2, 0.35), (0.5, 20.5)])
+@pytest.mark.parametrize(
+    ("lo", "hi"), [(0, 1), (0.013, 0.087), (3, 1234), (-0.2, 0.35), (0.5, 20.5)]
+)
 def test_nice_ticks_cover_the_range_with_round_steps(lo: float, hi: float) -> None:
     ticks = nice_ticks(lo, hi)
     steps = {round(b - a, 9) for a, b in itertools.pairwise(ticks)}

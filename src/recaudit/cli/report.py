@@ -23,7 +23,10 @@ def report(
         ),
     ],
     output: Annotated[
-        Path, typer.Option("--output", "-o", help="Where to write the page; the JSON sidecar goes beside it.")
+        Path,
+        typer.Option(
+            "--output", "-o", help="Where to write the page; the JSON sidecar goes beside it."
+        ),
     ] = Path("report.html"),
     kind: Annotated[
         str | None,
@@ -42,4 +45,6 @@ def report(
     if json_output:
         print_json(result.data)
     else:
-        err_console.print(f"wrote {html_path} and {json_path} ({result.kind} report)", highlight=False)
+        err_console.print(
+            f"wrote {html_path} and {json_path} ({result.kind} report)", highlight=False
+        )

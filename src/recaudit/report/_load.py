@@ -70,9 +70,7 @@ def _find(obj: Mapping[str, Any], *aliases: str) -> Any:
 def _need(obj: Mapping[str, Any], where: str, command: str, *aliases: str) -> Any:
     value = _find(obj, *aliases)
     if value is None and not any(_norm(k) in {_norm(a) for a in aliases} for k in obj):
-        raise InputError(
-            f"{where}: missing key `{aliases[0]}`; it is written by {command}"
-        )
+        raise InputError(f"{where}: missing key `{aliases[0]}`; it is written by {command}")
     return value
 
 
@@ -330,7 +328,9 @@ def _first(folder: Path, *names: str) -> Path | None:
 def _evaluations(path: Path) -> tuple[dict, dict, tuple[DiscardExample, ...]]:
     df = _read_table(path)
     if "discard_reason" not in df.columns:
-        raise InputError(f"{path}: missing column `discard_reason`; it is written by {EVALUATIONS_CMD}")
+        raise InputError(
+            f"{path}: missing column `discard_reason`; it is written by {EVALUATIONS_CMD}"
+        )
     model = df["model"].astype(str) if "model" in df.columns else pd.Series("(all)", index=df.index)
     reason = df["discard_reason"].where(df["discard_reason"].astype(str).str.len() > 0)
     discarded = reason.notna()
@@ -382,15 +382,15 @@ def _deep_find(obj: Any, key: str) -> Any:
     return None
 
 
-def _positional(
-    analysis: Any, *, source: str, folder: Path | None = None
-) -> PositionalRun:
+def _positional(analysis: Any, *, source: str, folder: Path | None = None) -> PositionalRun:
     meta: Mapping[str, Any] = {}
     if isinstance(analysis, Mapping) and isinstance(_find(analysis, "groups", "results"), list):
         meta, analysis = analysis, _find(analysis, "groups", "results")
     items = analysis if isinstance(analysis, list) else [analysis]
     if not items:
-        raise InputError(f"{source}: the positional analysis holds no result; rerun {POSITIONAL_CMD}")
+        raise InputError(
+            f"{source}: the positional analysis holds no result; rerun {POSITIONAL_CMD}"
+        )
     groups = tuple(_positional_group(obj, i) for i, obj in enumerate(items))
     alpha = _find(meta, "alpha")
     if alpha is None:
@@ -420,7 +420,9 @@ def _positional(
             generations[g.model] = generations.get(g.model, 0) + g.n_evaluations + g.n_discarded
             discards.setdefault(g.model, {})
             if g.n_discarded:
-                discards[g.model]["discarded"] = discards[g.model].get("discarded", 0) + g.n_discarded
+                discards[g.model]["discarded"] = (
+                    discards[g.model].get("discarded", 0) + g.n_discarded
+                )
     versions = _find(meta, "versions", "environment") or {}
     return PositionalRun(
         source=source,
@@ -476,7 +478,11 @@ class FairnessModel:
             "item_coverage": {str(n): v for n, v in self.coverage.items()},
             "avg_popularity": {str(n): v.to_dict() for n, v in self.popularity.items()},
             "rd": {
-                f"{m}@{n}": {**r.estimate.to_dict(), "pvalue": r.pvalue, "pvalue_holm": r.pvalue_holm}
+                f"{m}@{n}": {
+                    **r.estimate.to_dict(),
+                    "pvalue": r.pvalue,
+                    "pvalue_holm": r.pvalue_holm,
+                }
                 for (m, n), r in self.rd.items()
             },
             "nrd": keyed(self.nrd),
@@ -580,7 +586,9 @@ def _fairness_model(name: str, obj: Any) -> FairnessModel:
             str(g): _metric_section(d, f"{where}.groups.{g}") for g, d in groups.items()
         },
         overall=_metric_section(overall, f"{where}.overall"),
-        coverage={n: _float(v["value"] if isinstance(v, Mapping) else v) for n, v in coverage.items()},
+        coverage={
+            n: _float(v["value"] if isinstance(v, Mapping) else v) for n, v in coverage.items()
+        },
         popularity={
             n: Interval.parse(v, where=f"{where}.avg_popularity", command=cmd)
             for n, v in popularity.items()
@@ -625,9 +633,7 @@ def _long_tail(path: Path) -> LongTail:
     return LongTail(counts=tuple(int(n) for n in counts["n"]), head=head)
 
 
-def _fairness(
-    results: Any, *, source: str, folder: Path | None = None
-) -> FairnessRun:
+def _fairness(results: Any, *, source: str, folder: Path | None = None) -> FairnessRun:
     if isinstance(results, Mapping) and _find(results, "groups") is not None:
         name = _find(results, "model") or (Path(source).stem if folder is None else "model")
         results = {str(name): results}
@@ -685,7 +691,9 @@ def _detect(obj: Any) -> Kind | None:
     return None
 
 
-def load(source: Path | Mapping[str, Any] | list, *, kind: Kind | None = None) -> PositionalRun | FairnessRun:
+def load(
+    source: Path | str | Mapping[str, Any] | list, *, kind: Kind | None = None
+) -> PositionalRun | FairnessRun:
     """Recognise and load a report source.
 
     Parameters
