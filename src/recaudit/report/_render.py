@@ -342,10 +342,10 @@ def _render_positional(run: PositionalRun) -> tuple[dict[str, Any], list[Section
             Fig(
                 f"fig-dist-k{k}",
                 f"Position-selection distribution, k = {k}",
-                f"Share of valid answers that picked each prompt position{cond}, with 95% CIs, one "
-                f"colour per temperature. Without positional bias every point sits on the dashed "
-                f"uniform line 1/k = {1 / k:.3g}; look for positions whose whole interval lies "
-                "above it (favoured, typically the first or last) or below it (avoided).",
+                f"Share of valid answers that picked each prompt position{cond}, with 95% CIs, "
+                "one colour per temperature. Without positional bias every point sits on the "
+                f"dashed uniform line 1/k = {1 / k:.3g}; look for positions whose whole interval "
+                "lies above it (favoured, typically the first or last) or below it (avoided).",
                 _plots.position_distribution(by_model, k=k, fig_id=f"fig-dist-k{k}"),
             )
         )
@@ -355,10 +355,10 @@ def _render_positional(run: PositionalRun) -> tuple[dict[str, Any], list[Section
                 f"fig-heat-k{k}",
                 f"Selection rates, k = {k}, T = {ref_t:g}",
                 "Rate at which the candidate with original (retrieval) index i was chosen when "
-                "shown "
-                "at prompt position p. Differences between rows are relevance (retrieval order "
-                "matters, as it should); differences between columns are position: a bright "
-                "column means a position wins whatever is shown there. White: never shown there.",
+                "shown at prompt position p. Differences between rows are relevance (retrieval "
+                "order matters, as it should); differences between columns are position: a "
+                "bright column means a position wins whatever is shown there. White: never shown "
+                "there.",
                 _plots.selection_heatmaps(at_ref, k=k, fig_id=f"fig-heat-k{k}"),
             )
         )
@@ -373,12 +373,10 @@ def _render_positional(run: PositionalRun) -> tuple[dict[str, Any], list[Section
                     "fig-metrics",
                     "PS, PB and sPB with 95% CIs",
                     "PS: how often reordering the candidates changes the recommendation. PB: "
-                    "total "
-                    "variation distance of the position distribution to uniform (0 = no "
-                    "positional "
-                    f"preference). sPB: share of answers outside the query's relevance set (strong "
-                    f"bias){cond}. Bands are query-level bootstrap CIs; look for lines whose band "
-                    "clears zero, and for trends with k and temperature.",
+                    "total variation distance of the position distribution to uniform (0 = no "
+                    "positional preference). sPB: share of answers outside the query's relevance "
+                    f"set (strong bias){cond}. Bands are query-level bootstrap CIs; look for "
+                    "lines whose band clears zero, and for trends with k and temperature.",
                     _plots.metric_lines(audited, colors=colors, fig_id="fig-metrics"),
                 ),
             ),
@@ -401,12 +399,10 @@ def _render_positional(run: PositionalRun) -> tuple[dict[str, Any], list[Section
                         "fig-noise",
                         "sPB beside the decoding-only noise floor",
                         "Filled circles: sPB of the audited condition; open squares: sPB with "
-                        "the candidate "
-                        "order fixed, so only decoding randomness moves the answer. Strong "
-                        "positional bias "
-                        "is the part of sPB that clearly exceeds the noise floor: look for "
-                        "circles whose "
-                        "interval lies to the right of the square's.",
+                        "the candidate order fixed, so only decoding randomness moves the "
+                        "answer. Strong positional bias is the part of sPB that clearly exceeds "
+                        "the noise floor: look for circles whose interval lies to the right of "
+                        "the square's.",
                         _plots.noise_floor(pairs, fig_id="fig-noise"),
                     ),
                 ),
@@ -419,8 +415,7 @@ def _render_positional(run: PositionalRun) -> tuple[dict[str, Any], list[Section
                 "sPB against its noise floor",
                 notes=(
                     "No decoding-only condition (condition `decoding`) in this run: the sPB "
-                    "noise floor "
-                    "cannot be shown.",
+                    "noise floor cannot be shown.",
                 ),
             )
         )
@@ -445,8 +440,8 @@ def _render_positional(run: PositionalRun) -> tuple[dict[str, Any], list[Section
     tables = [
         Table(
             "tab-discards",
-            "Discarded generations per model (answers that did not parse to "
-            "exactly one valid identifier; never guessed, never silently dropped).",
+            "Discarded generations per model (answers that did not parse to exactly one valid "
+            "identifier; never guessed, never silently dropped).",
             ("model", "generations", "discarded", "share", "by reason"),
             tuple(discard_rows),
         )
@@ -455,8 +450,8 @@ def _render_positional(run: PositionalRun) -> tuple[dict[str, Any], list[Section
         tables.append(
             Table(
                 "tab-discard-examples",
-                "Examples of discarded answers, verbatim (first "
-                "200 characters, at most 3 per model).",
+                "Examples of discarded answers, verbatim (first 200 characters, at most 3 per "
+                "model).",
                 ("model", "reason", "raw answer"),
                 example_rows,
             )
@@ -470,10 +465,9 @@ def _render_positional(run: PositionalRun) -> tuple[dict[str, Any], list[Section
                     "fig-discards",
                     "Discarded generations per model",
                     "Share of each model's generations that were discarded, by reason. A high "
-                    "share means "
-                    "the model often ignores the answer format; if discards depend on the order "
-                    "shown, "
-                    "they can bias the tests: compare with the complete-case analysis.",
+                    "share means the model often ignores the answer format; if discards depend "
+                    "on the order shown, they can bias the tests: compare with the complete-case "
+                    "analysis.",
                     _plots.discards(run.discards, run.generations, fig_id="fig-discards"),
                 ),
             ),
@@ -491,14 +485,11 @@ def _render_positional(run: PositionalRun) -> tuple[dict[str, Any], list[Section
                         "fig-power",
                         "Power curves",
                         "Share of simulated runs in which each test rejected, against the "
-                        "probability "
-                        "p_bias of picking the first position regardless of relevance (spec "
-                        "section 8), "
-                        "with 95% CIs. At p_bias = 0 the curve is the type-I error and should "
-                        "sit on the "
-                        "dotted alpha line; the p_bias where a curve crosses the dashed 80% line "
-                        "is the "
-                        "smallest bias the test reliably detects.",
+                        "probability p_bias of picking the first position regardless of "
+                        "relevance (spec section 8), with 95% CIs. At p_bias = 0 the curve is "
+                        "the type-I error and should sit on the dotted alpha line; the p_bias "
+                        "where a curve crosses the dashed 80% line is the smallest bias the test "
+                        "reliably detects.",
                         _plots.power_curves(run.simulation, alpha=run.alpha, fig_id="fig-power"),
                     ),
                 ),
@@ -644,27 +635,22 @@ def _render_fairness(run: FairnessRun) -> tuple[dict[str, Any], list[Section], M
     bar_metrics = [
         m for m in METRIC_ORDER if any((m, main_n) in g for g in models[0].group_metrics.values())
     ]
-    sections.append(
-        Section(
-            "groups",
-            "Quality per user group",
-            figures=tuple(
-                Fig(
-                    f"fig-groups-n{n}",
-                    f"Per-group metrics @ {n}",
-                    f"Mean metric per user group ({', '.join(group_names)}) with user-level "
-                    "bootstrap "
-                    "95% CIs. Look for pairs of bars whose intervals do not overlap: the "
-                    "recommender "
-                    "serves one group worse. Small gaps can hide behind popularity bias (see "
-                    "below).",
-                    _plots.group_bars(
-                        models, n=n, metrics=bar_metrics or metrics, fig_id=f"fig-groups-n{n}"
-                    ),
-                )
-                for n in ns
+    groups_section = Section(
+        "groups",
+        "Quality per user group",
+        figures=(
+            Fig(
+                "fig-groups",
+                f"Per-group metrics @ {main_n}",
+                f"Mean metric@{main_n} per user group ({', '.join(group_names)}) with user-level "
+                "bootstrap 95% CIs (other N: the sidecar). Look for pairs of bars whose "
+                "intervals do not overlap: the recommender serves one group worse. Small gaps "
+                "can hide behind popularity bias (see the long tail below).",
+                _plots.group_bars(
+                    models, n=main_n, metrics=bar_metrics or metrics, fig_id="fig-groups"
+                ),
             ),
-        )
+        ),
     )
     nrd_rows, ib_rows = [], []
     for i, m in enumerate(models):
@@ -688,7 +674,7 @@ def _render_fairness(run: FairnessRun) -> tuple[dict[str, Any], list[Section], M
                 )
             nrd_rows.append(tuple(nrd_row))
             ib_rows.append(tuple(ib_row))
-    sections.append(
+    inter_bias_section = (
         Section(
             "inter-bias",
             "Inter-bias: NRD and IB",
@@ -696,20 +682,20 @@ def _render_fairness(run: FairnessRun) -> tuple[dict[str, Any], list[Section], M
                 Table(
                     "tab-nrd",
                     "NRD = (RD + 1) / 2 in [0, 1]: 0.5 means equal quality for both groups, "
-                    "above 0.5 favours the unprotected group. p: permutation test of the group gap "
-                    "(Holm-adjusted when available).",
+                    "above 0.5 favours the unprotected group. p: permutation test of the group "
+                    "gap (Holm-adjusted when available).",
                     ("model", "metric", *[c for n in ns for c in (f"NRD@{n} [95% CI]", f"p@{n}")]),
                     tuple(nrd_rows),
                 ),
                 Table(
                     "tab-ib",
-                    "IB = sqrt(NRD x (1 - item coverage)) in [0, 1]: higher means more "
-                    "overall bias (a quality gap against the protected group and/or low coverage).",
+                    "IB = sqrt(NRD x (1 - item coverage)) in [0, 1]: higher means more overall "
+                    "bias (a quality gap against the protected group and/or low coverage).",
                     ("model", "metric", *[f"IB@{n} [95% CI]" for n in ns]),
                     tuple(ib_rows),
                 ),
             ),
-        )
+        ),
     )
     pop_ns = [n for n in ns if all(n in m.popularity and n in m.coverage for m in models)]
     acc_rows = tuple(
@@ -731,9 +717,9 @@ def _render_fairness(run: FairnessRun) -> tuple[dict[str, Any], list[Section], M
             Fig(
                 "fig-coverage",
                 "Item coverage against average popularity",
-                "One point per model (x whiskers: 95% CI of the average popularity). "
-                "Popularity bias shows as points in the lower right: the model recommends "
-                "the same popular items to everyone, so coverage is low.",
+                "One point per model (x whiskers: 95% CI of the average popularity). Popularity "
+                "bias shows as points in the lower right: the model recommends the same popular "
+                "items to everyone, so coverage is low.",
                 _plots.coverage_popularity(models, ns=pop_ns, colors=colors, fig_id="fig-coverage"),
             )
         )
@@ -742,8 +728,8 @@ def _render_fairness(run: FairnessRun) -> tuple[dict[str, Any], list[Section], M
             "fig-tradeoff",
             f"Accuracy against inter-bias ({metric})",
             f"Overall {metric}@N against IB-{metric}@N, with 95% CIs. Up and to the left is "
-            "better on both. Models with a black outline are on the Pareto front (dashed): "
-            "no other model is both more accurate and less biased.",
+            "better on both. Models with a black outline are on the Pareto front (dashed): no "
+            "other model is both more accurate and less biased.",
             _plots.tradeoff(models, ns=ns, metric=metric, colors=colors, fig_id="fig-tradeoff"),
         )
     )
@@ -754,8 +740,8 @@ def _render_fairness(run: FairnessRun) -> tuple[dict[str, Any], list[Section], M
             notes=()
             if pop_ns
             else (
-                "Average popularity is absent from the results: "
-                "the coverage-popularity plot is not drawn.",
+                "Average popularity is absent from the results: the coverage-popularity plot is "
+                "not drawn.",
             ),
             figures=tuple(figs),
             tables=(
@@ -773,6 +759,7 @@ def _render_fairness(run: FairnessRun) -> tuple[dict[str, Any], list[Section], M
             ),
         )
     )
+    sections += [*inter_bias_section, groups_section]
     long_tail: dict[str, Any] = {}
     if run.long_tail is not None:
         counts = run.long_tail.counts
@@ -798,10 +785,8 @@ def _render_fairness(run: FairnessRun) -> tuple[dict[str, Any], list[Section], M
                         "fig-long-tail",
                         "Interactions per item",
                         "Items sorted by number of interactions, log scale. The steeper the drop "
-                        "after the "
-                        "shaded head, the more a recommender can score by recommending popular "
-                        "items, and "
-                        "the more popularity bias can mask group unfairness.",
+                        "after the shaded head, the more a recommender can score by recommending "
+                        "popular items, and the more popularity bias can mask group unfairness.",
                         _plots.long_tail(counts, head_share=share, fig_id="fig-long-tail"),
                     ),
                 ),
