@@ -199,3 +199,32 @@ def test_cli_input_error_exits_2(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["report", str(tmp_path), "-o", str(tmp_path / "r.html")])
     assert result.exit_code == 2
     assert "cannot tell what folder" in result.output
+
+
+def test_undefined_values_render_as_na(positional_dir: Path) -> None:
+    analysis = json.loads((positional_dir / "analysis.json").read_text())
+    analysis[0]["pb"]["ci_low"] = analysis[0]["pb"]["ci_high"] = None
+    analysis[0]["spb"] = {"value": None, "ci_low": None, "ci_high": None}
+    analysis[0]["selection_rate_matrix"][0] = [None] * analysis[0]["k"]
+    analysis[0]["position_distribution_ci_low"][2] = None
+    (positional_dir / "analysis.json").write_text(json.dumps(analysis))
+    report = build_report(positional_dir)
+    assert 'data-path="groups/0/spb/value" data-value="null">n/a</td>' in report.html
+    pb = report.data["groups"][0]["pb"]
+    assert f'data-path="groups/0/pb/value" data-value="{json.dumps(pb["value"])}">' in report.html
+    assert pb["ci_low"] is None
+
+
+def test_fairness_without_popularity_and_one_n(fairness_dir: Path) -> None:
+    results = json.loads((fairness_dir / "results.json").read_text())
+    for r in results.values():
+        for key in [k for k in r if k.startswith("avg_popularity")]:
+            del r[key]
+        for section in ("overall", "rd", "nrd", "ib", *[f"groups/{g}" for g in r["groups"]]):
+            d = r["groups"][section.split("/")[1]] if "/" in section else r[section]
+            for key in [k for k in d if k.endswith(("@5", "@15"))]:
+                del d[key]
+    report = build_report(results)
+    assert "Average popularity is absent" in report.html
+    assert report.data["headline"] == {"metric": "ndcg", "n": 10}
+    assert "long_tail.parquet" in report.data["missing"][0]
