@@ -14,9 +14,8 @@ import math
 import os
 import platform
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -110,10 +109,9 @@ class Section:
 
     id: str
     title: str
-    intro: str = ""
     figures: tuple[Fig, ...] = ()
     tables: tuple[Table, ...] = ()
-    notes: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = ()
 
 
 def _fmt(x: float, digits: int = 3) -> str:
@@ -188,8 +186,13 @@ def _icm_p(g: PositionalGroup) -> float:
     return g.icm_pvalue_holm if math.isfinite(g.icm_pvalue_holm) else g.icm_pvalue
 
 
-def _positional_verdict(run: PositionalRun, index: Mapping[int, int]) -> Markup:
-    """One paragraph in plain words; ``index`` maps ``id(group)`` -> sidecar index."""
+def _positional_verdict(
+    run: PositionalRun, index: Mapping[int, int]
+) -> tuple[Markup, dict[str, Any]]:
+    """One paragraph in plain words and the counts it quotes (the sidecar's ``summary``).
+
+    ``index`` maps ``id(group)`` to the group's position in the sidecar.
+    """
     groups = run.groups
     audited = [g for g in groups if g.condition != _DECODING] or list(groups)
     models = list(dict.fromkeys(g.model for g in audited))
@@ -197,32 +200,41 @@ def _positional_verdict(run: PositionalRun, index: Mapping[int, int]) -> Markup:
     holm = any(
         math.isfinite(g.unbp_pvalue_holm) or math.isfinite(g.icm_pvalue_holm) for g in audited
     )
-    unbp = [g for g in audited if g.unbp_reject]
-    icm = [g for g in audited if _icm_p(g) <= run.alpha]
+    summary = {
+        "models": len(models),
+        "configurations": n,
+        "valid_evaluations": sum(g.n_evaluations for g in audited),
+        "unbp_rejected": sum(g.unbp_reject for g in audited),
+        "icm_rejected": sum(_icm_p(g) <= run.alpha for g in audited),
+    }
+
+    def count(key: str) -> Markup:
+        return _num(f"summary/{key}", summary[key], str(summary[key]))
+
     parts = [
         Markup(
             "We audited {} model{} in {} configuration{} (k in {{{}}}, temperature in {{{}}}): "
             "{} valid evaluations in all, {} queries per configuration. "
         ).format(
-            len(models),
+            count("models"),
             "s" if len(models) != 1 else "",
-            n,
+            count("configurations"),
             "s" if n != 1 else "",
             _levels([g.k for g in audited]),
             _levels([g.temperature for g in audited]),
-            sum(g.n_evaluations for g in audited),
+            count("valid_evaluations"),
             _span([g.n_queries for g in audited]),
         ),
         Markup(
             "At alpha = {}{}, POB-UNBP rejected the null of no positional bias in "
             "<strong>{} of {}</strong> configurations and POB-ICM in <strong>{} of {}</strong>. "
         ).format(
-            f"{run.alpha:g}",
+            _num("alpha", run.alpha, f"{run.alpha:g}"),
             " (Holm-adjusted across configurations)" if holm else "",
-            len(unbp),
-            n,
-            len(icm),
-            n,
+            count("unbp_rejected"),
+            count("configurations"),
+            count("icm_rejected"),
+            count("configurations"),
         ),
     ]
     worst = max(audited, key=lambda g: g.pb.value if math.isfinite(g.pb.value) else -1.0)
@@ -269,7 +281,7 @@ def _positional_verdict(run: PositionalRun, index: Mapping[int, int]) -> Markup:
                 _ci_num(f"groups/{index[id(top)]}/spb", top.spb), top.model, top.k, top.temperature
             )
         )
-    return Markup("").join(parts)
+    return Markup("").join(parts), summary
 
 
 def _positional_table(groups: Sequence[PositionalGroup]) -> Table:
@@ -496,9 +508,10 @@ def _render_positional(run: PositionalRun) -> tuple[dict[str, Any], list[Section
             )
         )
 
-    verdict = _positional_verdict(run, index)
+    verdict, summary = _positional_verdict(run, index)
     data: dict[str, Any] = {
         "alpha": run.alpha,
+        "summary": summary,
         "primary_condition": primary,
         "reference_temperature": ref_t,
         "groups": [g.to_dict() for g in groups],
@@ -547,9 +560,12 @@ def _ns(models: Sequence[FairnessModel]) -> list[int]:
 
 
 def _fairness_verdict(run: FairnessRun, metric: str, n: int, front: Sequence[int]) -> Markup:
+    """One paragraph in plain words (group sizes are quoted from the sidecar's summary)."""
     models = run.models
-    first = models[0]
-    groups = ", ".join(f"{g} ({c} users)" for g, c in first.n_users.items())
+    groups = Markup(", ").join(
+        Markup("{} ({} users)").format(g, _num(f"summary/groups/{j}/n_users", c, str(c)))
+        for j, (g, c) in enumerate(models[0].n_users.items())
+    )
     key = (metric, n)
     sig = [
         (i, m)
@@ -569,10 +585,10 @@ def _fairness_verdict(run: FairnessRun, metric: str, n: int, front: Sequence[int
     if sig:
         parts.append(
             Markup(
-                "At alpha = {:g}, the {}@{} gap between groups is significant for {} "
+                "At alpha = {}, the {}@{} gap between groups is significant for {} "
                 "(permutation test of RD). "
             ).format(
-                run.alpha,
+                _num("alpha", run.alpha, f"{run.alpha:g}"),
                 metric,
                 n,
                 Markup(", ").join(
@@ -586,9 +602,9 @@ def _fairness_verdict(run: FairnessRun, metric: str, n: int, front: Sequence[int
     else:
         parts.append(
             Markup(
-                "At alpha = {:g}, no model shows a significant {}@{} gap between groups "
+                "At alpha = {}, no model shows a significant {}@{} gap between groups "
                 "(permutation test of RD). "
-            ).format(run.alpha, metric, n)
+            ).format(_num("alpha", run.alpha, f"{run.alpha:g}"), metric, n)
         )
     ranked = sorted(range(len(models)), key=lambda i: models[i].ib[key].value)
     best, worst = ranked[0], ranked[-1]
@@ -813,6 +829,9 @@ def _render_fairness(run: FairnessRun) -> tuple[dict[str, Any], list[Section], M
         )
     data = {
         "alpha": run.alpha,
+        "summary": {
+            "groups": [{"name": g, "n_users": c} for g, c in models[0].n_users.items()],
+        },
         "protected_group": run.protected,
         "headline": {"metric": metric, "n": main_n},
         "models": [m.to_dict() for m in models],
@@ -885,7 +904,7 @@ def _environment() -> dict[str, str]:
 
 
 def _env() -> jinja2.Environment:
-    loader = jinja2.FileSystemLoader(str(resources.files(__package__) / "templates"))
+    loader = jinja2.PackageLoader("recaudit.report", "templates")
     env = jinja2.Environment(
         loader=loader,
         autoescape=True,
