@@ -129,6 +129,12 @@ def test_fairness_report(driver, fairness_dir: Path, tmp_path: Path) -> None:  #
     header.click()
     values = _column(driver, "#tab-accuracy", 2)
     assert values == sorted(values)
+    driver.find_elements(By.CSS_SELECTOR, "#tab-accuracy thead th")[0].click()  # model (text)
+    names = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#tab-accuracy tbody tr'))"
+        ".map(function (r) { return r.cells[0].textContent; })"
+    )
+    assert names == sorted(names, key=str.lower)
     _screenshot(driver, tmp_path / "fairness.png")
 
 

@@ -56,6 +56,11 @@ def test_missing_companions_are_listed_not_fatal(positional_dir: Path) -> None:
     )
 
 
+def test_json_only_source_says_the_folder_adds_more(positional_dir: Path) -> None:
+    run = load(positional_dir / "analysis.json")
+    assert len(run.missing) == 1 and "pass RUN_DIR" in run.missing[0]
+
+
 def test_tolerates_naming_variations() -> None:
     obj = _analysis()[0]
     obj["sPB"] = obj.pop("spb")

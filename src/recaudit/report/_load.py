@@ -415,6 +415,11 @@ def _positional(analysis: Any, *, source: str, folder: Path | None = None) -> Po
         config_name, config_text, seed = _config(folder)
         if not config_name:
             missing.append("config.resolved.* (written by the run): the exact config")
+    else:
+        missing.append(
+            "the run folder: pass RUN_DIR instead of its JSON to add discards by reason, "
+            "power curves and the exact config"
+        )
     if not generations:
         for g in groups:
             generations[g.model] = generations.get(g.model, 0) + g.n_evaluations + g.n_discarded

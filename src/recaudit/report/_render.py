@@ -45,17 +45,18 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
   var heads = table.querySelectorAll("thead th");
   heads.forEach(function (th, col) {
     th.tabIndex = 0;
-    function key(row) {
-      var cell = row.cells[col], v = cell.getAttribute("data-value");
-      if (v === null) { return cell.textContent.trim().toLowerCase(); }
-      var x = parseFloat(v);
-      return isNaN(x) ? null : x;
-    }
     function sort() {
       var asc = th.getAttribute("aria-sort") !== "ascending";
       heads.forEach(function (h) { h.removeAttribute("aria-sort"); });
       th.setAttribute("aria-sort", asc ? "ascending" : "descending");
       var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
+      var numeric = rows.some(function (r) { return r.cells[col].hasAttribute("data-value"); });
+      function key(row) {
+        var cell = row.cells[col];
+        if (!numeric) { return cell.textContent.trim().toLowerCase(); }
+        var x = parseFloat(cell.getAttribute("data-value"));
+        return isNaN(x) ? null : x;
+      }
       rows.sort(function (a, b) {
         var x = key(a), y = key(b);
         if (x === y) { return 0; }
