@@ -228,3 +228,15 @@ def test_fairness_without_popularity_and_one_n(fairness_dir: Path) -> None:
     assert "Average popularity is absent" in report.html
     assert report.data["headline"] == {"metric": "ndcg", "n": 10}
     assert "long_tail.parquet" in report.data["missing"][0]
+
+
+def test_long_names_are_shortened_in_plots_only(positional_dir: Path) -> None:
+    analysis = json.loads((positional_dir / "analysis.json").read_text())
+    long_name = "a-model-name-that-goes-on-" + "x" * 80
+    for g in analysis:
+        if g["model"] == "qwen2.5-7b-instruct":
+            g["model"] = long_name
+    report = build_report(analysis)
+    assert long_name in report.html  # whole in the tables and hover titles
+    svgs = "".join(re.findall(r"<svg.*?</svg>", report.html, re.S))
+    assert "a-model-name-that-goes-on-xxxxxxxxx\u2026" in svgs

@@ -48,6 +48,11 @@ def _style_of(index: int) -> tuple[str, str]:
     return OKABE_ITO[index % len(OKABE_ITO)], _MARKERS[(index // len(OKABE_ITO)) % len(_MARKERS)]
 
 
+def _short(label: str, limit: int = 36) -> str:
+    """``label`` cut to ``limit`` characters for axes and legends (hover titles keep it whole)."""
+    return label if len(label) <= limit else label[: limit - 1] + "\u2026"
+
+
 def _cividis(t: float) -> str:
     """Colour of ``t`` in [0, 1] on the cividis ramp (perceptually uniform, CVD-safe)."""
     t = min(max(t, 0.0), 1.0) if math.isfinite(t) else 0.0
@@ -149,7 +154,7 @@ def _ci_point(
 def _model_legend(
     models: Sequence[str], colors: Mapping[str, int]
 ) -> list[tuple[str, str, str, str]]:
-    return [(_style_of(colors[m])[1], _style_of(colors[m])[0], "", m) for m in models]
+    return [(_style_of(colors[m])[1], _style_of(colors[m])[0], "", _short(m)) for m in models]
 
 
 # --------------------------------------------------------------------- positional
@@ -173,7 +178,7 @@ def position_distribution(
             box,
             x,
             y,
-            title=model,
+            title=_short(model),
             xlabel="prompt position",
             ylabel="share of selections" if i % 4 == 0 else "",
         )
@@ -204,7 +209,13 @@ def selection_heatmaps(groups: Sequence[PositionalGroup], *, k: int, fig_id: str
         box = (left, top, min(w, side), side)
         x, y = _lin(box, (0.5, k + 0.5), (k + 0.5, 0.5))
         p = canvas.panel(
-            box, x, y, title=g.model, xlabel="prompt position", ylabel="original index", grid=False
+            box,
+            x,
+            y,
+            title=_short(g.model),
+            xlabel="prompt position",
+            ylabel="original index",
+            grid=False,
         )
         for i, row in enumerate(g.selection_rate_matrix, start=1):
             for pos, v in enumerate(row, start=1):
@@ -267,7 +278,7 @@ def metric_lines(
         height=150,
         vgap=50,
         legend=_model_legend(models, colors),
-        bottom=48 + (max(map(text_width, models)) * 0.6 if xname == "model" else 0),
+        bottom=48 + (max(text_width(_short(m)) for m in models) * 0.6 if xname == "model" else 0),
         width=min(_WIDTH, 300 + 260 * ncols),
     )
     for row, (attr, name) in enumerate(metrics):
@@ -276,7 +287,7 @@ def metric_lines(
             box = boxes[row * ncols + col]
             x: LinearScale | BandScale
             if xname == "model":
-                x = BandScale(len(models), box[0], box[0] + box[2], tuple(models))
+                x = BandScale(len(models), box[0], box[0] + box[2], tuple(map(_short, models)))
                 y = _lin(box, (0, 1), yd)[1]
             else:
                 pad = (xs[-1] - xs[0]) * 0.06
@@ -323,7 +334,7 @@ def noise_floor(pairs: Sequence[tuple[PositionalGroup, PositionalGroup]], *, fig
     """sPB of the audited condition beside its decoding-only noise floor, per k."""
     ks = sorted({a.k for a, _ in pairs})
     rows = list(dict.fromkeys((a.model, a.temperature) for a, _ in pairs))
-    labels = tuple(f"{m}  T={t:g}" for m, t in rows)
+    labels = tuple(f"{_short(m)}  T={t:g}" for m, t in rows)
     color = OKABE_ITO[1]
     legend = [
         ("o", color, "", "sPB, audited condition"),
@@ -361,7 +372,7 @@ def discards(
     reasons = sorted({r for c in counts.values() for r in c})
     colors = {r: OKABE_ITO[(j + 3) % len(OKABE_ITO)] for j, r in enumerate(reasons)}
     shares = {m: 100 * sum(counts[m].values()) / max(generations.get(m, 0), 1) for m in models}
-    left = max(map(text_width, models)) + 16
+    left = max(text_width(_short(m)) for m in models) + 16
     canvas, boxes = _frame(
         1,
         ncols=1,
@@ -371,7 +382,7 @@ def discards(
     )
     box = boxes[0]
     x = _lin(box, (0, max(_domain(list(shares.values()))[1] * 1.3, 1.0)), (0, 1))[0]
-    y = BandScale(len(models), box[1], box[1] + box[3], tuple(models))
+    y = BandScale(len(models), box[1], box[1] + box[3], tuple(map(_short, models)))
     p = canvas.panel(box, x, y, xlabel="% of generations discarded")
     for i, m in enumerate(models):
         start = 0.0
@@ -451,7 +462,7 @@ def group_bars(
 ) -> str:
     """Per-group metric@n with CIs, bars per group, one panel per metric."""
     groups = list(models[0].group_metrics)
-    names = tuple(m.name for m in models)
+    names = tuple(_short(m.name) for m in models)
     colors = {g: OKABE_ITO[(j + 4) % len(OKABE_ITO)] for j, g in enumerate(groups)}
     labels = max(map(text_width, names)) * 0.6  # rotated model names below each panel
     canvas, boxes = _frame(
