@@ -10,6 +10,7 @@ import typer
 
 from .fairness import app as fairness_app
 from .positional import app as positional_app
+from .report import report
 
 __all__ = ["app", "main"]
 
@@ -22,6 +23,7 @@ app = typer.Typer(
 )
 app.add_typer(positional_app, name="positional")
 app.add_typer(fairness_app, name="fairness")
+app.command("report")(report)
 
 
 def main() -> None:

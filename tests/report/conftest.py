@@ -1,0 +1,66 @@
+"""Shared fixtures of the report tests: runs built from the committed fixtures and
+runs with hostile strings planted in every place a user-controlled string can reach."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from synth import fairness_results, long_tail_frame, positional_run
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SCRIPT_PAYLOAD = '<script>window.__pwned=1;document.title="pwned"</script>'
+IMG_PAYLOAD = "<img src=x onerror=\"window.__pwned=2;document.title='pwned'\">"
+PAYLOADS = (SCRIPT_PAYLOAD, IMG_PAYLOAD)
+
+
+@pytest.fixture
+def positional_dir(tmp_path: Path) -> Path:
+    """A copy of the committed positional run folder."""
+    return Path(shutil.copytree(FIXTURES / "positional_run", tmp_path / "positional_run"))
+
+
+@pytest.fixture
+def fairness_dir(tmp_path: Path) -> Path:
+    """A copy of the committed fairness run folder."""
+    return Path(shutil.copytree(FIXTURES / "fairness_run", tmp_path / "fairness_run"))
+
+
+@pytest.fixture
+def hostile_positional(tmp_path: Path) -> Path:
+    """A positional run whose model name and raw answers are XSS payloads."""
+    folder = tmp_path / "hostile_positional"
+    folder.mkdir()
+    results, frame = positional_run(
+        models={SCRIPT_PAYLOAD: 0.3, "plain-model": 0.0},
+        ks=(5,),
+        temperatures=(0.0, 0.4),
+        n_queries=20,
+        perms=5,
+        seed=1,
+    )
+    frame["raw_response"] = IMG_PAYLOAD
+    frame.loc[frame.index[:5], "discard_reason"] = IMG_PAYLOAD  # a hostile reason too
+    (folder / "analysis.json").write_text(json.dumps(results))
+    frame.to_parquet(folder / "evaluations.parquet", index=False)
+    (folder / "config.resolved.toml").write_text(
+        f'seed = 3\nnote = "{IMG_PAYLOAD.replace(chr(34), "")}"\n'
+    )
+    return folder
+
+
+@pytest.fixture
+def hostile_fairness(tmp_path: Path) -> Path:
+    """A fairness run whose model name, group name and item titles are XSS payloads."""
+    folder = tmp_path / "hostile_fairness"
+    folder.mkdir()
+    results = fairness_results(models={SCRIPT_PAYLOAD: (0.3, 0.6, 0.05), "MF": (0.25, 0.7, 0.02)})
+    for r in results.values():
+        r["groups"][IMG_PAYLOAD] = r["groups"].pop("F")
+    (folder / "results.json").write_text(json.dumps(results))
+    items = long_tail_frame(n_items=50)
+    items["title"] = IMG_PAYLOAD
+    items.to_parquet(folder / "long_tail.parquet", index=False)
+    return folder
