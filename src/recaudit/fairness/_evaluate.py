@@ -375,16 +375,10 @@ def _group_labels(users: pd.DataFrame, attributes: tuple[str, ...]) -> pd.Series
 
 def _protected_iv(protected: Hashable | Sequence[Hashable], attributes: tuple[str, ...]) -> str:
     values: tuple[Any, ...]
-    if len(attributes) == 1:
-        values = (protected,)
-    elif isinstance(protected, str):
-        values = (
-            tuple(protected.split(GROUP_SEPARATOR))
-            if GROUP_SEPARATOR in protected
-            else (protected,)
-        )
-    elif isinstance(protected, Sequence):
+    if isinstance(protected, list | tuple):
         values = tuple(protected)
+    elif isinstance(protected, str) and len(attributes) > 1:
+        values = tuple(protected.split(GROUP_SEPARATOR))
     else:
         values = (protected,)
     if len(values) != len(attributes):
