@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -207,6 +208,11 @@ def _columns_iv(table: pd.DataFrame, name: str, required: Sequence[str]) -> None
             raise InputError(MISSING_VALUE_MSG.format(table=name, column=column, row=row))
 
 
+def _run_starts(v: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
+    """Positions where a new run of equal consecutive values starts."""
+    return np.flatnonzero(np.concatenate(([True], v[1:] != v[:-1])))
+
+
 def _codes(values: pd.Series, index: pd.Index) -> npt.NDArray[np.int64]:
     """Positions of ``values`` in ``index`` (-1 when absent), hashing each run once.
 
@@ -216,7 +222,7 @@ def _codes(values: pd.Series, index: pd.Index) -> npt.NDArray[np.int64]:
     v = values.to_numpy()
     if v.size == 0:
         return np.zeros(0, dtype=np.int64)
-    starts = np.flatnonzero(np.concatenate(([True], v[1:] != v[:-1])))
+    starts = _run_starts(v)
     if starts.size > v.size // 2:
         return index.get_indexer(v).astype(np.int64)
     heads = index.get_indexer(v[starts]).astype(np.int64)
@@ -349,13 +355,12 @@ def build_top_n(
     test_keys = np.unique(t_ucode * n_codes + t_icode)
     n_relevant = np.bincount(test_keys // n_codes, minlength=n_users).astype(np.int64)
 
-    hits = np.zeros((n_users, n_max), dtype=bool)
-    listed = items >= 0
-    if test_keys.size:
-        rec_keys = np.arange(n_users, dtype=np.int64)[:, None] * n_codes + items
-        slot = np.searchsorted(test_keys, rec_keys[listed])
-        slot[slot == test_keys.size] = 0
-        hits[listed] = test_keys[slot] == rec_keys[listed]
+    # keys of empty slots are -1, which matches no test key
+    rec_keys = np.where(
+        items >= 0, np.arange(n_users, dtype=np.int64)[:, None] * n_codes + items, -1
+    )
+    slot = np.minimum(np.searchsorted(test_keys, rec_keys), max(test_keys.size - 1, 0))
+    hits = test_keys[slot] == rec_keys if test_keys.size else np.zeros(items.shape, dtype=bool)
     return TopNLists(user_index, items, hits, n_relevant, count > 0)
 
 
@@ -387,7 +392,8 @@ def per_user_metrics(
     ns = _n_iv(n)
     _columns_iv(recs, "recs", ("user_id", "item_id", "rank"))
     _columns_iv(test, "test", ("user_id", "item_id"))
-    user_index = pd.Index(pd.unique(pd.concat([recs["user_id"], test["user_id"]])))
+    heads = [t["user_id"].to_numpy() for t in (recs, test)]
+    user_index = pd.Index(pd.unique(np.concatenate([h[_run_starts(h)] for h in heads if h.size])))
     item_index = pd.Index(pd.unique(pd.concat([recs["item_id"], test["item_id"]])))
     lists = build_top_n(recs, test, user_index=user_index, item_index=item_index, n_max=ns[-1])
     lists = lists.subset(lists.n_relevant > 0)
