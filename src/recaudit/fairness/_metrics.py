@@ -224,8 +224,8 @@ def _codes(values: pd.Series, index: pd.Index) -> npt.NDArray[np.int64]:
         return np.zeros(0, dtype=np.int64)
     starts = _run_starts(v)
     if starts.size > v.size // 2:
-        return index.get_indexer(v).astype(np.int64)
-    heads = index.get_indexer(v[starts]).astype(np.int64)
+        return index.get_indexer(v).astype(np.int64, copy=False)
+    heads = index.get_indexer(v[starts]).astype(np.int64, copy=False)
     return np.repeat(heads, np.diff(np.append(starts, v.size)))
 
 
@@ -261,29 +261,13 @@ def _rank_layout_iv(
 ) -> None:
     """Ranks of every user must be exactly 1..count: no duplicates, no gaps.
 
-    Duplicates are looked for first (so that a duplicate is not reported as a gap):
-    among users whose max rank equals their row count, with a bincount of
-    ``user * L + rank`` (``L`` the longest list); a user whose max rank differs from
-    its row count has a duplicate or a gap, told apart on its own rows.
+    A user whose max rank differs from its row count has a duplicate or a gap, told
+    apart on its own rows. Otherwise every rank lies in 1..count_u, and there is a
+    duplicate exactly when the rows fill fewer than ``len(recs)`` of the
+    ``(user, rank)`` slots: a boolean scatter, with the hash-based ``duplicated``
+    used only to name the offending row (or when the slot space is too large).
     """
     bad_users = np.flatnonzero(max_rank != count)
-    ok_rows = max_rank[ucode] == count[ucode]
-    width = int(count.max(initial=0))
-    flat = ucode[ok_rows] * width + rank[ok_rows] - 1
-    # A bincount is cheap and exact when the code space is small; the hash-based
-    # `duplicated` (slower) locates the offending row only when there is one.
-    suspect = (
-        len(user_index) * width > 50_000_000
-        or (np.bincount(flat, minlength=len(user_index) * width) > 1).any()
-    )
-    dup = pd.Series(flat).duplicated().to_numpy() if suspect else np.zeros(0, dtype=bool)
-    if dup.any():
-        pos = np.flatnonzero(ok_rows)[int(np.argmax(dup))]
-        raise InputError(
-            DUPLICATE_RANK_MSG.format(
-                user=recs["user_id"].iloc[pos], rank=rank[pos], row=recs.index[pos]
-            )
-        )
     if bad_users.size:
         u = int(bad_users[0])
         rows = np.flatnonzero(ucode == u)
@@ -295,6 +279,21 @@ def _rank_layout_iv(
             )
         raise InputError(
             RANK_GAP_MSG.format(user=user_index[u], count=count[u], max_rank=max_rank[u])
+        )
+    width = int(count.max(initial=0))
+    slots = ucode * width + rank - 1
+    if len(user_index) * width <= 200_000_000:
+        filled = np.zeros(len(user_index) * width, dtype=bool)
+        filled[slots] = True
+        if np.count_nonzero(filled) == slots.size:
+            return
+    dup = pd.Series(slots).duplicated().to_numpy()
+    if dup.any():
+        pos = int(np.argmax(dup))
+        raise InputError(
+            DUPLICATE_RANK_MSG.format(
+                user=recs["user_id"].iloc[pos], rank=rank[pos], row=recs.index[pos]
+            )
         )
 
 
@@ -325,7 +324,7 @@ def build_top_n(
     if bad.any():
         pos = int(np.argmax(bad))
         raise InputError(BAD_RANK_MSG.format(row=recs.index[pos], value=rank_raw[pos]))
-    rank = rank_raw.astype(np.int64)
+    rank = rank_raw.astype(np.int64, copy=False)
 
     ucode = _codes(recs["user_id"], user_index)
     _raise_unknown(ucode, recs, "recs", user_index, "user")
