@@ -156,3 +156,16 @@ def test_inputs_not_mutated() -> None:
     per_user_metrics(recs, test)
     pd.testing.assert_frame_equal(recs, before[0])
     pd.testing.assert_frame_equal(test, before[1])
+
+
+def test_integer_and_string_ids_agree() -> None:
+    # compact integer ids take a lookup-table path, strings a hashing path
+    recs, test, _ = synthetic(n_users=40, seed=9)
+    as_int = {"user_id": lambda t: t["user_id"].str[1:].astype(int)}
+    by_str = per_user_metrics(recs, test).set_index("user_id").sort_index()
+    by_int = per_user_metrics(recs.assign(**as_int), test.assign(**as_int)).set_index("user_id")
+    by_int.index = "u" + by_int.index.astype(str)
+    pd.testing.assert_frame_equal(by_str, by_int.loc[by_str.index])
+    text = {"item_id": lambda t: "i" + t["item_id"].astype(str)}
+    by_text = per_user_metrics(recs.assign(**text), test.assign(**text)).set_index("user_id")
+    pd.testing.assert_frame_equal(by_str, by_text.loc[by_str.index])

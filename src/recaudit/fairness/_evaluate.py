@@ -47,7 +47,15 @@ from ._interbias import (
     normalized_relative_difference,
     relative_difference,
 )
-from ._metrics import METRICS, TopNLists, _columns_iv, _n_iv, build_top_n, ranking_metrics
+from ._metrics import (
+    METRICS,
+    TopNLists,
+    _columns_iv,
+    _n_iv,
+    _union_index,
+    build_top_n,
+    ranking_metrics,
+)
 
 __all__ = ["FairnessEvaluation", "GroupMetrics", "InterBias", "evaluate"]
 
@@ -405,8 +413,8 @@ def _catalog_iv(
             )
         index = pd.Index(items["item_id"].to_numpy())
         return index, len(index), "items"
-    tables = [recs["item_id"], test["item_id"]] + ([] if train is None else [train["item_id"]])
-    index = pd.Index(pd.unique(pd.concat(tables, ignore_index=True)))
+    tables = [recs, test] if train is None else [recs, test, train]
+    index = _union_index([t["item_id"].to_numpy() for t in tables])
     if n_items is None:
         return index, len(index), "observed"
     size = _int_iv(n_items, "n_items", 1)

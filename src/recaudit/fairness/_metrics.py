@@ -136,10 +136,13 @@ def ranking_metrics(
     h, rel, ns = _ranking_metrics_iv(hits, n_relevant, n)
     width = ns[-1]
     h = h[:, :width]
-    cols = np.asarray(ns) - 1
-    cum = np.cumsum(h, axis=1, dtype=np.int32)[:, cols].astype(np.float64)
+    # one product gives hit counts and DCG at every cut-off: columns of `weights` are
+    # 1[r <= N] and 1[r <= N] / log2(r + 1) over the ranks r = 1..max(n)
+    upto = np.arange(width)[:, None] < np.asarray(ns)[None, :]
     discount = 1.0 / np.log2(np.arange(2, width + 2))
-    dcg = np.cumsum(h * discount, axis=1)[:, cols]
+    weights = np.hstack([upto, upto * discount[:, None]]).astype(np.float64)
+    both = h.astype(np.float64) @ weights
+    cum, dcg = both[:, : len(ns)], both[:, len(ns) :]
     ideal = np.cumsum(discount)
     idcg = ideal[np.minimum(rel[:, None], np.asarray(ns)[None, :]) - 1]
     first = np.argmax(h, axis=1)
@@ -213,15 +216,56 @@ def _run_starts(v: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
     return np.flatnonzero(np.concatenate(([True], v[1:] != v[:-1])))
 
 
-def _codes(values: pd.Series, index: pd.Index) -> npt.NDArray[np.int64]:
-    """Positions of ``values`` in ``index`` (-1 when absent), hashing each run once.
+#: Integer ids spanning at most this many values are coded through a lookup table.
+_LOOKUP_SPAN = 50_000_000
 
-    Top-N tables are usually grouped by user, so the ids are mapped once per run of
-    equal consecutive values and the codes repeated.
+
+def _int_span(arrays: Sequence[npt.NDArray[Any]]) -> tuple[int, int] | None:
+    """``(min, max)`` of integer arrays when a lookup table over them is affordable."""
+    # signed (or narrow unsigned) integers only: uint64 - int would become float
+    if not arrays or not all(
+        np.issubdtype(a.dtype, np.signedinteger)
+        or (np.issubdtype(a.dtype, np.unsignedinteger) and a.dtype.itemsize < 8)
+        for a in arrays
+    ):
+        return None
+    full = [a for a in arrays if a.size]
+    if not full:
+        return None
+    lo = min(int(a.min()) for a in full)
+    hi = max(int(a.max()) for a in full)
+    return (lo, hi) if hi - lo < _LOOKUP_SPAN else None
+
+
+def _union_index(arrays: Sequence[npt.NDArray[Any]]) -> pd.Index:
+    """Distinct ids of several arrays (a bitmap for compact integer ids, else hashing)."""
+    span = _int_span(arrays)
+    if span is None:
+        return pd.Index(pd.unique(np.concatenate(arrays))) if arrays else pd.Index([])
+    lo, hi = span
+    present = np.zeros(hi - lo + 1, dtype=bool)
+    for a in arrays:
+        present[a - lo] = True
+    return pd.Index(np.flatnonzero(present) + lo)
+
+
+def _codes(values: pd.Series, index: pd.Index) -> npt.NDArray[np.int64]:
+    """Positions of ``values`` in ``index`` (-1 when absent).
+
+    Compact integer ids go through a lookup table (no hashing); other ids are hashed
+    once per run of equal consecutive values (top-N tables are usually grouped by
+    user) and the codes repeated.
     """
     v = values.to_numpy()
     if v.size == 0:
         return np.zeros(0, dtype=np.int64)
+    keys = index.to_numpy()
+    span = _int_span([v, keys])
+    if span is not None:
+        lo, hi = span
+        table = np.full(hi - lo + 1, -1, dtype=np.int64)
+        table[keys - lo] = np.arange(keys.size)
+        return table[v - lo]
     starts = _run_starts(v)
     if starts.size > v.size // 2:
         return index.get_indexer(v).astype(np.int64, copy=False)
@@ -251,22 +295,26 @@ def _raise_unknown(
         )
 
 
-def _rank_layout_iv(
+def _lists_iv(
     recs: pd.DataFrame,
     ucode: npt.NDArray[np.int64],
     rank: npt.NDArray[np.int64],
-    count: npt.NDArray[np.int64],
-    max_rank: npt.NDArray[np.int64],
+    icode: npt.NDArray[np.int64],
     user_index: pd.Index,
-) -> None:
-    """Ranks of every user must be exactly 1..count: no duplicates, no gaps.
+    n_max: int,
+) -> npt.NDArray[np.int64]:
+    """Check that every user's ranks are exactly 1..count; return the item matrix.
 
     A user whose max rank differs from its row count has a duplicate or a gap, told
-    apart on its own rows. Otherwise every rank lies in 1..count_u, and there is a
-    duplicate exactly when the rows fill fewer than ``len(recs)`` of the
-    ``(user, rank)`` slots: a boolean scatter, with the hash-based ``duplicated``
-    used only to name the offending row (or when the slot space is too large).
+    apart on its own rows. Otherwise every rank lies in 1..count_u and the rows are
+    scattered into the ``(user, rank)`` slots: a duplicate leaves fewer filled slots
+    than rows. ``pandas.duplicated`` is used only to name the offending row (or when
+    the slot space is too large to scatter into).
     """
+    n_users = len(user_index)
+    count = np.bincount(ucode, minlength=n_users)
+    max_rank = np.zeros(n_users, dtype=np.int64)
+    np.maximum.at(max_rank, ucode, rank)
     bad_users = np.flatnonzero(max_rank != count)
     if bad_users.size:
         u = int(bad_users[0])
@@ -282,11 +330,13 @@ def _rank_layout_iv(
         )
     width = int(count.max(initial=0))
     slots = ucode * width + rank - 1
-    if len(user_index) * width <= 200_000_000:
-        filled = np.zeros(len(user_index) * width, dtype=bool)
-        filled[slots] = True
-        if np.count_nonzero(filled) == slots.size:
-            return
+    if n_users * width <= _LOOKUP_SPAN:
+        full = np.full(n_users * width, -1, dtype=np.int64)
+        full[slots] = icode
+        if np.count_nonzero(full >= 0) == slots.size:
+            lists = full.reshape(n_users, width)[:, :n_max]
+            pad = np.full((n_users, max(n_max - width, 0)), -1, dtype=np.int64)
+            return np.ascontiguousarray(np.hstack([lists, pad]))
     dup = pd.Series(slots).duplicated().to_numpy()
     if dup.any():
         pos = int(np.argmax(dup))
@@ -295,6 +345,10 @@ def _rank_layout_iv(
                 user=recs["user_id"].iloc[pos], rank=rank[pos], row=recs.index[pos]
             )
         )
+    keep = rank <= n_max
+    items = np.full((n_users, n_max), -1, dtype=np.int64)
+    items[ucode[keep], rank[keep] - 1] = icode[keep]
+    return items
 
 
 def build_top_n(
@@ -328,17 +382,12 @@ def build_top_n(
 
     ucode = _codes(recs["user_id"], user_index)
     _raise_unknown(ucode, recs, "recs", user_index, "user")
-    count = np.bincount(ucode, minlength=n_users)
-    max_rank = np.zeros(n_users, dtype=np.int64)
-    np.maximum.at(max_rank, ucode, rank)
-    _rank_layout_iv(recs, ucode, rank, count, max_rank, user_index)
-
     icode = _codes(recs["item_id"], item_index)
     _raise_unknown(icode, recs, "recs", item_index, "item")
-    keep = rank <= n_max
-    items = np.full((n_users, n_max), -1, dtype=np.int64)
-    items[ucode[keep], rank[keep] - 1] = icode[keep]
-    ordered = np.sort(items, axis=1)
+    items = _lists_iv(recs, ucode, rank, icode, user_index, n_max)
+    # sorting each row finds repeated items and makes the key lookups below sorted
+    order = np.argsort(items, axis=1)
+    ordered = np.take_along_axis(items, order, axis=1)
     twice = (ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)
     if twice.any():
         u, j = np.argwhere(twice)[0]
@@ -356,11 +405,13 @@ def build_top_n(
 
     # keys of empty slots are -1, which matches no test key
     rec_keys = np.where(
-        items >= 0, np.arange(n_users, dtype=np.int64)[:, None] * n_codes + items, -1
+        ordered >= 0, np.arange(n_users, dtype=np.int64)[:, None] * n_codes + ordered, -1
     )
-    slot = np.minimum(np.searchsorted(test_keys, rec_keys), max(test_keys.size - 1, 0))
-    hits = test_keys[slot] == rec_keys if test_keys.size else np.zeros(items.shape, dtype=bool)
-    return TopNLists(user_index, items, hits, n_relevant, count > 0)
+    hits = np.zeros(items.shape, dtype=bool)
+    if test_keys.size:
+        slot = np.minimum(np.searchsorted(test_keys, rec_keys), test_keys.size - 1)
+        np.put_along_axis(hits, order, test_keys[slot] == rec_keys, axis=1)
+    return TopNLists(user_index, items, hits, n_relevant, (items >= 0).any(axis=1))
 
 
 def per_user_metrics(
@@ -392,8 +443,8 @@ def per_user_metrics(
     _columns_iv(recs, "recs", ("user_id", "item_id", "rank"))
     _columns_iv(test, "test", ("user_id", "item_id"))
     heads = [t["user_id"].to_numpy() for t in (recs, test)]
-    user_index = pd.Index(pd.unique(np.concatenate([h[_run_starts(h)] for h in heads if h.size])))
-    item_index = pd.Index(pd.unique(pd.concat([recs["item_id"], test["item_id"]])))
+    user_index = _union_index([h[_run_starts(h)] for h in heads if h.size])
+    item_index = _union_index([t["item_id"].to_numpy() for t in (recs, test)])
     lists = build_top_n(recs, test, user_index=user_index, item_index=item_index, n_max=ns[-1])
     lists = lists.subset(lists.n_relevant > 0)
     values = ranking_metrics(lists.hits, lists.n_relevant, n=ns)
