@@ -110,6 +110,8 @@ def test_short_and_missing_lists_count_as_misses() -> None:
         ({"user_id": ["a", "a"], "item_id": [1, 2], "rank": [1, 3]}, mod.RANK_GAP_MSG),
         ({"user_id": ["a", "a"], "item_id": [1, 1], "rank": [1, 2]}, mod.DUPLICATE_ITEM_MSG),
         ({"user_id": ["a", "a"], "item_id": [1, 2], "rank": [1, 1.5]}, mod.BAD_RANK_MSG),
+        ({"user_id": ["a", "a"], "item_id": [1, 2], "rank": [0, 1]}, mod.BAD_RANK_MSG),
+        ({"user_id": ["a", "a"], "item_id": [1, 2], "rank": ["1", "2"]}, mod.BAD_RANK_MSG),
         ({"user_id": ["a", None], "item_id": [1, 2], "rank": [1, 2]}, mod.MISSING_VALUE_MSG),
         ({"user_id": ["a"], "item_id": [1]}, mod.MISSING_COLUMNS_MSG),
     ],

@@ -374,7 +374,10 @@ def build_top_n(
     rank_raw = recs["rank"].to_numpy()
     if not np.issubdtype(rank_raw.dtype, np.number) or rank_raw.dtype == bool:
         raise InputError(BAD_RANK_MSG.format(row=recs.index[0], value=recs["rank"].iloc[0]))
-    bad = ~(np.isfinite(rank_raw) & (rank_raw >= 1) & (rank_raw == np.floor(rank_raw)))
+    if np.issubdtype(rank_raw.dtype, np.integer):
+        bad = rank_raw < 1
+    else:
+        bad = ~(np.isfinite(rank_raw) & (rank_raw >= 1) & (rank_raw == np.floor(rank_raw)))
     if bad.any():
         pos = int(np.argmax(bad))
         raise InputError(BAD_RANK_MSG.format(row=recs.index[pos], value=rank_raw[pos]))
