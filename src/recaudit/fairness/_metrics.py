@@ -334,9 +334,11 @@ def _lists_iv(
         full = np.full(n_users * width, -1, dtype=np.int64)
         full[slots] = icode
         if np.count_nonzero(full >= 0) == slots.size:
-            lists = full.reshape(n_users, width)[:, :n_max]
-            pad = np.full((n_users, max(n_max - width, 0)), -1, dtype=np.int64)
-            return np.ascontiguousarray(np.hstack([lists, pad]))
+            lists = full.reshape(n_users, width)
+            if width >= n_max:
+                return np.ascontiguousarray(lists[:, :n_max])
+            pad = np.full((n_users, n_max - width), -1, dtype=np.int64)
+            return np.hstack([lists, pad])
     dup = pd.Series(slots).duplicated().to_numpy()
     if dup.any():
         pos = int(np.argmax(dup))
@@ -388,9 +390,7 @@ def build_top_n(
     icode = _codes(recs["item_id"], item_index)
     _raise_unknown(icode, recs, "recs", item_index, "item")
     items = _lists_iv(recs, ucode, rank, icode, user_index, n_max)
-    # sorting each row finds repeated items and makes the key lookups below sorted
-    order = np.argsort(items, axis=1)
-    ordered = np.take_along_axis(items, order, axis=1)
+    ordered = np.sort(items, axis=1)
     twice = (ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)
     if twice.any():
         u, j = np.argwhere(twice)[0]
@@ -408,12 +408,12 @@ def build_top_n(
 
     # keys of empty slots are -1, which matches no test key
     rec_keys = np.where(
-        ordered >= 0, np.arange(n_users, dtype=np.int64)[:, None] * n_codes + ordered, -1
+        items >= 0, np.arange(n_users, dtype=np.int64)[:, None] * n_codes + items, -1
     )
     hits = np.zeros(items.shape, dtype=bool)
     if test_keys.size:
         slot = np.minimum(np.searchsorted(test_keys, rec_keys), test_keys.size - 1)
-        np.put_along_axis(hits, order, test_keys[slot] == rec_keys, axis=1)
+        hits = test_keys[slot] == rec_keys
     return TopNLists(user_index, items, hits, n_relevant, (items >= 0).any(axis=1))
 
 
