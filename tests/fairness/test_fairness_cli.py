@@ -131,3 +131,11 @@ def test_recbole_atomic_users(files: dict[str, Path], tmp_path: Path) -> None:
     args[args.index("--users") + 1] = str(atomic)
     res = runner.invoke(app, [*args, "--json"])
     assert res.exit_code == 0, res.output
+
+
+def test_resample_coverage_flag(files: dict[str, Path]) -> None:
+    res = runner.invoke(app, [*_base(files), "--n", "5", "--resample-coverage", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert d["settings"]["resample_coverage"] is True
+    assert d["item_coverage@5"]["ci_high"] <= d["item_coverage@5"]["value"]

@@ -138,7 +138,8 @@ def evaluate_command(
         str, typer.Option(help="Protected value; comma-separated, one per attribute.")
     ],
     n: Annotated[
-        list[str] | None, typer.Option("--n", help="Cut-offs: --n 5 10 15 (default 5 10 15).")
+        list[str] | None,
+        typer.Option("--n", metavar="N ...", help="Cut-offs: --n 5 10 15 (default 5 10 15)."),
     ] = None,
     items: Annotated[Path | None, typer.Option(help="Item catalog with item_id.")] = None,
     n_items: Annotated[int | None, typer.Option(help="Catalog size |I|.")] = None,
@@ -151,7 +152,10 @@ def evaluate_command(
     min_group_size: Annotated[int, typer.Option(help="Minimum users per group.")] = 20,
     confidence_level: Annotated[float, typer.Option(help="CI level.")] = 0.95,
     resample_coverage: Annotated[
-        bool, typer.Option(help="Recompute item coverage in each bootstrap resample.")
+        bool,
+        typer.Option(
+            "--resample-coverage", help="Recompute item coverage in each bootstrap resample."
+        ),
     ] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
