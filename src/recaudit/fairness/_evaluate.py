@@ -81,6 +81,7 @@ POSITIVE_INT_MSG = "`{name}` must be an integer >= {minimum}, got {value!r}"
 CONFIDENCE_MSG = "`confidence_level` must be in (0, 1), got {value!r}"
 NO_EVALUATED_MSG = "no user has a test item: nothing to evaluate"
 COVERAGE_FIXED = "held fixed (resample_coverage=False)"
+NO_BOOT = "not computed (n_boot=0)"
 
 
 @dataclass(frozen=True)
@@ -661,7 +662,9 @@ def evaluate(
 
     def est(value: float, reps: npt.NDArray[np.float64] | None) -> Estimate:
         if reps is None:
-            reps = np.full(1, np.nan)
+            return Estimate(
+                float(value), ConfidenceInterval(np.nan, np.nan, inp.confidence_level, NO_BOOT)
+            )
         return Estimate(
             float(value), percentile_interval(reps, confidence_level=inp.confidence_level)
         )
