@@ -281,6 +281,13 @@ def test_bad_users(change: object, message: str) -> None:
         evaluate(r, t, u, attribute="gender", protected="F", n_boot=0, n_resamples=0)
 
 
+def test_unknown_user_hints_at_dtype_mismatch() -> None:
+    recs, test, users = synthetic(n_users=60)
+    numeric = users.assign(user_id=range(60))
+    with pytest.raises(InputError, match=r"user_id 'u0' \(row 0\).*dtypes differ: recs object"):
+        evaluate(recs, test, numeric, attribute="gender", protected="F")
+
+
 def test_nan_attribute_names_row_and_column() -> None:
     recs, test, users = synthetic(n_users=60)
     users = users.assign(gender=users.gender.where(users.index != 3))

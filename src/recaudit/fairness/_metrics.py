@@ -39,10 +39,8 @@ METRICS: tuple[str, ...] = ("ndcg", "precision", "recall", "hit", "mrr")
 MISSING_COLUMNS_MSG = "`{table}` must have columns {required}; missing {missing}"
 MISSING_VALUE_MSG = "`{table}` has a missing value in column `{column}` at row {row}"
 BAD_RANK_MSG = "`recs` column `rank` must hold integers >= 1; row {row} has {value!r}"
-UNKNOWN_USER_MSG = (
-    "`{table}` has user_id {user!r} (row {row}) that is not in `users`"
-    " (user_id dtypes: {table} {dtype}, users {users_dtype})"
-)
+UNKNOWN_USER_MSG = "`{table}` has user_id {user!r} (row {row}) that is not in `users`{hint}"
+DTYPE_HINT = " (user_id dtypes differ: {table} {dtype}, users {users_dtype})"
 UNKNOWN_ITEM_MSG = (
     "`{table}` has item_id {item!r} (row {row}) that is not in the item catalog `items`"
 )
@@ -281,13 +279,14 @@ def _raise_unknown(
         pos = int(np.argmax(bad))
         column = table[f"{kind}_id"]
         if kind == "user":
+            hint = (
+                DTYPE_HINT.format(table=name, dtype=column.dtype, users_dtype=index.dtype)
+                if column.dtype != index.dtype
+                else ""
+            )
             raise InputError(
                 UNKNOWN_USER_MSG.format(
-                    table=name,
-                    user=column.iloc[pos],
-                    row=table.index[pos],
-                    dtype=column.dtype,
-                    users_dtype=index.dtype,
+                    table=name, user=column.iloc[pos], row=table.index[pos], hint=hint
                 )
             )
         raise InputError(
