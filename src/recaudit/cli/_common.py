@@ -50,7 +50,9 @@ def exit_on_error(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except RecauditError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+            err_console.print(
+                f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True
+            )
             raise typer.Exit(code=2) from exc
 
     return wrapper
