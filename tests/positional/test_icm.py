@@ -114,3 +114,14 @@ def test_icm_detects_strong_bias_and_is_reproducible(biased: Evaluations) -> Non
 def test_n_resamples_is_validated(biased: Evaluations, bad: object) -> None:
     with pytest.raises(InputError, match=re.escape(_icm.MSG_N_RESAMPLES.format(value=bad))):
         pob_icm(biased, n_resamples=bad)  # type: ignore[arg-type]
+
+
+def test_type_one_error_on_null_data() -> None:
+    # Small version of `recaudit positional simulate` at p_bias = 0.
+    rng = np.random.default_rng(7)
+    pvalues = [
+        pob_icm(simulate_evaluations(20, k=4, n_perms=10, rng=rng), n_resamples=99, rng=rng).pvalue
+        for _ in range(80)
+    ]
+    assert np.mean(np.array(pvalues) <= 0.05) <= 0.125  # binomial(80, 0.05) > 10: p < 0.6%
+    assert stats.kstest(pvalues, "uniform").pvalue > 0.001  # valid: p ~ U(0, 1) under H0

@@ -17,7 +17,7 @@ def test_bound_by_hand(biased: Evaluations) -> None:
     y = query_position_shares(biased)
     n, k = y.shape
     h = np.sqrt(y.var(axis=0, ddof=1).mean() / n)
-    z = stats.norm.isf(0.05 / (2 * k))
+    z = stats.t.isf(0.05 / (2 * k), df=n - 1)
     m = y.mean(axis=0)
     expected = max(np.clip(1 / k - m - z * h, 0, None).sum(), np.clip(m - 1 / k - z * h, 0, None).sum())
     res = pob_unbp(biased)
