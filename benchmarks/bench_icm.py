@@ -12,6 +12,7 @@ this process; the ratio is what the README reports.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -41,6 +42,7 @@ def main() -> None:
     parser.add_argument("--naive", type=int, default=300, help="naive resamples to time")
     parser.add_argument("--k", type=int, nargs="+", default=[5, 10])
     args = parser.parse_args()
+    print(f"load average before: {os.getloadavg()[0]:.1f} (cpus: {os.cpu_count()})")
     rng = np.random.default_rng(0)
     pob_icm(simulate_evaluations(5, k=3, n_perms=3, rng=0), n_resamples=2, rng=0)  # JIT warm-up
     print("| k | ours, B = 9,999 (s) | naive per resample (ms) | naive, extrapolated (s) | ratio |")
@@ -51,8 +53,11 @@ def main() -> None:
         pob_icm(ev, n_resamples=B, rng=rng)
         ours = time.perf_counter() - start
         naive = naive_per_resample(ev, args.naive, rng)
-        print(f"| {k} | {ours:.2f} | {1000 * naive:.2f} | {naive * B:.0f} | "
-              f"{naive * B / ours:.0f}x |", flush=True)
+        print(
+            f"| {k} | {ours:.2f} | {1000 * naive:.2f} | {naive * B:.0f} | "
+            f"{naive * B / ours:.0f}x |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ of a replication does not depend on the replication count).
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 from recaudit.positional import pob_icm, power_study, simulate_evaluations
@@ -27,6 +28,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--reps", type=int, default=3)
     args = parser.parse_args()
+    print(f"load average before: {os.getloadavg()[0]:.1f} (cpus: {os.cpu_count()})")
     pob_icm(simulate_evaluations(5, k=3, n_perms=3, rng=0), n_resamples=2, rng=0)  # JIT warm-up
     total = 0.0
     print("| k | queries | s per replication (3 p_bias, both tests) | extrapolated to 1,000 (s) |")

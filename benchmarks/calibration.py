@@ -18,7 +18,9 @@ from recaudit.positional import pob_unbp, simulate_evaluations, strong_positiona
 
 
 def type_one_error(reps: int, rng: np.random.Generator) -> None:
-    print("| k | queries | pooled (default) | per-position | pooled, side=under | pooled, side=over |")
+    print(
+        "| k | queries | pooled (default) | per-position | pooled, side=under | pooled, side=over |"
+    )
     print("|---|---|---|---|---|---|")
     for k in (5, 10, 15, 20):
         for n in (30, 100, 300):

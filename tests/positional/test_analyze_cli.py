@@ -53,8 +53,14 @@ def test_cli_analyze_json_contract(grouped_csv: Path) -> None:
     result = runner.invoke(app, ["positional", "analyze", str(grouped_csv), "--json", *FAST])
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
-    for key in ("n_queries", "n_evaluations", "n_discarded", "k", "position_distribution",
-                "selection_rate_matrix"):
+    for key in (
+        "n_queries",
+        "n_evaluations",
+        "n_discarded",
+        "k",
+        "position_distribution",
+        "selection_rate_matrix",
+    ):
         assert key in out
     assert out["n_discarded"] == 1 and out["k"] == 4
     assert {"statistic", "pvalue", "pvalue_asymptotic"} <= set(out["pob_icm"])
@@ -94,24 +100,73 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
 
 
 def test_cli_simulate_takes_several_values_per_option() -> None:
-    args = ["positional", "simulate", "--k", "3", "4", "--queries", "10", "20", "--perms", "5",
-            "--p-bias", "0", "0.5", "--reps", "3", "--n-resamples", "19", "--seed", "2", "--json"]
+    args = [
+        "positional",
+        "simulate",
+        "--k",
+        "3",
+        "4",
+        "--queries",
+        "10",
+        "20",
+        "--perms",
+        "5",
+        "--p-bias",
+        "0",
+        "0.5",
+        "--reps",
+        "3",
+        "--n-resamples",
+        "19",
+        "--seed",
+        "2",
+        "--json",
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
     assert len(rows) == 2 * 2 * 2 * 2
     assert {r["k"] for r in rows} == {3, 4} and {r["queries"] for r in rows} == {10, 20}
     assert {r["p_bias"] for r in rows} == {0.0, 0.5}
-    keys = {"test", "k", "queries", "perms", "p_bias", "reps", "rejection_rate", "ci_low", "ci_high"}
+    keys = {
+        "test",
+        "k",
+        "queries",
+        "perms",
+        "p_bias",
+        "reps",
+        "rejection_rate",
+        "ci_low",
+        "ci_high",
+    }
     assert all(set(r) == keys for r in rows)
     same = runner.invoke(app, [*args[:2], "--k", "3,4", "--k", "3", *args[5:]])
     assert same.exit_code == 0
 
 
 def test_cli_simulate_table_and_bad_values() -> None:
-    result = runner.invoke(app, ["positional", "simulate", "--k", "4", "--queries", "10",
-                                 "--p-bias", "0.6", "--reps", "2", "--perms", "5",
-                                 "--n-resamples", "19", "--seed", "1", "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "positional",
+            "simulate",
+            "--k",
+            "4",
+            "--queries",
+            "10",
+            "--p-bias",
+            "0.6",
+            "--reps",
+            "2",
+            "--perms",
+            "5",
+            "--n-resamples",
+            "19",
+            "--seed",
+            "1",
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "80% power" in result.stdout
     bad = runner.invoke(app, ["positional", "simulate", "--k", "five", "--reps", "1"])

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from recaudit import InputError
-from recaudit.positional import evaluations_from_table, group_table, permutation_sensitivity
 from recaudit.positional import _evaluations as E
 from recaudit.positional import _metrics as M
+from recaudit.positional import evaluations_from_table, group_table, permutation_sensitivity
 
 
 def _table(rows: list[tuple[str, str, object]]) -> pd.DataFrame:

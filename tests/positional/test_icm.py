@@ -13,12 +13,12 @@ from scipy import stats
 from recaudit import InputError
 from recaudit.positional import (
     Evaluations,
+    _icm,
     contingency_table,
     evaluations_from_table,
     pob_icm,
     simulate_evaluations,
 )
-from recaudit.positional import _icm
 
 
 def _nonempty(table: np.ndarray) -> np.ndarray:
@@ -46,12 +46,22 @@ def test_against_scipy_permutation_test_one_query() -> None:
     orders = np.array([rng.permutation(3) for _ in range(6)])
     orders[:4] = orders[0]  # repeated permutations make a non-trivial table
     pos = np.array([0, 0, 0, 1, 2, 0])
-    ev = Evaluations(3, np.array(["q"]), np.zeros(6, np.int64), orders, pos,
-                     orders[np.arange(6), pos], np.arange(1, 7))
+    ev = Evaluations(
+        3,
+        np.array(["q"]),
+        np.zeros(6, np.int64),
+        orders,
+        pos,
+        orders[np.arange(6), pos],
+        np.arange(1, 7),
+    )
     labels = _icm._permutation_labels(orders)[0]
     ref = stats.permutation_test(
-        (labels,), lambda lab: _chi2(ev.item, lab), permutation_type="pairings",
-        alternative="greater", n_resamples=np.inf,
+        (labels,),
+        lambda lab: _chi2(ev.item, lab),
+        permutation_type="pairings",
+        alternative="greater",
+        n_resamples=np.inf,
     )
     ours = pob_icm(ev, n_resamples=4999, rng=1)
     assert ours.statistic == pytest.approx(ref.statistic)
@@ -96,7 +106,9 @@ def test_exhaustive_design_has_k_factorial_columns() -> None:
     for q in range(10):
         for p in perms:
             rows.append((f"q{q}", " ".join(map(str, p + 1)), 1 if rng.random() < 0.5 else 2))
-    ev = evaluations_from_table(pd.DataFrame(rows, columns=["query_id", "order", "selected_position"]))
+    ev = evaluations_from_table(
+        pd.DataFrame(rows, columns=["query_id", "order", "selected_position"])
+    )
     res = pob_icm(ev, n_resamples=99, rng=0)
     assert contingency_table(ev).shape == (4, 24)
     assert res.n_columns == 24

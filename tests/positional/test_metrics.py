@@ -36,8 +36,9 @@ def test_against_scipy_bootstrap_ps(biased: Evaluations) -> None:
     counts = M.item_counts(biased)
     per_query = 1 - counts.max(axis=1) / counts.sum(axis=1)
     ours = permutation_sensitivity(biased, n_boot=4000, rng=0)
-    ref = stats.bootstrap((per_query,), np.mean, method="percentile", n_resamples=4000,
-                          random_state=1).confidence_interval
+    ref = stats.bootstrap(
+        (per_query,), np.mean, method="percentile", n_resamples=4000, random_state=1
+    ).confidence_interval
     assert ours.value == pytest.approx(per_query.mean())
     assert ours.ci.low == pytest.approx(ref.low, abs=0.01)
     assert ours.ci.high == pytest.approx(ref.high, abs=0.01)
@@ -51,9 +52,13 @@ def test_pairwise_ps_by_hand() -> None:
 
 
 @settings(max_examples=15, deadline=None)
-@given(n=st.integers(2, 12), k=st.integers(2, 6), l=st.integers(2, 6), seed=st.integers(0, 99))
-def test_constant_recommendation_gives_ps_zero_and_icm_p_one(n: int, k: int, l: int, seed: int) -> None:
-    ev = _constant_item(n, k, l, seed)
+@given(
+    n=st.integers(2, 12), k=st.integers(2, 6), n_perms=st.integers(2, 6), seed=st.integers(0, 99)
+)
+def test_constant_recommendation_gives_ps_zero_and_icm_p_one(
+    n: int, k: int, n_perms: int, seed: int
+) -> None:
+    ev = _constant_item(n, k, n_perms, seed)
     assert permutation_sensitivity(ev, n_boot=20, rng=seed).value == 0.0
     assert pob_icm(ev, n_resamples=49, rng=seed).pvalue == 1.0
     assert strong_positional_bias(ev, n_boot=20, rng=seed).value == 0.0
@@ -61,7 +66,9 @@ def test_constant_recommendation_gives_ps_zero_and_icm_p_one(n: int, k: int, l: 
 
 @settings(max_examples=15, deadline=None)
 @given(n=st.integers(2, 10), k=st.integers(2, 6), p=st.floats(0, 1), seed=st.integers(0, 99))
-def test_pvalues_in_unit_interval_and_metrics_are_rates(n: int, k: int, p: float, seed: int) -> None:
+def test_pvalues_in_unit_interval_and_metrics_are_rates(
+    n: int, k: int, p: float, seed: int
+) -> None:
     ev = simulate_evaluations(n, k=k, n_perms=4, p_bias=p, rng=seed)
     assert 0 < pob_icm(ev, n_resamples=19, rng=seed).pvalue <= 1
     unbp = pob_unbp(ev)
@@ -78,7 +85,9 @@ def test_exact_uniformity_gives_zero_bound(k: int, reps: int, n: int) -> None:
     orders = np.tile(np.arange(k), (n * k * reps, 1))
     position = np.tile(np.arange(k), n * reps)
     query = np.repeat(np.arange(n), k * reps)
-    ev = Evaluations(k, np.arange(n), query, orders, position, position, np.arange(1, query.size + 1))
+    ev = Evaluations(
+        k, np.arange(n), query, orders, position, position, np.arange(1, query.size + 1)
+    )
     res = pob_unbp(ev)
     assert res.L == 0.0 and res.pvalue == 1.0 and not res.reject
     assert positional_bias(ev, n_boot=10).value == pytest.approx(0.0, abs=1e-12)
@@ -90,17 +99,24 @@ def test_relabelling_and_reordering_queries_changes_nothing(seed: int) -> None:
     ev = simulate_evaluations(8, k=4, n_perms=5, p_bias=0.3, rng=seed)
     rng = np.random.default_rng(seed)
     table = ev.to_frame()
-    table["query_id"] = table["query_id"].map({q: f"x{rng.integers(1e9)}-{q}" for q in ev.query_ids})
+    table["query_id"] = table["query_id"].map(
+        {q: f"x{rng.integers(1e9)}-{q}" for q in ev.query_ids}
+    )
     shuffled = table.sample(frac=1.0, random_state=seed)
     from recaudit.positional import evaluations_from_table
 
     other = evaluations_from_table(shuffled)
-    assert pob_icm(other, n_resamples=9).statistic == pytest.approx(pob_icm(ev, n_resamples=9).statistic)
+    assert pob_icm(other, n_resamples=9).statistic == pytest.approx(
+        pob_icm(ev, n_resamples=9).statistic
+    )
     assert pob_unbp(other).L == pytest.approx(pob_unbp(ev).L)
     assert pob_unbp(other).pvalue == pytest.approx(pob_unbp(ev).pvalue)
     assert permutation_sensitivity(other, n_boot=5).value == pytest.approx(
-        permutation_sensitivity(ev, n_boot=5).value)
-    assert positional_bias(other, n_boot=5).value == pytest.approx(positional_bias(ev, n_boot=5).value)
+        permutation_sensitivity(ev, n_boot=5).value
+    )
+    assert positional_bias(other, n_boot=5).value == pytest.approx(
+        positional_bias(ev, n_boot=5).value
+    )
     np.testing.assert_array_equal(selection_rate_matrix(other), selection_rate_matrix(ev))
 
 

@@ -9,8 +9,13 @@ import pytest
 from scipy import stats
 
 from recaudit import InputError
-from recaudit.positional import Evaluations, pob_unbp, query_position_shares, simulate_evaluations
-from recaudit.positional import _unbp
+from recaudit.positional import (
+    Evaluations,
+    _unbp,
+    pob_unbp,
+    query_position_shares,
+    simulate_evaluations,
+)
 
 
 def test_bound_by_hand(biased: Evaluations) -> None:
@@ -19,7 +24,9 @@ def test_bound_by_hand(biased: Evaluations) -> None:
     h = np.sqrt(y.var(axis=0, ddof=1).mean() / n)
     z = stats.t.isf(0.05 / (2 * k), df=n - 1)
     m = y.mean(axis=0)
-    expected = max(np.clip(1 / k - m - z * h, 0, None).sum(), np.clip(m - 1 / k - z * h, 0, None).sum())
+    expected = max(
+        np.clip(1 / k - m - z * h, 0, None).sum(), np.clip(m - 1 / k - z * h, 0, None).sum()
+    )
     res = pob_unbp(biased)
     assert res.L == pytest.approx(expected)
     assert res.reject and res.L_over > res.L_under

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -37,7 +36,7 @@ class _MultiValueCommand(TyperCommand):
 
     multi_value_options: tuple[str, ...] = ("--k", "--queries", "--p-bias")
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # click.Context
         joined: list[str] = []
         i = 0
         while i < len(args):
@@ -62,7 +61,9 @@ def _number_list(kind: Callable[[str], Any], option: str) -> Callable[[list[str]
                 try:
                     out.append(kind(token))
                 except ValueError:
-                    raise typer.BadParameter(MSG_NUMBER_LIST.format(option=option, value=token)) from None
+                    raise typer.BadParameter(
+                        MSG_NUMBER_LIST.format(option=option, value=token)
+                    ) from None
         return out
 
     return parse
@@ -104,15 +105,24 @@ def analyze_command(
 
     table = read_table(evals)
     columns = [c.strip() for c in by.split(",") if c.strip()] if by else []
-    options = {"alpha": alpha, "epsilon": epsilon, "n_resamples": n_resamples,
-               "n_boot": n_boot, "rng": seed}
+    options: dict[str, Any] = {
+        "alpha": alpha,
+        "epsilon": epsilon,
+        "n_resamples": n_resamples,
+        "n_boot": n_boot,
+        "rng": seed,
+    }
     with _progress(quiet or json_output) as bar:
         if columns:
-            n_groups = int(table.groupby(columns, dropna=False).ngroups) if all(
-                c in table.columns for c in columns) else 1
+            n_groups = (
+                int(table.groupby(columns, dropna=False).ngroups)
+                if all(c in table.columns for c in columns)
+                else 1
+            )
             task = bar.add_task("analysing groups", total=n_groups)
-            grouped = analyze_groups(table, by=columns, progress=lambda n: bar.advance(task, n),
-                                     **options)
+            grouped = analyze_groups(
+                table, by=columns, progress=lambda n: bar.advance(task, n), **options
+            )
             rows, rejects = grouped.to_list(), grouped.rejects
         else:
             task = bar.add_task("analysing", total=1)
@@ -158,9 +168,17 @@ def simulate_command(
     total = len(ks) * len(qs) * len(pbs) * reps
     with _progress(quiet or json_output) as bar:
         task = bar.add_task("simulating", total=total)
-        study = power_study(k=ks, queries=qs, perms=perms, p_bias=pbs, reps=reps, alpha=alpha,
-                            n_resamples=n_resamples, rng=seed,
-                            progress=lambda n: bar.advance(task, n))
+        study = power_study(
+            k=ks,
+            queries=qs,
+            perms=perms,
+            p_bias=pbs,
+            reps=reps,
+            alpha=alpha,
+            n_resamples=n_resamples,
+            rng=seed,
+            progress=lambda n: bar.advance(task, n),
+        )
     if json_output:
         print_json([row.to_dict() for row in study.rows])
         return
@@ -168,12 +186,20 @@ def simulate_command(
     for col in ("test", "k", "queries", "p_bias", "rate", "95% Wilson CI"):
         table.add_column(col, justify="right")
     for r in study.rows:
-        table.add_row(r.test, str(r.k), str(r.queries), f"{r.p_bias:g}",
-                      f"{r.rejection_rate:.3f}", f"[{r.ci_low:.3f}, {r.ci_high:.3f}]")
+        table.add_row(
+            r.test,
+            str(r.k),
+            str(r.queries),
+            f"{r.p_bias:g}",
+            f"{r.rejection_rate:.3f}",
+            f"[{r.ci_low:.3f}, {r.ci_high:.3f}]",
+        )
     console.print(table)
     for (test, kk, pb), n in study.power_table(0.8).items():
-        console.print(f"{test} k={kk} p_bias={pb:g}: 80% power at "
-                      + (f"{n} queries" if n is not None else "no grid point"))
+        console.print(
+            f"{test} k={kk} p_bias={pb:g}: 80% power at "
+            + (f"{n} queries" if n is not None else "no grid point")
+        )
 
 
 def _print_analysis(rows: list[dict[str, Any]], by: list[str]) -> None:
@@ -187,11 +213,21 @@ def _print_analysis(rows: list[dict[str, Any]], by: list[str]) -> None:
         ("k", lambda r: str(r["k"])),
         ("queries / evaluations", lambda r: f"{r['n_queries']} / {r['n_evaluations']}"),
         ("discarded generations", lambda r: str(r["n_discarded"])),
-        (f"POB-ICM X2 (p{holm})", lambda r: f"{r['pob_icm']['statistic']:.1f} "
-         f"({r['pob_icm'].get('pvalue_holm', r['pob_icm']['pvalue']):.4g})"),
+        (
+            f"POB-ICM X2 (p{holm})",
+            lambda r: (
+                f"{r['pob_icm']['statistic']:.1f} "
+                f"({r['pob_icm'].get('pvalue_holm', r['pob_icm']['pvalue']):.4g})"
+            ),
+        ),
         ("POB-ICM asymptotic p", lambda r: f"{r['pob_icm']['pvalue_asymptotic']:.3g}"),
-        (f"POB-UNBP L, pp (p{holm})", lambda r: f"{100 * r['pob_unbp']['L']:.2f} "
-         f"({r['pob_unbp'].get('pvalue_holm', r['pob_unbp']['pvalue']):.3g})"),
+        (
+            f"POB-UNBP L, pp (p{holm})",
+            lambda r: (
+                f"{100 * r['pob_unbp']['L']:.2f} "
+                f"({r['pob_unbp'].get('pvalue_holm', r['pob_unbp']['pvalue']):.3g})"
+            ),
+        ),
         ("PS [95% CI]", lambda r: _fmt(r["ps"])),
         ("PB [95% CI]", lambda r: _fmt(r["pb"])),
         ("sPB [95% CI]", lambda r: _fmt(r["spb"])),
@@ -202,7 +238,8 @@ def _print_analysis(rows: list[dict[str, Any]], by: list[str]) -> None:
     console.print(table)
     verdict = f"alpha = {rows[0]['alpha']}" + (", Holm across groups" if by else "")
     biased = [
-        name for name, r in zip(names, rows, strict=True)
+        name
+        for name, r in zip(names, rows, strict=True)
         if r["pob_icm"].get("reject_holm", r["pob_icm"]["reject"])
         or r["pob_unbp"].get("reject_holm", r["pob_unbp"]["reject"])
     ]

@@ -162,8 +162,17 @@ def pob_icm(
     for start in range(0, n_resamples, chunk):
         b = min(chunk, n_resamples - start)
         raw = gen.bit_generator.random_raw(size=(b, words))
-        _null_statistics(item_s, label_s, offsets, inv_rows, inv_cols_relabelled, evals.k,
-                         raw, bits, null[start:start + b])
+        _null_statistics(
+            item_s,
+            label_s,
+            offsets,
+            inv_rows,
+            inv_cols_relabelled,
+            evals.k,
+            raw,
+            bits,
+            null[start : start + b],
+        )
     return PobIcmResult(
         statistic=statistic,
         pvalue=monte_carlo_pvalue(statistic, null),
@@ -179,7 +188,11 @@ def pob_icm(
 def _pob_icm_iv(
     n_resamples: int, rng: np.random.Generator | int | None
 ) -> tuple[int, np.random.Generator]:
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int | np.integer) or n_resamples < 1:
+    if (
+        isinstance(n_resamples, bool)
+        or not isinstance(n_resamples, int | np.integer)
+        or n_resamples < 1
+    ):
         raise InputError(MSG_N_RESAMPLES.format(value=n_resamples))
     return int(n_resamples), as_generator(rng)
 
