@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 from statsmodels.stats.multitest import multipletests
 from typer.testing import CliRunner
 
+from recaudit import InputError
 from recaudit.cli import app
 from recaudit.positional import analyze, analyze_groups, simulate_evaluations
 
@@ -174,3 +176,10 @@ def test_cli_simulate_table_and_bad_values() -> None:
     assert "`--k`: 'five' is not a list of numbers" in bad.output
     bad = runner.invoke(app, ["positional", "simulate", "--k", "1", "--reps", "1", "--quiet"])
     assert bad.exit_code == 2 and "`k` must be an integer >= 2, got 1" in bad.output
+
+
+def test_grouped_errors_name_the_group(grouped_csv: Path) -> None:
+    table = pd.read_csv(grouped_csv, dtype={"order": str})
+    table.loc[table.index[table["model"] == "b"][0], "order"] = "1 2 3"
+    with pytest.raises(InputError, match=re.escape("group model=b: column `order`: mixed k")):
+        analyze_groups(table, by=["model"], n_resamples=9)

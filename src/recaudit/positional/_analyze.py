@@ -32,6 +32,7 @@ from ._unbp import PobUnbpResult, pob_unbp
 
 __all__ = ["GroupedAnalysis", "PositionalAnalysis", "analyze", "analyze_groups"]
 
+MSG_IN_GROUP = "group {group}: {error}"
 MSG_BY_EMPTY = "`by` must name at least one column (e.g. {choices})"
 
 Source: TypeAlias = Evaluations | pd.DataFrame | str | Path
@@ -191,7 +192,11 @@ def analyze_groups(
     gen = as_generator(rng)
     results = []
     for keys, part in group_table(read_table(data), list(by)):
-        evals = evaluations_from_table(part)
+        try:
+            evals = evaluations_from_table(part)
+        except InputError as exc:
+            name = ", ".join(f"{k}={v}" for k, v in keys.items())
+            raise InputError(MSG_IN_GROUP.format(group=name, error=exc)) from exc
         results.append(
             _analyze_group(
                 evals, _plain(keys), alpha, epsilon, n_resamples, n_boot, confidence_level, gen

@@ -63,7 +63,7 @@ def permutation_sensitivity(
     >>> from recaudit.positional import simulate_evaluations, permutation_sensitivity
     >>> ev = simulate_evaluations(100, k=5, p_bias=0.0, rng=0)
     >>> round(permutation_sensitivity(ev, rng=0).value, 3)
-    0.335
+    0.386
     """
     n_boot, confidence_level = check_bootstrap_args(n_boot, confidence_level)
     if kind not in ("modal", "pairwise"):
