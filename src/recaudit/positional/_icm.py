@@ -154,6 +154,7 @@ def pob_icm(
     inv_cols = np.where(cols > 0, 1.0 / np.maximum(cols, 1.0), 0.0)[labels[sort]]
     inv_cols_relabelled = np.empty(n_labels)
     inv_cols_relabelled[label_s] = inv_cols
+    movable = _movable_queries(evals.query, item, labels, evals.k, n_labels)
     bits = 16 if sizes.max(initial=1) <= 1 << 15 else 32
     per_word = 64 // bits
     words = (n + n // 64 + 64) // per_word + 1
@@ -166,6 +167,7 @@ def pob_icm(
             item_s,
             label_s,
             offsets,
+            movable,
             inv_rows,
             inv_cols_relabelled,
             evals.k,
@@ -197,6 +199,20 @@ def _pob_icm_iv(
     return int(n_resamples), as_generator(rng)
 
 
+def _movable_queries(
+    query: npt.NDArray[np.int64],
+    item: npt.NDArray[np.int64],
+    labels: npt.NDArray[np.int64],
+    k: int,
+    n_labels: int,
+) -> npt.NDArray[np.int64]:
+    """Queries whose shuffle can change the table: >= 2 distinct items and labels."""
+    n_q = int(query.max()) + 1
+    items = np.bincount(np.unique(query * k + item) // k, minlength=n_q)
+    perms = np.bincount(np.unique(query * n_labels + labels) // n_labels, minlength=n_q)
+    return np.flatnonzero((items > 1) & (perms > 1)).astype(np.int64)
+
+
 def _permutation_labels(orders: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], int]:
     uniq, inverse = np.unique(orders, axis=0, return_inverse=True)
     return inverse.reshape(-1).astype(np.int64), int(uniq.shape[0])
@@ -207,6 +223,7 @@ def _null_statistics(
     item: npt.NDArray[np.int64],
     label: npt.NDArray[np.int64],
     offsets: npt.NDArray[np.int64],
+    movable: npt.NDArray[np.int64],
     inv_rows: npt.NDArray[np.float64],
     inv_cols: npt.NDArray[np.float64],
     k: int,
@@ -216,44 +233,70 @@ def _null_statistics(
 ) -> None:  # pragma: no cover - compiled
     """X^2 after one within-query shuffle of the labels per row of ``raw``.
 
-    The shuffle is Fisher-Yates with Lemire's exact bounded draws (multiply-shift
-    with rejection) from ``bits``-bit slices of the raw 64-bit words. With both
-    margins fixed, ``X^2 = N sum_c N_c^2 / (r_i c_s) - N``; the sum is accumulated as
-    cells fill (``N_c^2`` grows by ``2 N_c + 1``), so one resample costs O(N).
+    Row b of ``raw`` feeds resample b. Only ``movable`` queries (two distinct items
+    and two distinct labels) are shuffled: the others cannot change the table.
     """
-    n = item.size
     counts = np.zeros(inv_cols.size * k, dtype=np.int64)
-    perm = np.empty(n, dtype=np.int64)
+    perm = np.empty(item.size, dtype=np.int64)
+    for b in range(out.size):
+        _shuffle_within(perm, label, offsets, movable, raw[b], bits)
+        out[b] = _chi2_fixed_margins(item, perm, inv_rows, inv_cols, k, counts)
+
+
+@numba.njit(cache=True)
+def _shuffle_within(
+    perm: npt.NDArray[np.int64],
+    label: npt.NDArray[np.int64],
+    offsets: npt.NDArray[np.int64],
+    movable: npt.NDArray[np.int64],
+    raw: npt.NDArray[np.uint64],
+    bits: int,
+) -> None:  # pragma: no cover - compiled
+    """Fisher-Yates within each movable query, with Lemire's exact bounded draws
+    (multiply-shift with rejection) from ``bits``-bit slices of the raw words."""
+    perm[:] = label
     shift = 2 if bits == 16 else 1  # log2 of slices per word
     mask = np.uint64((1 << bits) - 1)
-    n_slices = raw.shape[1] << shift
-    for b in range(out.size):
-        perm[:] = label
-        draw = 0
-        for q in range(offsets.size - 1):
-            lo = offsets[q]
-            for t in range(offsets[q + 1] - 1, lo, -1):
-                m = np.uint64(t - lo + 1)
-                word = raw[b, draw >> shift]
-                prod = ((word >> np.uint64(bits * (draw & ((1 << shift) - 1)))) & mask) * m
-                draw = draw + 1 if draw + 1 < n_slices else 0
-                if (prod & mask) < m:  # Lemire (2019): reject the biased sliver
-                    floor = (mask + np.uint64(1) - m) % m
-                    while (prod & mask) < floor:
-                        word = raw[b, draw >> shift]
-                        x = (word >> np.uint64(bits * (draw & ((1 << shift) - 1)))) & mask
-                        prod = x * m
-                        draw = draw + 1 if draw + 1 < n_slices else 0
-                j = lo + np.int64(prod >> np.uint64(bits))
-                tmp = perm[t]
-                perm[t] = perm[j]
-                perm[j] = tmp
-        total = 0.0
-        for e in range(n):
-            c = perm[e] * k + item[e]
-            m_c = counts[c]
-            total += inv_rows[item[e]] * inv_cols[perm[e]] * (2 * m_c + 1)
-            counts[c] = m_c + 1
-        for e in range(n):
-            counts[perm[e] * k + item[e]] = 0
-        out[b] = n * total - n
+    n_slices = raw.size << shift
+    draw = 0
+    for q in movable:
+        lo = offsets[q]
+        for t in range(offsets[q + 1] - 1, lo, -1):
+            m = np.uint64(t - lo + 1)
+            word = raw[draw >> shift]
+            prod = ((word >> np.uint64(bits * (draw & ((1 << shift) - 1)))) & mask) * m
+            draw = draw + 1 if draw + 1 < n_slices else 0
+            if (prod & mask) < m:  # Lemire (2019): reject the biased sliver
+                floor = (mask + np.uint64(1) - m) % m
+                while (prod & mask) < floor:
+                    word = raw[draw >> shift]
+                    x = (word >> np.uint64(bits * (draw & ((1 << shift) - 1)))) & mask
+                    prod = x * m
+                    draw = draw + 1 if draw + 1 < n_slices else 0
+            j = lo + np.int64(prod >> np.uint64(bits))
+            tmp = perm[t]
+            perm[t] = perm[j]
+            perm[j] = tmp
+
+
+@numba.njit(cache=True)
+def _chi2_fixed_margins(
+    item: npt.NDArray[np.int64],
+    perm: npt.NDArray[np.int64],
+    inv_rows: npt.NDArray[np.float64],
+    inv_cols: npt.NDArray[np.float64],
+    k: int,
+    counts: npt.NDArray[np.int64],
+) -> float:  # pragma: no cover - compiled
+    """``X^2 = N sum_c N_c^2 / (r_i c_s) - N`` (both margins fixed), accumulated as
+    cells fill (``N_c^2`` grows by ``2 N_c + 1``): O(N). Leaves ``counts`` zeroed."""
+    n = item.size
+    total = 0.0
+    for e in range(n):
+        c = perm[e] * k + item[e]
+        m_c = counts[c]
+        total += inv_rows[item[e]] * inv_cols[perm[e]] * (2 * m_c + 1)
+        counts[c] = m_c + 1
+    for e in range(n):
+        counts[perm[e] * k + item[e]] = 0
+    return n * total - n
