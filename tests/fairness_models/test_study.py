@@ -22,7 +22,8 @@ SMALL = {
     "NeuMF": {"grid": {"mf_embedding_size": [8]}, "settings": {
         "mlp_embedding_size": 8, "mlp_hidden_size": [16]}},
     "NNCF": {"grid": {"ui_embedding_size": [16]}, "settings": {
-        "neigh_embedding_size": 8, "num_conv_kernel": 8, "neigh_num": 5, "mlp_hidden_size": [16]}},
+        "neigh_embedding_size": 8, "num_conv_kernel": 8, "neigh_num": 10, "conv_kernel_size": 3,
+        "pool_kernel_size": 2, "mlp_hidden_size": [16]}},
     "NGCF": {"grid": {"embedding_size": [16]}, "settings": {"hidden_size_list": [16]}},
     "SGL": {"grid": {"embedding_size": [16]}, "settings": {"n_layers": 1}},
     "LightGCN": {"grid": {"embedding_size": [16]}, "settings": {"n_layers": 1}},

@@ -22,6 +22,7 @@ import logging
 import os
 import random
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -121,7 +122,10 @@ def recbole_session(workdir: Path, *, num_threads: int = 1) -> Iterator[logging.
     - RecBole's log messages go to ``workdir/recbole.log`` (not to the console);
     - torch uses ``num_threads`` intra-op threads (1 by default: on a small shared
       CPU more threads spin-wait and run several times slower);
-    - ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` (shim 2 for RecBole's own loads).
+    - ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` (shim 2 for RecBole's own loads);
+    - ``FutureWarning`` and ``UserWarning`` are silenced: RecBole 1.2.1 triggers
+      deprecation notices of pandas 3 and torch on every run that its users cannot
+      act on.
 
     On exit everything is restored, including the global states of ``random``,
     ``numpy.random`` and ``torch`` that RecBole's ``init_seed`` overwrites: the caller's
@@ -153,7 +157,11 @@ def recbole_session(workdir: Path, *, num_threads: int = 1) -> Iterator[logging.
     saved_level = logger.level
     handler = logging.FileHandler(workdir / "recbole.log", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    caught = warnings.catch_warnings()
     try:
+        caught.__enter__()
+        warnings.simplefilter("ignore", FutureWarning)
+        warnings.simplefilter("ignore", UserWarning)
         sys.argv = [saved_argv[0] if saved_argv else "recaudit"]
         os.chdir(workdir)
         os.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"
@@ -172,6 +180,7 @@ def recbole_session(workdir: Path, *, num_threads: int = 1) -> Iterator[logging.
             os.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = saved_env
         os.chdir(saved_cwd)
         sys.argv = saved_argv
+        caught.__exit__(None, None, None)
         random.setstate(saved_py_rng)
         np.random.set_state(saved_np_rng)  # noqa: NPY002 -- restoring, not seeding
         torch.random.set_rng_state(saved_torch_rng)
