@@ -157,30 +157,28 @@ def recbole_session(workdir: Path, *, num_threads: int = 1) -> Iterator[logging.
     saved_level = logger.level
     handler = logging.FileHandler(workdir / "recbole.log", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-    caught = warnings.catch_warnings()
-    try:
-        caught.__enter__()
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         warnings.simplefilter("ignore", UserWarning)
-        sys.argv = [saved_argv[0] if saved_argv else "recaudit"]
-        os.chdir(workdir)
-        os.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"
-        torch.set_num_threads(num_threads)
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-        yield logger
-    finally:
-        logger.removeHandler(handler)
-        handler.close()
-        logger.setLevel(saved_level)
-        torch.set_num_threads(saved_threads)
-        if saved_env is None:
-            os.environ.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)
-        else:
-            os.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = saved_env
-        os.chdir(saved_cwd)
-        sys.argv = saved_argv
-        caught.__exit__(None, None, None)
-        random.setstate(saved_py_rng)
-        np.random.set_state(saved_np_rng)  # noqa: NPY002 -- restoring, not seeding
-        torch.random.set_rng_state(saved_torch_rng)
+        try:
+            sys.argv = [saved_argv[0] if saved_argv else "recaudit"]
+            os.chdir(workdir)
+            os.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"
+            torch.set_num_threads(num_threads)
+            logger.addHandler(handler)
+            logger.setLevel(logging.INFO)
+            yield logger
+        finally:
+            logger.removeHandler(handler)
+            handler.close()
+            logger.setLevel(saved_level)
+            torch.set_num_threads(saved_threads)
+            if saved_env is None:
+                os.environ.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)
+            else:
+                os.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = saved_env
+            os.chdir(saved_cwd)
+            sys.argv = saved_argv
+            random.setstate(saved_py_rng)
+            np.random.set_state(saved_np_rng)  # noqa: NPY002 -- restoring, not seeding
+            torch.random.set_rng_state(saved_torch_rng)
