@@ -1,11 +1,21 @@
-"""recaudit.fairness -- the inter-bias study.
+"""The inter-bias study: data, models, top-N metrics, group fairness and inter-bias.
 
-Data and models (this part): loaders for RecBole atomic files, MovieLens 100K/1M,
-Last.fm 1K/360K and generic tables; implicit feedback, seeded sampling and per-user
-splits; protected groups; long-tail statistics; the study runner. The nine
-CF/GNN models are in :mod:`recaudit.fairness.models` (RecBole is imported only
-when a model is trained).
+Data and the study runner: loaders (RecBole atomic files, MovieLens 100K/1M,
+Last.fm 1K/360K, generic tables), implicit feedback, seeded sampling and per-user
+splits (:func:`split_per_user`), protected groups, long-tail statistics
+(:func:`long_tail_stats`) and the resumable runner (:func:`run_study`). The nine
+CF/GNN models and the baselines are in :mod:`recaudit.fairness.models` (RecBole is
+imported only when a model is trained).
+
+Metrics: per-user Precision/Recall/Hit/MRR/NDCG (:func:`ranking_metrics`,
+:func:`per_user_metrics`), coverage, popularity and exposure figures
+(:func:`item_coverage`, :func:`average_popularity`, :func:`exposure_gini`,
+:func:`popularity_profile`), RD/NRD/IB (:func:`relative_difference`,
+:func:`normalized_relative_difference`, :func:`inter_bias`) and the whole evaluation
+with user-level uncertainty (:func:`evaluate`).
 """
+
+from __future__ import annotations
 
 from ._dataset import (
     InteractionData,
@@ -18,6 +28,21 @@ from ._dataset import (
     split_per_user,
     to_implicit,
 )
+from ._evaluate import FairnessEvaluation, GroupMetrics, InterBias, evaluate
+from ._exposure import (
+    PopularityProfile,
+    average_popularity,
+    exposure_gini,
+    gini_index,
+    item_coverage,
+    popularity_profile,
+)
+from ._interbias import (
+    UNDEFINED_RD_REASON,
+    inter_bias,
+    normalized_relative_difference,
+    relative_difference,
+)
 from ._loaders import (
     FORMATS,
     load_dataset,
@@ -27,6 +52,7 @@ from ._loaders import (
     load_recbole_atomic,
     load_table,
 )
+from ._metrics import METRICS, per_user_metrics, ranking_metrics
 from ._study import (
     DatasetConfig,
     ModelConfig,
@@ -39,7 +65,7 @@ from ._study import (
 )
 
 __all__ = [
-    # data
+    # data (_dataset, _loaders)
     "FORMATS",
     "InteractionData",
     "LongTailStats",
@@ -56,7 +82,7 @@ __all__ = [
     "sample_interactions",
     "split_per_user",
     "to_implicit",
-    # study runner
+    # study runner (_study)
     "DatasetConfig",
     "ModelConfig",
     "StudyConfig",
@@ -65,4 +91,22 @@ __all__ = [
     "load_config",
     "parse_config",
     "run_study",
+    # metrics (_metrics, _exposure, _interbias, _evaluate)
+    "METRICS",
+    "UNDEFINED_RD_REASON",
+    "FairnessEvaluation",
+    "GroupMetrics",
+    "InterBias",
+    "PopularityProfile",
+    "average_popularity",
+    "evaluate",
+    "exposure_gini",
+    "gini_index",
+    "inter_bias",
+    "item_coverage",
+    "normalized_relative_difference",
+    "per_user_metrics",
+    "popularity_profile",
+    "ranking_metrics",
+    "relative_difference",
 ]
