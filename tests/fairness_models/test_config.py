@@ -11,8 +11,9 @@ from recaudit.fairness import default_config_path, load_config, parse_config
 def base() -> dict:
     return {
         "study": {"output": "out"},
-        "datasets": [{"path": "data/ml", "format": "recbole", "attribute": "gender",
-                      "protected": "F"}],
+        "datasets": [
+            {"path": "data/ml", "format": "recbole", "attribute": "gender", "protected": "F"}
+        ],
         "models": {"MF": {"grid": {"learning_rate": [0.01, 0.001]}}},
     }
 
@@ -29,9 +30,21 @@ def test_parse_defaults():
 @pytest.mark.parametrize(
     "where,key,pattern",
     [
-        (("study",), "outptu", r"unknown key `outptu` in \[study\] of config; allowed keys: baselines, epochs"),
-        (("datasets", 0), "protect", r"unknown key `protect` in \[\[datasets\]\] #1 of config; allowed keys: attribute"),
-        (("models", "MF"), "grids", r"unknown key `grids` in \[models.MF\] of config; allowed keys: epochs, grid, settings"),
+        (
+            ("study",),
+            "outptu",
+            r"unknown key `outptu` in \[study\] of config; allowed keys: baselines, epochs",
+        ),
+        (
+            ("datasets", 0),
+            "protect",
+            r"unknown key `protect` in \[\[datasets\]\] #1 of config; allowed keys: attribute",
+        ),
+        (
+            ("models", "MF"),
+            "grids",
+            r"unknown key `grids` in \[models.MF\] of config; allowed keys: epochs, grid, settings",
+        ),
         ((), "extra", r"unknown key `extra` in config; allowed keys: datasets, models, study"),
     ],
 )
@@ -52,15 +65,22 @@ def test_bad_values():
         parse_config(raw)
     raw = base()
     raw["study"]["epochs"] = 0
-    with pytest.raises(ConfigError, match=r"`epochs` in \[study\] of config must be a positive integer, got 0"):
+    with pytest.raises(
+        ConfigError, match=r"`epochs` in \[study\] of config must be a positive integer, got 0"
+    ):
         parse_config(raw)
     raw = base()
     raw["study"]["n"] = [5, 30]
-    with pytest.raises(ConfigError, match=r"`list_length` in \[study\] of config \(20\) must be >= the largest `n` \(30\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"`list_length` in \[study\] of config \(20\) must be >= the largest `n` \(30\)",
+    ):
         parse_config(raw)
     raw = base()
     raw["datasets"][0]["format"] = "csv"
-    with pytest.raises(ConfigError, match=r"`format` in \[\[datasets\]\] #1 of config must be one of recbole"):
+    with pytest.raises(
+        ConfigError, match=r"`format` in \[\[datasets\]\] #1 of config must be one of recbole"
+    ):
         parse_config(raw)
     raw = base()
     del raw["datasets"][0]["attribute"]
@@ -68,7 +88,10 @@ def test_bad_values():
         parse_config(raw)
     raw = base()
     raw["models"]["MF"]["grid"]["learning_rate"] = 0.01
-    with pytest.raises(ConfigError, match=r"`grid.learning_rate` in \[models.MF\] of config must be a non-empty list"):
+    with pytest.raises(
+        ConfigError,
+        match=r"`grid.learning_rate` in \[models.MF\] of config must be a non-empty list",
+    ):
         parse_config(raw)
     raw = base()
     raw["study"]["baselines"] = ["Pop"]
@@ -79,7 +102,15 @@ def test_bad_values():
 def test_packaged_default_config_parses():
     config = load_config(default_config_path())
     assert [m.name for m in config.models] == [
-        "ItemKNN", "MF", "DMF", "NeuMF", "NNCF", "NGCF", "SGL", "LightGCN", "DGCF",
+        "ItemKNN",
+        "MF",
+        "DMF",
+        "NeuMF",
+        "NNCF",
+        "NGCF",
+        "SGL",
+        "LightGCN",
+        "DGCF",
     ]
     assert config.datasets[0].attribute == "gender" and config.datasets[0].protected == "F"
     assert str(config.datasets[0].path) == "../shared/data/ml-100k"
@@ -98,7 +129,9 @@ def test_import_does_not_load_recbole():
     import subprocess
     import sys
 
-    code = ("import sys, recaudit.fairness, recaudit.fairness.models, recaudit.cli; "
-            "print('recbole' in sys.modules, 'torch' in sys.modules)")
+    code = (
+        "import sys, recaudit.fairness, recaudit.fairness.models, recaudit.cli; "
+        "print('recbole' in sys.modules, 'torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]

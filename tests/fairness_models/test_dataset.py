@@ -33,15 +33,15 @@ def make_data(n_users: int = 60, n_items: int = 50, seed: int = 0) -> Interactio
 
 
 def test_implicit_threshold_and_duplicates():
-    inter = pd.DataFrame(
-        {"user_id": [1, 1, 1, 2], "item_id": [1, 2, 1, 3], "rating": [5, 2, 4, 3]}
-    )
+    inter = pd.DataFrame({"user_id": [1, 1, 1, 2], "item_id": [1, 2, 1, 3], "rating": [5, 2, 4, 3]})
     data = InteractionData(inter, pd.DataFrame({"user_id": [1, 2]}))
     assert len(to_implicit(data).interactions) == 3
     kept = to_implicit(data, threshold=4)
     assert kept.interactions[["user_id", "item_id"]].values.tolist() == [[1, 1]]
     assert kept.users["user_id"].tolist() == [1]
-    with pytest.raises(InputError, match=r"`threshold` was given but the interactions have no feedback"):
+    with pytest.raises(
+        InputError, match=r"`threshold` was given but the interactions have no feedback"
+    ):
         to_implicit(InteractionData(inter[["user_id", "item_id"]], data.users), threshold=1)
 
 
@@ -61,8 +61,15 @@ def test_sampling_is_seeded_and_sized():
 
 @pytest.mark.parametrize(
     "n,expected",
-    [(1, (1, 0, 0)), (2, (1, 0, 1)), (3, (1, 1, 1)), (10, (8, 1, 1)), (20, (16, 2, 2)),
-     (25, (21, 2, 2)), (9, (7, 1, 1))],
+    [
+        (1, (1, 0, 0)),
+        (2, (1, 0, 1)),
+        (3, (1, 1, 1)),
+        (10, (8, 1, 1)),
+        (20, (16, 2, 2)),
+        (25, (21, 2, 2)),
+        (9, (7, 1, 1)),
+    ],
 )
 def test_split_counts_follow_recbole_rule(n, expected):
     assert tuple(split_counts([n], (0.8, 0.1, 0.1))[0]) == expected
@@ -71,11 +78,14 @@ def test_split_counts_follow_recbole_rule(n, expected):
 def test_split_per_user_proportions_and_no_leakage():
     data = to_implicit(make_data())
     split = split_per_user(data, rng=np.random.default_rng(3))
-    pairs = [set(map(tuple, f[["user_id", "item_id"]].values)) for f in (split.train, split.valid, split.test)]
+    pairs = [
+        set(map(tuple, f[["user_id", "item_id"]].values))
+        for f in (split.train, split.valid, split.test)
+    ]
     assert not (pairs[0] & pairs[1]) and not (pairs[0] & pairs[2]) and not (pairs[1] & pairs[2])
     assert sum(map(len, pairs)) == len(data.interactions)
     sizes = data.interactions.groupby("user_id").size()
-    for part, frame in zip(range(3), (split.train, split.valid, split.test)):
+    for part, frame in enumerate((split.train, split.valid, split.test)):
         got = frame.groupby("user_id").size().reindex(sizes.index, fill_value=0)
         want = split_counts(sizes.to_numpy(), (0.8, 0.1, 0.1))[:, part]
         np.testing.assert_array_equal(got.to_numpy(), want)
@@ -90,7 +100,9 @@ def test_split_rejects_duplicates_and_bad_fractions():
     dup = InteractionData(pd.concat([data.interactions] * 2), data.users)
     with pytest.raises(InputError, match=r"repeat user-item pairs; call `to_implicit`"):
         split_per_user(dup, rng=1)
-    with pytest.raises(InputError, match=r"`fractions` must be three non-negative numbers summing to 1"):
+    with pytest.raises(
+        InputError, match=r"`fractions` must be three non-negative numbers summing to 1"
+    ):
         split_per_user(data, fractions=(0.8, 0.1, 0.2), rng=1)
 
 
@@ -103,7 +115,9 @@ def test_protected_groups():
 
 
 def test_protected_value_absent():
-    with pytest.raises(InputError, match=r"protected value 'W' does not occur in `gender` .*'F', 'M'"):
+    with pytest.raises(
+        InputError, match=r"protected value 'W' does not occur in `gender` .*'F', 'M'"
+    ):
         protected_groups(make_data(), attribute="gender", protected="W")
 
 
@@ -125,7 +139,10 @@ def test_nan_attributes():
     users = data.users.copy()
     users.loc[[1, 2], "gender"] = [np.nan, ""]
     data = InteractionData(data.interactions, users)
-    with pytest.raises(InputError, match=r"2 users with interactions have no `gender` value; set `drop_missing=True`"):
+    with pytest.raises(
+        InputError,
+        match=r"2 users with interactions have no `gender` value; set `drop_missing=True`",
+    ):
         protected_groups(data, attribute="gender", protected="F", min_group_size=5)
     groups, kept = protected_groups(
         data, attribute="gender", protected="F", min_group_size=5, drop_missing=True
@@ -151,12 +168,18 @@ def test_protected_value_matched_as_text():
 
 
 def test_bad_tables():
-    with pytest.raises(InputError, match=r"`interactions` has no column `item_id` \(columns: user_id, x\)"):
+    with pytest.raises(
+        InputError, match=r"`interactions` has no column `item_id` \(columns: user_id, x\)"
+    ):
         InteractionData(pd.DataFrame({"user_id": [1], "x": [1]}), pd.DataFrame({"user_id": [1]}))
     with pytest.raises(InputError, match=r"`interactions` has 1 missing values in `user_id`"):
-        InteractionData(pd.DataFrame({"user_id": [np.nan], "item_id": [1]}), pd.DataFrame({"user_id": [1]}))
+        InteractionData(
+            pd.DataFrame({"user_id": [np.nan], "item_id": [1]}), pd.DataFrame({"user_id": [1]})
+        )
     with pytest.raises(InputError, match=r"`users` lists 1 user ids more than once"):
-        InteractionData(pd.DataFrame({"user_id": [1], "item_id": [1]}), pd.DataFrame({"user_id": [1, 1]}))
+        InteractionData(
+            pd.DataFrame({"user_id": [1], "item_id": [1]}), pd.DataFrame({"user_id": [1, 1]})
+        )
 
 
 def test_long_tail_against_hand_computation():

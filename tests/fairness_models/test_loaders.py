@@ -84,7 +84,9 @@ def test_table_with_column_map():
 def test_table_parquet(tmp_path):
     pd.read_csv(FIXTURES / "inter.csv").to_parquet(tmp_path / "i.parquet")
     data = load_dataset(
-        tmp_path / "i.parquet", format="table", users=FIXTURES / "users.csv",
+        tmp_path / "i.parquet",
+        format="table",
+        users=FIXTURES / "users.csv",
         columns={"user_id": "uid", "item_id": "movie"},
     )
     assert len(data.interactions) == 3
@@ -96,9 +98,14 @@ def test_load_dataset_dispatch():
 
 
 def test_missing_mapped_column():
-    with pytest.raises(InputError, match=r"`columns` maps 'item_id' to 'film', which is not a column"):
-        load_table(FIXTURES / "inter.csv", FIXTURES / "users.csv",
-                   columns={"user_id": "uid", "item_id": "film"})
+    with pytest.raises(
+        InputError, match=r"`columns` maps 'item_id' to 'film', which is not a column"
+    ):
+        load_table(
+            FIXTURES / "inter.csv",
+            FIXTURES / "users.csv",
+            columns={"user_id": "uid", "item_id": "film"},
+        )
 
 
 def test_missing_required_column():
@@ -111,7 +118,9 @@ def test_unknown_format_and_missing_files(tmp_path):
         load_dataset(tmp_path, format="netflix")
     with pytest.raises(InputError, match=r"Last.fm-1K userid-profile.tsv not found"):
         load_lastfm_1k(tmp_path)
-    with pytest.raises(InputError, match=r"MovieLens u.data \(100K\) or ratings.dat \(1M\) not found"):
+    with pytest.raises(
+        InputError, match=r"MovieLens u.data \(100K\) or ratings.dat \(1M\) not found"
+    ):
         load_movielens(tmp_path)
     with pytest.raises(InputError, match=r"`users` \(the users file\) is required"):
         load_dataset(FIXTURES / "inter.csv", format="table")

@@ -17,13 +17,29 @@ from recaudit.fairness.models import MODELS
 SMALL = {
     "ItemKNN": {"grid": {"k": [10, 50]}},
     "MF": {"grid": {"embedding_size": [16]}},
-    "DMF": {"grid": {"user_embedding_size": [16]}, "settings": {
-        "item_embedding_size": 16, "user_hidden_size_list": [16], "item_hidden_size_list": [16]}},
-    "NeuMF": {"grid": {"mf_embedding_size": [8]}, "settings": {
-        "mlp_embedding_size": 8, "mlp_hidden_size": [16]}},
-    "NNCF": {"grid": {"ui_embedding_size": [16]}, "settings": {
-        "neigh_embedding_size": 8, "num_conv_kernel": 8, "neigh_num": 10, "conv_kernel_size": 3,
-        "pool_kernel_size": 2, "mlp_hidden_size": [16]}},
+    "DMF": {
+        "grid": {"user_embedding_size": [16]},
+        "settings": {
+            "item_embedding_size": 16,
+            "user_hidden_size_list": [16],
+            "item_hidden_size_list": [16],
+        },
+    },
+    "NeuMF": {
+        "grid": {"mf_embedding_size": [8]},
+        "settings": {"mlp_embedding_size": 8, "mlp_hidden_size": [16]},
+    },
+    "NNCF": {
+        "grid": {"ui_embedding_size": [16]},
+        "settings": {
+            "neigh_embedding_size": 8,
+            "num_conv_kernel": 8,
+            "neigh_num": 10,
+            "conv_kernel_size": 3,
+            "pool_kernel_size": 2,
+            "mlp_hidden_size": [16],
+        },
+    },
     "NGCF": {"grid": {"embedding_size": [16]}, "settings": {"hidden_size_list": [16]}},
     "SGL": {"grid": {"embedding_size": [16]}, "settings": {"n_layers": 1}},
     "LightGCN": {"grid": {"embedding_size": [16]}, "settings": {"n_layers": 1}},
@@ -40,7 +56,8 @@ def small_ml100k(source: Path, target: Path) -> Path:
     )
     top = data.interactions["item_id"].value_counts().index[:300]
     inter = data.interactions[
-        data.interactions["user_id"].isin(chosen["user_id"]) & data.interactions["item_id"].isin(top)
+        data.interactions["user_id"].isin(chosen["user_id"])
+        & data.interactions["item_id"].isin(top)
     ]
     folder = target / "ml-small"
     folder.mkdir(parents=True)
@@ -55,11 +72,24 @@ def small_ml100k(source: Path, target: Path) -> Path:
 
 def study_config(data: Path, output: Path, models: dict) -> dict:
     return {
-        "study": {"output": str(output), "epochs": 1, "list_length": 15, "seed": 7},
-        "datasets": [{
-            "path": str(data), "format": "recbole", "attribute": "gender", "protected": "F",
-            "sample": 6000, "min_group_size": 20,
-        }],
+        "study": {
+            "output": str(output),
+            "epochs": 1,
+            "list_length": 15,
+            "seed": 7,
+            "n_boot": 50,
+            "n_resamples": 49,
+        },
+        "datasets": [
+            {
+                "path": str(data),
+                "format": "recbole",
+                "attribute": "gender",
+                "protected": "F",
+                "sample": 6000,
+                "min_group_size": 20,
+            }
+        ],
         "models": models,
     }
 
@@ -72,8 +102,14 @@ def study(ml100k_path, tmp_path_factory):
     events: list[tuple[str, dict]] = []
     t0 = time.perf_counter()
     result = run_study(parse_config(raw), progress=lambda e, f: events.append((e, f)))
-    return {"raw": raw, "result": result, "events": events, "seconds": time.perf_counter() - t0,
-            "data": data, "root": root}
+    return {
+        "raw": raw,
+        "result": result,
+        "events": events,
+        "seconds": time.perf_counter() - t0,
+        "data": data,
+        "root": root,
+    }
 
 
 def test_every_model_trains_and_recommends(study):
@@ -101,7 +137,9 @@ def test_recs_exclude_known_items_and_use_original_ids(study):
         assert set(recs["model"]) == {name}
         assert set(recs["user_id"]) == set(test["user_id"])  # every test user
         assert recs.groupby("user_id").size().eq(15).all()
-        assert recs.groupby("user_id")["rank"].apply(lambda r: r.tolist() == list(range(1, 16))).all()
+        assert (
+            recs.groupby("user_id")["rank"].apply(lambda r: r.tolist() == list(range(1, 16))).all()
+        )
         assert not known & set(map(tuple, recs[["user_id", "item_id"]].values)), name
         # original ML-100K ids (text tokens), never RecBole's internal integers
         assert set(recs["item_id"]) <= catalogue, name
@@ -119,6 +157,14 @@ def test_tables_and_results_written(study):
     for table in ("train", "valid", "test", "users"):
         assert (out / "ml-small" / f"{table}.parquet").exists()
         assert (out / "ml-small" / f"{table}.csv").exists()
+    summary = pd.read_csv(out / "ml-small" / "summary.csv")
+    assert set(summary["model"]) == set(MODELS) | {"MostPop", "Random"}
+    for n in (5, 10, 15):
+        assert summary[f"IB-NDCG@{n}"].between(0, 1).all()
+        assert (summary[f"IB-NDCG@{n}_low"] <= summary[f"IB-NDCG@{n}_high"]).all()
+    assert {"NDCG@10_F", "NDCG@10_M", "IC@10", "AvgPop@10"} <= set(summary.columns)
+    ev = ds["models"]["MF"]["evaluation"]
+    assert ev["protected"] == "F" and ev["settings"]["n_boot"] == 50
     for name in MODELS:
         assert (out / "ml-small" / "models" / name / "done.json").exists()
         assert (out / "ml-small" / "models" / name / "recbole.log").exists()
@@ -149,6 +195,10 @@ def test_changed_data_settings_refuse_the_run_folder(study):
 
 
 def test_unknown_hyperparameter_is_an_error(study):
-    raw = study_config(study["data"], study["root"] / "run-bad", {"MF": {"grid": {"embeding_size": [8]}}})
-    with pytest.raises(ConfigError, match=r"hyperparameter 'embeding_size' is not a RecBole 1.2.1 setting of MF"):
+    raw = study_config(
+        study["data"], study["root"] / "run-bad", {"MF": {"grid": {"embeding_size": [8]}}}
+    )
+    with pytest.raises(
+        ConfigError, match=r"hyperparameter 'embeding_size' is not a RecBole 1.2.1 setting of MF"
+    ):
         run_study(parse_config(raw))

@@ -57,7 +57,9 @@ MSG_NO_FEEDBACK = (
     "`threshold` was given but the interactions have no feedback column "
     "(one of {columns}); omit `threshold` for data that is already implicit"
 )
-MSG_ATTRIBUTE_ABSENT = "`attribute` {attribute!r} is not a column of the users table (columns: {columns})"
+MSG_ATTRIBUTE_ABSENT = (
+    "`attribute` {attribute!r} is not a column of the users table (columns: {columns})"
+)
 MSG_PROTECTED_ABSENT = (
     "protected value {protected!r} does not occur in `{attribute}` among users with "
     "interactions (values: {values})"
@@ -264,9 +266,7 @@ class Split:
         }
 
 
-def split_counts(
-    n: npt.ArrayLike, fractions: tuple[float, float, float]
-) -> npt.NDArray[np.int64]:
+def split_counts(n: npt.ArrayLike, fractions: tuple[float, float, float]) -> npt.NDArray[np.int64]:
     """Per-user (train, valid, test) sizes by RecBole's ratio-split rule.
 
     For ``n`` interactions, validation and test get ``floor(f * n)`` each and train
@@ -435,7 +435,9 @@ def protected_groups(
     if not is_protected.any():
         values = ", ".join(repr(v) for v in sorted(text.unique())[:20])
         raise InputError(
-            MSG_PROTECTED_ABSENT.format(protected=str(protected), attribute=attribute, values=values)
+            MSG_PROTECTED_ABSENT.format(
+                protected=str(protected), attribute=attribute, values=values
+            )
         )
     if is_protected.all():
         raise InputError(MSG_SINGLE_GROUP.format(attribute=attribute, protected=str(protected)))
@@ -463,7 +465,11 @@ def _protected_groups_iv(data: InteractionData, attribute: str, min_group_size: 
                 attribute=attribute, columns=", ".join(map(str, data.users.columns))
             )
         )
-    if isinstance(min_group_size, bool) or not isinstance(min_group_size, int) or min_group_size < 1:
+    if (
+        isinstance(min_group_size, bool)
+        or not isinstance(min_group_size, int)
+        or min_group_size < 1
+    ):
         raise InputError(f"`min_group_size` must be a positive integer, got {min_group_size!r}")
 
 

@@ -63,7 +63,9 @@ FORMATS = (
 
 MSG_NOT_FOUND = "{what} not found: {path}"
 MSG_BAD_FORMAT = "`format` must be one of {formats}, got {value!r}"
-MSG_COLUMN_MAP = "`columns` maps {key!r} to {column!r}, which is not a column of {path} (columns: {columns})"
+MSG_COLUMN_MAP = (
+    "`columns` maps {key!r} to {column!r}, which is not a column of {path} (columns: {columns})"
+)
 
 
 def _require_file(path: Path, what: str) -> Path:
@@ -83,8 +85,14 @@ def _read_atomic(path: Path) -> pd.DataFrame:
         if kind in ("token", "token_seq", "float_seq"):
             dtypes[name] = str
     frame = pd.read_csv(
-        path, sep="\t", skiprows=1, names=names, dtype=dtypes, quoting=csv.QUOTE_NONE,
-        keep_default_na=False, na_values={n: [""] for n in names if n not in dtypes},
+        path,
+        sep="\t",
+        skiprows=1,
+        names=names,
+        dtype=dtypes,
+        quoting=csv.QUOTE_NONE,
+        keep_default_na=False,
+        na_values={n: [""] for n in names if n not in dtypes},
     )
     return frame
 
@@ -251,9 +259,7 @@ def load_lastfm_360k(path: str | Path) -> InteractionData:
         quoting=csv.QUOTE_NONE,
     )
     plays = pd.read_csv(
-        _require_file(
-            folder / "usersha1-artmbid-artname-plays.tsv", "Last.fm-360K plays file"
-        ),
+        _require_file(folder / "usersha1-artmbid-artname-plays.tsv", "Last.fm-360K plays file"),
         sep="\t",
         header=None,
         names=[USER_ID, "artmbid", "artname", "plays"],
@@ -307,14 +313,15 @@ def load_table(
     allowed = {USER_ID, ITEM_ID, "rating", "plays", "timestamp"}
     for key in mapping:
         if key not in allowed:
-            raise InputError(
-                f"`columns` key {key!r} is not one of {', '.join(sorted(allowed))}"
-            )
+            raise InputError(f"`columns` key {key!r} is not one of {', '.join(sorted(allowed))}")
     for key, column in mapping.items():
         if column not in inter.columns:
             raise InputError(
                 MSG_COLUMN_MAP.format(
-                    key=key, column=column, path=inter_path, columns=", ".join(map(str, inter.columns))
+                    key=key,
+                    column=column,
+                    path=inter_path,
+                    columns=", ".join(map(str, inter.columns)),
                 )
             )
     inter = inter.rename(columns={v: k for k, v in mapping.items()})

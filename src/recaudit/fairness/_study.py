@@ -5,7 +5,8 @@ dataset of the config does
 
     load -> implicit feedback -> sample N -> protected groups -> per-user split
          -> for each model: grid search on validation -> best model -> top-N lists
-         -> baselines -> tables + results JSON
+         -> baselines -> evaluation (per-group metrics, RD/NRD/IB with CIs)
+         -> tables + results JSON
 
 and writes everything into the run folder::
 
@@ -20,6 +21,7 @@ and writes everything into the run folder::
         models/MODEL/            RecBole logs and checkpoints of one model
         models/MODEL/done.json   completion marker, written atomically last
         recs/MODEL.{parquet,csv} user_id, item_id, rank, score, model
+        summary.csv              one row per model: time, IB, group NDCG, coverage
 
 A model whose ``done.json`` exists (with the same model settings) is not trained
 again, so an interrupted run resumes where it stopped.
@@ -52,9 +54,10 @@ from ._dataset import (
     split_per_user,
     to_implicit,
 )
+from ._evaluate import evaluate
 from ._loaders import FORMATS, load_dataset
 from .models._baselines import BASELINES, most_popular, random_items
-from .models._recbole import MODELS, recbole_class
+from .models._recbole import recbole_class
 
 __all__ = [
     "DatasetConfig",
@@ -118,6 +121,8 @@ class StudyConfig:
     valid_metric: str = "NDCG@10"
     seed: int = 2020
     num_threads: int = 1
+    n_boot: int = 1000
+    n_resamples: int = 999
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (paths as text)."""
@@ -133,16 +138,30 @@ _STUDY_KEYS = {
     "valid_metric": "a string such as 'NDCG@10'",
     "seed": "an integer",
     "num_threads": "a positive integer",
+    "n_boot": "a non-negative integer",
+    "n_resamples": "a non-negative integer",
 }
 _DATASET_KEYS = {
-    "name", "path", "format", "attribute", "protected", "users", "columns", "sample",
-    "threshold", "drop_missing", "min_group_size", "seed",
+    "name",
+    "path",
+    "format",
+    "attribute",
+    "protected",
+    "users",
+    "columns",
+    "sample",
+    "threshold",
+    "drop_missing",
+    "min_group_size",
+    "seed",
 }
 _MODEL_KEYS = {"grid", "epochs", "settings"}
 _TOP_KEYS = {"study", "datasets", "models"}
 
 
-def _check_keys(table: Mapping[str, Any], allowed: set[str] | Mapping[str, str], where: str) -> None:
+def _check_keys(
+    table: Mapping[str, Any], allowed: set[str] | Mapping[str, str], where: str
+) -> None:
     for key in table:
         if key not in allowed:
             raise ConfigError(
@@ -150,15 +169,23 @@ def _check_keys(table: Mapping[str, Any], allowed: set[str] | Mapping[str, str],
             )
 
 
-def _get(table: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str,
-         describe: str, default: Any = ..., positive: bool = False) -> Any:
+def _get(
+    table: Mapping[str, Any],
+    key: str,
+    kind: type | tuple[type, ...],
+    where: str,
+    describe: str,
+    default: Any = ...,
+    positive: bool = False,
+) -> Any:
     if key not in table:
         if default is ...:
             raise ConfigError(MSG_MISSING_KEY.format(key=key, where=where))
         return default
     value = table[key]
-    bad = not isinstance(value, kind) or (isinstance(value, bool) and bool not in
-                                          (kind if isinstance(kind, tuple) else (kind,)))
+    bad = not isinstance(value, kind) or (
+        isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,))
+    )
     if not bad and positive and value < 1:
         bad = True
     if bad:
@@ -166,10 +193,15 @@ def _get(table: Mapping[str, Any], key: str, kind: type | tuple[type, ...], wher
     return value
 
 
-def _int_list(table: Mapping[str, Any], key: str, where: str, default: tuple[int, ...]) -> tuple[int, ...]:
+def _int_list(
+    table: Mapping[str, Any], key: str, where: str, default: tuple[int, ...]
+) -> tuple[int, ...]:
     values = table.get(key, list(default))
-    if (not isinstance(values, list) or not values
-            or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in values)):
+    if (
+        not isinstance(values, list)
+        or not values
+        or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in values)
+    ):
         raise ConfigError(
             MSG_TYPE.format(key=key, where=where, kind="a list of positive integers", value=values)
         )
@@ -216,6 +248,13 @@ def parse_config(raw: Mapping[str, Any], *, source: str = "config") -> StudyConf
     valid_metric = _get(study, "valid_metric", str, where, "a string", "NDCG@10")
     seed = _get(study, "seed", int, where, "an integer", 2020)
     num_threads = _get(study, "num_threads", int, where, "a positive integer", 1, positive=True)
+    n_boot = _get(study, "n_boot", int, where, "a non-negative integer", 1000)
+    n_resamples = _get(study, "n_resamples", int, where, "a non-negative integer", 999)
+    for key, value in (("n_boot", n_boot), ("n_resamples", n_resamples)):
+        if value < 0:
+            raise ConfigError(
+                MSG_TYPE.format(key=key, where=where, kind="a non-negative integer", value=value)
+            )
 
     datasets_raw = raw.get("datasets")
     if not isinstance(datasets_raw, list) or not datasets_raw:
@@ -226,7 +265,9 @@ def parse_config(raw: Mapping[str, Any], *, source: str = "config") -> StudyConf
         _check_keys(table, _DATASET_KEYS, dwhere)
         fmt = _get(table, "format", str, dwhere, "a string")
         if fmt not in FORMATS:
-            raise ConfigError(f"`format` in {dwhere} must be one of {', '.join(FORMATS)}, got {fmt!r}")
+            raise ConfigError(
+                f"`format` in {dwhere} must be one of {', '.join(FORMATS)}, got {fmt!r}"
+            )
         sample = _get(table, "sample", int, dwhere, "a positive integer", 100_000, positive=True)
         threshold = _get(table, "threshold", (int, float), dwhere, "a number", None)
         users = _get(table, "users", str, dwhere, "a path", None)
@@ -244,8 +285,9 @@ def parse_config(raw: Mapping[str, Any], *, source: str = "config") -> StudyConf
                 sample=sample,
                 threshold=None if threshold is None else float(threshold),
                 drop_missing=_get(table, "drop_missing", bool, dwhere, "true or false", False),
-                min_group_size=_get(table, "min_group_size", int, dwhere,
-                                    "a positive integer", 20, positive=True),
+                min_group_size=_get(
+                    table, "min_group_size", int, dwhere, "a positive integer", 20, positive=True
+                ),
                 seed=_get(table, "seed", int, dwhere, "an integer", seed),
             )
         )
@@ -267,14 +309,17 @@ def parse_config(raw: Mapping[str, Any], *, source: str = "config") -> StudyConf
         for key, values in grid.items():
             if not isinstance(values, list) or not values:
                 raise ConfigError(
-                    MSG_TYPE.format(key=f"grid.{key}", where=mwhere, kind="a non-empty list",
-                                    value=values)
+                    MSG_TYPE.format(
+                        key=f"grid.{key}", where=mwhere, kind="a non-empty list", value=values
+                    )
                 )
         models.append(
             ModelConfig(
                 name=name,
                 grid={k: tuple(v) for k, v in grid.items()},
-                epochs=_get(table, "epochs", int, mwhere, "a positive integer", None, positive=True),
+                epochs=_get(
+                    table, "epochs", int, mwhere, "a positive integer", None, positive=True
+                ),
                 settings=dict(_get(table, "settings", dict, mwhere, "a table", {})),
             )
         )
@@ -291,6 +336,8 @@ def parse_config(raw: Mapping[str, Any], *, source: str = "config") -> StudyConf
         valid_metric=valid_metric,
         seed=seed,
         num_threads=num_threads,
+        n_boot=n_boot,
+        n_resamples=n_resamples,
     )
 
 
@@ -401,15 +448,21 @@ def _run_dataset(
     folder.mkdir(parents=True, exist_ok=True)
     sample_seed, split_seed, random_seed = np.random.SeedSequence(dconf.seed).spawn(3)
     data = load_dataset(
-        dconf.path, format=dconf.format, users=dconf.users, columns=dconf.columns or None,
+        dconf.path,
+        format=dconf.format,
+        users=dconf.users,
+        columns=dconf.columns or None,
         name=dconf.name,
     )
     raw_stats = long_tail_stats(data.interactions)
     data = to_implicit(data, threshold=dconf.threshold)
     data = sample_interactions(data, dconf.sample, rng=np.random.default_rng(sample_seed))
     groups, data = protected_groups(
-        data, attribute=dconf.attribute, protected=dconf.protected,
-        min_group_size=dconf.min_group_size, drop_missing=dconf.drop_missing,
+        data,
+        attribute=dconf.attribute,
+        protected=dconf.protected,
+        min_group_size=dconf.min_group_size,
+        drop_missing=dconf.drop_missing,
     )
     stats = long_tail_stats(data.interactions)
     split = split_per_user(data, rng=np.random.default_rng(split_seed))
@@ -427,9 +480,6 @@ def _run_dataset(
         "groups": groups.to_dict(),
         "split": split.to_dict(),
         "models": {},
-        # INTEGRATION POINT (fairness-metrics): once `recaudit.fairness.evaluate` is
-        # merged, `_evaluate_tables` fills this with per-model group metrics and IB.
-        "evaluation": None,
     }
     recs_dir = folder / "recs"
     recs_dir.mkdir(exist_ok=True)
@@ -465,8 +515,8 @@ def _run_dataset(
             seed=config.seed,
             settings=mconf.settings,
             num_threads=config.num_threads,
-            on_grid_point=lambda i, total, params: report(
-                "grid", {"name": mconf.name, "index": i, "total": total, "params": params}
+            on_grid_point=lambda i, total, params, name=mconf.name: report(
+                "grid", {"name": name, "index": i, "total": total, "params": params}
             ),
         )
         t0 = time.perf_counter()
@@ -489,14 +539,67 @@ def _run_dataset(
             recs = most_popular(test_users, split.train, n=config.list_length, exclude=known)
         else:
             recs = random_items(
-                test_users, items, n=config.list_length, exclude=known,
+                test_users,
+                items,
+                n=config.list_length,
+                exclude=known,
                 rng=np.random.default_rng(random_seed),
             )
         _write_table(recs, recs_dir / name)
         seconds = time.perf_counter() - t0
         report("done", {"name": name, "seconds": seconds})
         out["models"][name] = {
-            "name": name, "baseline": True, "train_seconds": seconds,
+            "name": name,
+            "baseline": True,
+            "train_seconds": seconds,
             "recs": str(recs_dir / f"{name}.parquet"),
         }
+    catalogue = pd.DataFrame({ITEM_ID: items})
+    rows = []
+    eval_seed = np.random.SeedSequence([dconf.seed, 1])
+    for name, info in out["models"].items():
+        report("evaluate", {"name": name})
+        evaluation = evaluate(
+            pd.read_parquet(info["recs"]),
+            split.test,
+            groups.users[[USER_ID, dconf.attribute]],
+            attribute=dconf.attribute,
+            protected=dconf.protected,
+            n=config.n,
+            items=catalogue,
+            train=split.train,
+            n_boot=config.n_boot,
+            n_resamples=config.n_resamples,
+            min_group_size=dconf.min_group_size,
+            rng=np.random.default_rng(eval_seed),
+        ).to_dict()
+        info["evaluation"] = evaluation
+        rows.append(_summary_row(name, info, evaluation, dconf.protected, config.n))
+    pd.DataFrame(rows).to_csv(folder / "summary.csv", index=False)
     return out
+
+
+def _summary_row(
+    name: str, info: dict[str, Any], ev: dict[str, Any], protected: str, ns: tuple[int, ...]
+) -> dict[str, Any]:
+    """One line of ``summary.csv``: the paper's Table 1 figures plus time."""
+    unprotected = [g for g in ev["groups"] if g != protected]
+    row: dict[str, Any] = {"model": name, "train_seconds": info.get("train_seconds")}
+    for n in ns:
+        key = f"ndcg@{n}"
+        row[f"IB-NDCG@{n}"] = ev["ib"][key]["value"]
+        row[f"IB-NDCG@{n}_low"] = ev["ib"][key]["ci_low"]
+        row[f"IB-NDCG@{n}_high"] = ev["ib"][key]["ci_high"]
+    for n in ns:
+        key = f"ndcg@{n}"
+        row[f"NDCG@{n}"] = ev["overall"][key]["value"]
+        for group in [protected, *unprotected]:
+            est = ev["groups"][group][key]
+            row[f"NDCG@{n}_{group}"] = est["value"]
+            row[f"NDCG@{n}_{group}_low"] = est["ci_low"]
+            row[f"NDCG@{n}_{group}_high"] = est["ci_high"]
+        row[f"RD-NDCG@{n}"] = ev["rd"][key]["value"]
+        row[f"RD-NDCG@{n}_p"] = ev["rd"][key]["pvalue"]
+        row[f"IC@{n}"] = ev[f"item_coverage@{n}"]["value"]
+        row[f"AvgPop@{n}"] = ev.get(f"avg_popularity@{n}")
+    return row

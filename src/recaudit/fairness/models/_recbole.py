@@ -301,9 +301,10 @@ def train_model(
                 seconds=time.perf_counter() - t0,
             )
             results.append(point)
-            if best is None or point.valid_score > best[0]:
+            if best is None or point.valid_score > best[0]:  # ties: the first wins
                 best = (point.valid_score, model, dataset, dict(params))
-    assert best is not None  # noqa: S101 -- `points` is never empty (checked in _iv)
+    if best is None:  # every grid point failed to produce a validation score
+        raise ConfigError(f"no grid point of {name} produced a validation score")
     return TrainedModel(
         name=name,
         recbole_name=cls,
