@@ -202,3 +202,29 @@ def test_unknown_hyperparameter_is_an_error(study):
         ConfigError, match=r"hyperparameter 'embeding_size' is not a RecBole 1.2.1 setting of MF"
     ):
         run_study(parse_config(raw))
+
+
+def test_recommend_maps_integer_ids_back(study, tmp_path):
+    from recaudit.fairness import InteractionData, split_per_user, to_implicit
+    from recaudit.fairness.models import recommend, train_model, write_atomic_split
+
+    data = load_recbole_atomic(study["data"])
+    inter = data.interactions.astype({"user_id": int, "item_id": int})
+    users = data.users.astype({"user_id": int})
+    split = split_per_user(to_implicit(InteractionData(inter, users)), rng=3)
+    trained = train_model(
+        "ItemKNN",
+        write_atomic_split(split, tmp_path / "data"),
+        workdir=tmp_path / "work",
+        grid={"k": [20]},
+        epochs=1,
+    )
+    test_users = split.test["user_id"].unique()
+    recs = recommend(
+        trained, test_users, n=10, exclude=split.known, items=inter["item_id"].unique()
+    )
+    assert recs["user_id"].map(type).eq(int).all() and recs["item_id"].map(type).eq(int).all()
+    assert set(recs["item_id"]) <= set(inter["item_id"])
+    known = set(map(tuple, split.known[["user_id", "item_id"]].values))
+    assert not known & set(map(tuple, recs[["user_id", "item_id"]].values))
+    assert trained.to_dict()["params"] == {"k": 20}

@@ -520,7 +520,7 @@ def _run_dataset(
             ),
         )
         t0 = time.perf_counter()
-        recs = recommend(trained, test_users, n=config.list_length, exclude=known)
+        recs = recommend(trained, test_users, n=config.list_length, exclude=known, items=items)
         recommend_seconds = time.perf_counter() - t0
         _write_table(recs, recs_dir / mconf.name)
         info = {

@@ -341,6 +341,7 @@ def recommend(
     *,
     n: int = 20,
     exclude: pd.DataFrame,
+    items: Iterable[Any],
     batch_size: int = 256,
 ) -> pd.DataFrame:
     """Top-``n`` lists of a trained model, in original ids, known items masked.
@@ -355,6 +356,10 @@ def recommend(
         List length.
     exclude : pandas.DataFrame
         ``user_id``, ``item_id`` pairs never to recommend (train + validation).
+    items : iterable
+        Every original item id of the split (train, validation and test): RecBole
+        knows items as text tokens, and this maps them back to their original values
+        and type.
     batch_size : int, default 256
         Users scored at once.
 
@@ -371,7 +376,7 @@ def recommend(
     dataset, model = trained.dataset, trained.model
     uid_field, iid_field = dataset.uid_field, dataset.iid_field
     original_users = _token_map(users)
-    original_items = _token_map(exclude[ITEM_ID].unique())
+    original_items = _token_map(items)
     item_tokens = dataset.field2id_token[iid_field]
     n_items = dataset.item_num
     n = min(n, n_items - 1)
@@ -405,7 +410,7 @@ def recommend(
     recs = pd.concat(frames, ignore_index=True)
     recs = recs.loc[np.isfinite(recs["score"])]
     user_values = [original_users[str(u)] for u in users]
-    item_values = {str(t): original_items.get(str(t), t) for t in item_tokens}
+    item_values = {str(t): original_items.get(str(t), t) for t in item_tokens}  # [PAD] stays
     out = pd.DataFrame(
         {
             USER_ID: [user_values[r] for r in recs["row"]],
