@@ -329,8 +329,10 @@ def split_per_user(
     n_train = counts[codes, 0]
     n_valid = counts[codes, 1]
     part = np.where(position < n_train, 0, np.where(position < n_train + n_valid, 1, 2))
-    frames = [shuffled.loc[part == k].sort_index() for k in range(3)]
-    return Split(*(f.reset_index(drop=True) for f in frames), fractions=fractions)
+    train, valid, test = (
+        shuffled.loc[part == k].sort_index().reset_index(drop=True) for k in range(3)
+    )
+    return Split(train, valid, test, fractions=fractions)
 
 
 def _split_per_user_iv(

@@ -488,9 +488,10 @@ def _run_dataset(
     for mconf in config.models:
         mdir = folder / "models" / mconf.name
         done = mdir / "done.json"
-        settings = {
+        epochs = mconf.epochs or config.epochs
+        settings: dict[str, Any] = {
             "grid": {k: list(v) for k, v in mconf.grid.items()},
-            "epochs": mconf.epochs or config.epochs,
+            "epochs": epochs,
             "settings": mconf.settings,
             "valid_metric": config.valid_metric,
             "list_length": config.list_length,
@@ -510,14 +511,12 @@ def _run_dataset(
             data_path,
             workdir=mdir,
             grid=mconf.grid,
-            epochs=settings["epochs"],
+            epochs=epochs,
             valid_metric=config.valid_metric,
             seed=config.seed,
             settings=mconf.settings,
             num_threads=config.num_threads,
-            on_grid_point=lambda i, total, params, name=mconf.name: report(
-                "grid", {"name": name, "index": i, "total": total, "params": params}
-            ),
+            on_grid_point=_grid_reporter(report, mconf.name),
         )
         t0 = time.perf_counter()
         recs = recommend(trained, test_users, n=config.list_length, exclude=known, items=items)
@@ -577,6 +576,13 @@ def _run_dataset(
         rows.append(_summary_row(name, info, evaluation, dconf.protected, config.n))
     pd.DataFrame(rows).to_csv(folder / "summary.csv", index=False)
     return out
+
+
+def _grid_reporter(report: Progress, name: str) -> Callable[[int, int, dict[str, Any]], None]:
+    def on_grid_point(index: int, total: int, params: dict[str, Any]) -> None:
+        report("grid", {"name": name, "index": index, "total": total, "params": params})
+
+    return on_grid_point
 
 
 def _summary_row(
