@@ -52,6 +52,8 @@ MODELS: dict[str, str] = {
     "DGCF": "DGCF",
 }
 DATASET_NAME = "study"
+#: Largest number of (user, item) pairs scored in one ``predict`` call.
+PAIRS_PER_CALL = 65_536
 PARTS = ("train", "valid", "test")
 MSG_UNKNOWN_MODEL = "unknown model {name!r}; choose one of {names} (MF is RecBole's BPR)"
 MSG_UNKNOWN_PARAM = (
@@ -429,18 +431,24 @@ def _score_all(
     """Scores of every item for users ``ids``: ``full_sort_predict`` or ``predict``.
 
     NeuMF and NNCF have no ``full_sort_predict`` in RecBole 1.2.1; for them every
-    (user, item) pair is scored with ``predict``.
+    (user, item) pair is scored with ``predict``, at most :data:`PAIRS_PER_CALL`
+    pairs at a time (NNCF's per-pair convolutions otherwise need gigabytes).
     """
     try:
         scores = model.full_sort_predict(interaction({uid_field: ids}))
     except NotImplementedError:
-        pairs = interaction(
-            {
-                uid_field: ids.repeat_interleave(n_items),
-                iid_field: torch.arange(n_items).repeat(len(ids)),
-            }
-        )
-        scores = model.predict(pairs)
+        step = max(1, PAIRS_PER_CALL // n_items)
+        parts = []
+        for start in range(0, len(ids), step):
+            chunk = ids[start : start + step]
+            pairs = interaction(
+                {
+                    uid_field: chunk.repeat_interleave(n_items),
+                    iid_field: torch.arange(n_items).repeat(len(chunk)),
+                }
+            )
+            parts.append(model.predict(pairs))
+        scores = torch.cat(parts)
     return scores.view(len(ids), n_items).clone().float()
 
 
