@@ -228,3 +228,25 @@ def test_recommend_maps_integer_ids_back(study, tmp_path):
     known = set(map(tuple, split.known[["user_id", "item_id"]].values))
     assert not known & set(map(tuple, recs[["user_id", "item_id"]].values))
     assert trained.to_dict()["params"] == {"k": 20}
+
+
+def test_pairwise_scoring_in_chunks_gives_the_same_lists(study, tmp_path, monkeypatch):
+    from recaudit.fairness import split_per_user, to_implicit
+    from recaudit.fairness.models import _recbole, recommend, train_model, write_atomic_split
+
+    data = to_implicit(load_recbole_atomic(study["data"]))
+    split = split_per_user(data, rng=5)
+    trained = train_model(
+        "NeuMF",
+        write_atomic_split(split, tmp_path / "data"),
+        workdir=tmp_path / "work",
+        grid={"mf_embedding_size": [8]},
+        epochs=1,
+        settings={"mlp_embedding_size": 8, "mlp_hidden_size": [16]},
+    )
+    users = split.test["user_id"].unique()
+    items = data.interactions["item_id"].unique()
+    whole = recommend(trained, users, n=10, exclude=split.known, items=items)
+    monkeypatch.setattr(_recbole, "PAIRS_PER_CALL", 1000)  # 3 users per predict call
+    chunked = recommend(trained, users, n=10, exclude=split.known, items=items)
+    pd.testing.assert_frame_equal(whole, chunked)
