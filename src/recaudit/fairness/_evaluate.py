@@ -47,7 +47,15 @@ from ._interbias import (
     normalized_relative_difference,
     relative_difference,
 )
-from ._metrics import METRICS, TopNLists, _columns_iv, _n_iv, build_top_n, ranking_metrics
+from ._metrics import (
+    METRICS,
+    TopNLists,
+    _columns_iv,
+    _n_iv,
+    _union_index,
+    build_top_n,
+    ranking_metrics,
+)
 
 __all__ = ["FairnessEvaluation", "GroupMetrics", "InterBias", "evaluate"]
 
@@ -73,6 +81,7 @@ POSITIVE_INT_MSG = "`{name}` must be an integer >= {minimum}, got {value!r}"
 CONFIDENCE_MSG = "`confidence_level` must be in (0, 1), got {value!r}"
 NO_EVALUATED_MSG = "no user has a test item: nothing to evaluate"
 COVERAGE_FIXED = "held fixed (resample_coverage=False)"
+NO_BOOT = "not computed (n_boot=0)"
 
 
 @dataclass(frozen=True)
@@ -375,16 +384,10 @@ def _group_labels(users: pd.DataFrame, attributes: tuple[str, ...]) -> pd.Series
 
 def _protected_iv(protected: Hashable | Sequence[Hashable], attributes: tuple[str, ...]) -> str:
     values: tuple[Any, ...]
-    if len(attributes) == 1:
-        values = (protected,)
-    elif isinstance(protected, str):
-        values = (
-            tuple(protected.split(GROUP_SEPARATOR))
-            if GROUP_SEPARATOR in protected
-            else (protected,)
-        )
-    elif isinstance(protected, Sequence):
+    if isinstance(protected, list | tuple):
         values = tuple(protected)
+    elif isinstance(protected, str) and len(attributes) > 1:
+        values = tuple(protected.split(GROUP_SEPARATOR))
     else:
         values = (protected,)
     if len(values) != len(attributes):
@@ -411,8 +414,8 @@ def _catalog_iv(
             )
         index = pd.Index(items["item_id"].to_numpy())
         return index, len(index), "items"
-    tables = [recs["item_id"], test["item_id"]] + ([] if train is None else [train["item_id"]])
-    index = pd.Index(pd.unique(pd.concat(tables, ignore_index=True)))
+    tables = [recs, test] if train is None else [recs, test, train]
+    index = _union_index([t["item_id"].to_numpy() for t in tables])
     if n_items is None:
         return index, len(index), "observed"
     size = _int_iv(n_items, "n_items", 1)
@@ -659,7 +662,9 @@ def evaluate(
 
     def est(value: float, reps: npt.NDArray[np.float64] | None) -> Estimate:
         if reps is None:
-            reps = np.full(1, np.nan)
+            return Estimate(
+                float(value), ConfidenceInterval(np.nan, np.nan, inp.confidence_level, NO_BOOT)
+            )
         return Estimate(
             float(value), percentile_interval(reps, confidence_level=inp.confidence_level)
         )

@@ -67,11 +67,22 @@ def _n_items_iv(n_items: int, top_items: npt.NDArray[np.int64]) -> int:
 
 
 def _exposure_counts(
-    top_items: npt.NDArray[np.int64], n: int, n_items: int
+    top_items: npt.NDArray[np.int64], ns: tuple[int, ...], n_items: int
 ) -> npt.NDArray[np.int64]:
-    """How many lists, truncated at ``n``, contain each item (length ``n_items``)."""
-    cut = top_items[:, :n]
-    return np.bincount(cut[cut >= 0], minlength=n_items)
+    """How many lists, truncated at each cut-off, contain each item.
+
+    Returns shape ``(len(ns), n_items)``; rank blocks between consecutive cut-offs are
+    counted once and accumulated.
+    """
+    out = np.zeros((len(ns), n_items), dtype=np.int64)
+    running = np.zeros(n_items, dtype=np.int64)
+    start = 0
+    for j, c in enumerate(ns):
+        block = top_items[:, start:c].ravel()
+        running += np.bincount(block[block >= 0], minlength=n_items)
+        out[j] = running
+        start = c
+    return out
 
 
 def item_coverage(
@@ -100,7 +111,7 @@ def item_coverage(
     """
     m, ns = _top_items_iv(top_items, n)
     size = _n_items_iv(n_items, m)
-    return np.array([np.count_nonzero(_exposure_counts(m, c, size)) / size for c in ns])
+    return np.count_nonzero(_exposure_counts(m, ns, size), axis=1) / size
 
 
 def gini_index(values: npt.ArrayLike) -> float:
@@ -132,7 +143,7 @@ def exposure_gini(
     """
     m, ns = _top_items_iv(top_items, n)
     size = _n_items_iv(n_items, m)
-    return np.array([gini_index(_exposure_counts(m, c, size)) for c in ns])
+    return np.array([gini_index(counts) for counts in _exposure_counts(m, ns, size)])
 
 
 def average_popularity(

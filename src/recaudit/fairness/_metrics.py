@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -38,10 +39,8 @@ METRICS: tuple[str, ...] = ("ndcg", "precision", "recall", "hit", "mrr")
 MISSING_COLUMNS_MSG = "`{table}` must have columns {required}; missing {missing}"
 MISSING_VALUE_MSG = "`{table}` has a missing value in column `{column}` at row {row}"
 BAD_RANK_MSG = "`recs` column `rank` must hold integers >= 1; row {row} has {value!r}"
-UNKNOWN_USER_MSG = (
-    "`{table}` has user_id {user!r} (row {row}) that is not in `users`"
-    " (user_id dtypes: {table} {dtype}, users {users_dtype})"
-)
+UNKNOWN_USER_MSG = "`{table}` has user_id {user!r} (row {row}) that is not in `users`{hint}"
+DTYPE_HINT = " (user_id dtypes differ: {table} {dtype}, users {users_dtype})"
 UNKNOWN_ITEM_MSG = (
     "`{table}` has item_id {item!r} (row {row}) that is not in the item catalog `items`"
 )
@@ -135,10 +134,13 @@ def ranking_metrics(
     h, rel, ns = _ranking_metrics_iv(hits, n_relevant, n)
     width = ns[-1]
     h = h[:, :width]
-    cols = np.asarray(ns) - 1
-    cum = np.cumsum(h, axis=1, dtype=np.int32)[:, cols].astype(np.float64)
+    # one product gives hit counts and DCG at every cut-off: columns of `weights` are
+    # 1[r <= N] and 1[r <= N] / log2(r + 1) over the ranks r = 1..max(n)
+    upto = np.arange(width)[:, None] < np.asarray(ns)[None, :]
     discount = 1.0 / np.log2(np.arange(2, width + 2))
-    dcg = np.cumsum(h * discount, axis=1)[:, cols]
+    weights = np.hstack([upto, upto * discount[:, None]]).astype(np.float64)
+    both = h.astype(np.float64) @ weights
+    cum, dcg = both[:, : len(ns)], both[:, len(ns) :]
     ideal = np.cumsum(discount)
     idcg = ideal[np.minimum(rel[:, None], np.asarray(ns)[None, :]) - 1]
     first = np.argmax(h, axis=1)
@@ -207,19 +209,65 @@ def _columns_iv(table: pd.DataFrame, name: str, required: Sequence[str]) -> None
             raise InputError(MISSING_VALUE_MSG.format(table=name, column=column, row=row))
 
 
-def _codes(values: pd.Series, index: pd.Index) -> npt.NDArray[np.int64]:
-    """Positions of ``values`` in ``index`` (-1 when absent), hashing each run once.
+def _run_starts(v: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
+    """Positions where a new run of equal consecutive values starts."""
+    return np.flatnonzero(np.concatenate(([True], v[1:] != v[:-1])))
 
-    Top-N tables are usually grouped by user, so the ids are mapped once per run of
-    equal consecutive values and the codes repeated.
+
+#: Integer ids spanning at most this many values are coded through a lookup table.
+_LOOKUP_SPAN = 50_000_000
+
+
+def _int_span(arrays: Sequence[npt.NDArray[Any]]) -> tuple[int, int] | None:
+    """``(min, max)`` of integer arrays when a lookup table over them is affordable."""
+    # signed (or narrow unsigned) integers only: uint64 - int would become float
+    if not arrays or not all(
+        np.issubdtype(a.dtype, np.signedinteger)
+        or (np.issubdtype(a.dtype, np.unsignedinteger) and a.dtype.itemsize < 8)
+        for a in arrays
+    ):
+        return None
+    full = [a for a in arrays if a.size]
+    if not full:
+        return None
+    lo = min(int(a.min()) for a in full)
+    hi = max(int(a.max()) for a in full)
+    return (lo, hi) if hi - lo < _LOOKUP_SPAN else None
+
+
+def _union_index(arrays: Sequence[npt.NDArray[Any]]) -> pd.Index:
+    """Distinct ids of several arrays (a bitmap for compact integer ids, else hashing)."""
+    span = _int_span(arrays)
+    if span is None:
+        return pd.Index(pd.unique(np.concatenate(arrays))) if arrays else pd.Index([])
+    lo, hi = span
+    present = np.zeros(hi - lo + 1, dtype=bool)
+    for a in arrays:
+        present[a - lo] = True
+    return pd.Index(np.flatnonzero(present) + lo)
+
+
+def _codes(values: pd.Series, index: pd.Index) -> npt.NDArray[np.int64]:
+    """Positions of ``values`` in ``index`` (-1 when absent).
+
+    Compact integer ids go through a lookup table (no hashing); other ids are hashed
+    once per run of equal consecutive values (top-N tables are usually grouped by
+    user) and the codes repeated.
     """
     v = values.to_numpy()
     if v.size == 0:
         return np.zeros(0, dtype=np.int64)
-    starts = np.flatnonzero(np.concatenate(([True], v[1:] != v[:-1])))
+    keys = index.to_numpy()
+    span = _int_span([v, keys])
+    if span is not None:
+        lo, hi = span
+        table = np.full(hi - lo + 1, -1, dtype=np.int64)
+        table[keys - lo] = np.arange(keys.size)
+        return table[v - lo]
+    starts = _run_starts(v)
     if starts.size > v.size // 2:
-        return index.get_indexer(v).astype(np.int64)
-    heads = index.get_indexer(v[starts]).astype(np.int64)
+        return index.get_indexer(v).astype(np.int64, copy=False)
+    heads = index.get_indexer(v[starts]).astype(np.int64, copy=False)
     return np.repeat(heads, np.diff(np.append(starts, v.size)))
 
 
@@ -231,13 +279,14 @@ def _raise_unknown(
         pos = int(np.argmax(bad))
         column = table[f"{kind}_id"]
         if kind == "user":
+            hint = (
+                DTYPE_HINT.format(table=name, dtype=column.dtype, users_dtype=index.dtype)
+                if column.dtype != index.dtype
+                else ""
+            )
             raise InputError(
                 UNKNOWN_USER_MSG.format(
-                    table=name,
-                    user=column.iloc[pos],
-                    row=table.index[pos],
-                    dtype=column.dtype,
-                    users_dtype=index.dtype,
+                    table=name, user=column.iloc[pos], row=table.index[pos], hint=hint
                 )
             )
         raise InputError(
@@ -245,39 +294,27 @@ def _raise_unknown(
         )
 
 
-def _rank_layout_iv(
+def _lists_iv(
     recs: pd.DataFrame,
     ucode: npt.NDArray[np.int64],
     rank: npt.NDArray[np.int64],
-    count: npt.NDArray[np.int64],
-    max_rank: npt.NDArray[np.int64],
+    icode: npt.NDArray[np.int64],
     user_index: pd.Index,
-) -> None:
-    """Ranks of every user must be exactly 1..count: no duplicates, no gaps.
+    n_max: int,
+) -> npt.NDArray[np.int64]:
+    """Check that every user's ranks are exactly 1..count; return the item matrix.
 
-    Duplicates are looked for first (so that a duplicate is not reported as a gap):
-    among users whose max rank equals their row count, with a bincount of
-    ``user * L + rank`` (``L`` the longest list); a user whose max rank differs from
-    its row count has a duplicate or a gap, told apart on its own rows.
+    A user whose max rank differs from its row count has a duplicate or a gap, told
+    apart on its own rows. Otherwise every rank lies in 1..count_u and the rows are
+    scattered into the ``(user, rank)`` slots: a duplicate leaves fewer filled slots
+    than rows. ``pandas.duplicated`` is used only to name the offending row (or when
+    the slot space is too large to scatter into).
     """
+    n_users = len(user_index)
+    count = np.bincount(ucode, minlength=n_users)
+    max_rank = np.zeros(n_users, dtype=np.int64)
+    np.maximum.at(max_rank, ucode, rank)
     bad_users = np.flatnonzero(max_rank != count)
-    ok_rows = max_rank[ucode] == count[ucode]
-    width = int(count.max(initial=0))
-    flat = ucode[ok_rows] * width + rank[ok_rows] - 1
-    # A bincount is cheap and exact when the code space is small; the hash-based
-    # `duplicated` (slower) locates the offending row only when there is one.
-    suspect = (
-        len(user_index) * width > 50_000_000
-        or (np.bincount(flat, minlength=len(user_index) * width) > 1).any()
-    )
-    dup = pd.Series(flat).duplicated().to_numpy() if suspect else np.zeros(0, dtype=bool)
-    if dup.any():
-        pos = np.flatnonzero(ok_rows)[int(np.argmax(dup))]
-        raise InputError(
-            DUPLICATE_RANK_MSG.format(
-                user=recs["user_id"].iloc[pos], rank=rank[pos], row=recs.index[pos]
-            )
-        )
     if bad_users.size:
         u = int(bad_users[0])
         rows = np.flatnonzero(ucode == u)
@@ -290,6 +327,29 @@ def _rank_layout_iv(
         raise InputError(
             RANK_GAP_MSG.format(user=user_index[u], count=count[u], max_rank=max_rank[u])
         )
+    width = int(count.max(initial=0))
+    slots = ucode * width + rank - 1
+    if n_users * width <= _LOOKUP_SPAN:
+        full = np.full(n_users * width, -1, dtype=np.int64)
+        full[slots] = icode
+        if np.count_nonzero(full >= 0) == slots.size:
+            lists = full.reshape(n_users, width)
+            if width >= n_max:
+                return np.ascontiguousarray(lists[:, :n_max])
+            pad = np.full((n_users, n_max - width), -1, dtype=np.int64)
+            return np.hstack([lists, pad])
+    dup = pd.Series(slots).duplicated().to_numpy()
+    if dup.any():
+        pos = int(np.argmax(dup))
+        raise InputError(
+            DUPLICATE_RANK_MSG.format(
+                user=recs["user_id"].iloc[pos], rank=rank[pos], row=recs.index[pos]
+            )
+        )
+    keep = rank <= n_max
+    items = np.full((n_users, n_max), -1, dtype=np.int64)
+    items[ucode[keep], rank[keep] - 1] = icode[keep]
+    return items
 
 
 def build_top_n(
@@ -315,24 +375,20 @@ def build_top_n(
     rank_raw = recs["rank"].to_numpy()
     if not np.issubdtype(rank_raw.dtype, np.number) or rank_raw.dtype == bool:
         raise InputError(BAD_RANK_MSG.format(row=recs.index[0], value=recs["rank"].iloc[0]))
-    bad = ~(np.isfinite(rank_raw) & (rank_raw >= 1) & (rank_raw == np.floor(rank_raw)))
+    if np.issubdtype(rank_raw.dtype, np.integer):
+        bad = rank_raw < 1
+    else:
+        bad = ~(np.isfinite(rank_raw) & (rank_raw >= 1) & (rank_raw == np.floor(rank_raw)))
     if bad.any():
         pos = int(np.argmax(bad))
         raise InputError(BAD_RANK_MSG.format(row=recs.index[pos], value=rank_raw[pos]))
-    rank = rank_raw.astype(np.int64)
+    rank = rank_raw.astype(np.int64, copy=False)
 
     ucode = _codes(recs["user_id"], user_index)
     _raise_unknown(ucode, recs, "recs", user_index, "user")
-    count = np.bincount(ucode, minlength=n_users)
-    max_rank = np.zeros(n_users, dtype=np.int64)
-    np.maximum.at(max_rank, ucode, rank)
-    _rank_layout_iv(recs, ucode, rank, count, max_rank, user_index)
-
     icode = _codes(recs["item_id"], item_index)
     _raise_unknown(icode, recs, "recs", item_index, "item")
-    keep = rank <= n_max
-    items = np.full((n_users, n_max), -1, dtype=np.int64)
-    items[ucode[keep], rank[keep] - 1] = icode[keep]
+    items = _lists_iv(recs, ucode, rank, icode, user_index, n_max)
     ordered = np.sort(items, axis=1)
     twice = (ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)
     if twice.any():
@@ -349,14 +405,15 @@ def build_top_n(
     test_keys = np.unique(t_ucode * n_codes + t_icode)
     n_relevant = np.bincount(test_keys // n_codes, minlength=n_users).astype(np.int64)
 
-    hits = np.zeros((n_users, n_max), dtype=bool)
-    listed = items >= 0
+    # keys of empty slots are -1, which matches no test key
+    rec_keys = np.where(
+        items >= 0, np.arange(n_users, dtype=np.int64)[:, None] * n_codes + items, -1
+    )
+    hits = np.zeros(items.shape, dtype=bool)
     if test_keys.size:
-        rec_keys = np.arange(n_users, dtype=np.int64)[:, None] * n_codes + items
-        slot = np.searchsorted(test_keys, rec_keys[listed])
-        slot[slot == test_keys.size] = 0
-        hits[listed] = test_keys[slot] == rec_keys[listed]
-    return TopNLists(user_index, items, hits, n_relevant, count > 0)
+        slot = np.minimum(np.searchsorted(test_keys, rec_keys), test_keys.size - 1)
+        hits = test_keys[slot] == rec_keys
+    return TopNLists(user_index, items, hits, n_relevant, (items >= 0).any(axis=1))
 
 
 def per_user_metrics(
@@ -387,8 +444,9 @@ def per_user_metrics(
     ns = _n_iv(n)
     _columns_iv(recs, "recs", ("user_id", "item_id", "rank"))
     _columns_iv(test, "test", ("user_id", "item_id"))
-    user_index = pd.Index(pd.unique(pd.concat([recs["user_id"], test["user_id"]])))
-    item_index = pd.Index(pd.unique(pd.concat([recs["item_id"], test["item_id"]])))
+    heads = [t["user_id"].to_numpy() for t in (recs, test)]
+    user_index = _union_index([h[_run_starts(h)] for h in heads if h.size])
+    item_index = _union_index([t["item_id"].to_numpy() for t in (recs, test)])
     lists = build_top_n(recs, test, user_index=user_index, item_index=item_index, n_max=ns[-1])
     lists = lists.subset(lists.n_relevant > 0)
     values = ranking_metrics(lists.hits, lists.n_relevant, n=ns)

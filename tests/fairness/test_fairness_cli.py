@@ -1,0 +1,141 @@
+"""`recaudit fairness evaluate` through typer's CliRunner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from _fm_data import synthetic
+from typer.testing import CliRunner
+
+from recaudit.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("fairness-cli")
+    recs, test, users = synthetic(n_users=90, gap=0.5, seed=3)
+    paths = {"recs": root / "recs.csv", "test": root / "test.parquet", "users": root / "users.csv"}
+    recs.to_csv(paths["recs"], index=False)
+    test.to_parquet(paths["test"])
+    users.to_csv(paths["users"], index=False)
+    paths["train"] = root / "train.csv"
+    recs[["user_id", "item_id"]].to_csv(paths["train"], index=False)
+    return paths
+
+
+def _base(files: dict[str, Path]) -> list[str]:
+    return [
+        "fairness",
+        "evaluate",
+        "--recs",
+        str(files["recs"]),
+        "--test",
+        str(files["test"]),
+        "--users",
+        str(files["users"]),
+        "--attribute",
+        "gender",
+        "--protected",
+        "F",
+        "--n-boot",
+        "50",
+        "--n-resamples",
+        "49",
+        "--seed",
+        "0",
+    ]
+
+
+@pytest.mark.parametrize(
+    "n_args", [["--n", "5", "10", "15"], ["--n", "5,10,15"], ["--n", "5", "--n", "10", "--n", "15"]]
+)
+def test_json_output_and_n_forms(files: dict[str, Path], n_args: list[str]) -> None:
+    res = runner.invoke(app, [*_base(files), *n_args, "--json", "--train", str(files["train"])])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert d["n"] == [5, 10, 15]
+    assert d["groups"]["F"]["n_users"] == 30
+    assert set(d["groups"]["M"]["ndcg@15"]) == {"value", "ci_low", "ci_high"}
+    assert {"value", "ci_low", "ci_high", "pvalue", "pvalue_holm"} <= set(d["rd"]["hit@5"])
+    assert set(d["nrd"]["mrr@10"]) >= {"value", "ci_low", "ci_high"}
+    assert set(d["ib"]["precision@5"]) >= {"value", "ci_low", "ci_high"}
+    assert "recall@10" in d["overall"] and "item_coverage@15" in d
+    assert d["n_users_excluded"] == 0 and "gini_exposure@5" in d and "avg_popularity@5" in d
+
+
+def test_default_n_and_table(files: dict[str, Path]) -> None:
+    res = runner.invoke(app, _base(files))
+    assert res.exit_code == 0, res.output
+    assert "Inter-bias" in res.stdout and "ndcg@15" in res.stdout
+
+
+def test_same_numbers_as_the_library(files: dict[str, Path]) -> None:
+    from recaudit.fairness import evaluate
+
+    res = runner.invoke(app, [*_base(files), "--n", "10", "--json"])
+    d = json.loads(res.stdout)
+    recs = pd.read_csv(files["recs"], dtype={"user_id": str, "item_id": str})
+    test = pd.read_parquet(files["test"]).astype({"user_id": str, "item_id": str})
+    users = pd.read_csv(files["users"], dtype={"user_id": str})
+    r = evaluate(
+        recs,
+        test,
+        users,
+        attribute="gender",
+        protected="F",
+        n=[10],
+        n_boot=50,
+        n_resamples=49,
+        rng=0,
+    )
+    assert d["rd"]["ndcg@10"]["value"] == pytest.approx(r.inter_bias["ndcg@10"].rd.value)
+    assert d["rd"]["ndcg@10"]["ci_low"] == pytest.approx(r.inter_bias["ndcg@10"].rd.ci.low)
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        (["--protected", "X"], "protected group 'X'"),
+        (["--n", "5", "ten"], "`--n` takes integers"),
+        (["--min-group-size", "40"], "group 'F' has 30 evaluated users"),
+        (["--n-items", "3"], "`n_items` = 3 is smaller"),
+    ],
+)
+def test_bad_input_exits_2(files: dict[str, Path], extra: list[str], fragment: str) -> None:
+    res = runner.invoke(app, [*_base(files), *extra])
+    assert res.exit_code == 2
+    assert fragment in res.output and len(res.output.strip().splitlines()) == 1
+
+
+def test_missing_file_and_stray_arguments(files: dict[str, Path], tmp_path: Path) -> None:
+    args = _base(files)
+    args[args.index("--recs") + 1] = str(tmp_path / "nope.csv")
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2 and "file not found" in res.output
+    res = runner.invoke(app, [*_base(files), "7"])
+    assert res.exit_code == 2 and "unexpected arguments" in res.output
+
+
+def test_recbole_atomic_users(files: dict[str, Path], tmp_path: Path) -> None:
+    users = pd.read_csv(files["users"])
+    atomic = tmp_path / "x.user"
+    users.rename(columns={"user_id": "user_id:token", "gender": "gender:token"}).to_csv(
+        atomic, sep="\t", index=False
+    )
+    args = _base(files)
+    args[args.index("--users") + 1] = str(atomic)
+    res = runner.invoke(app, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+
+
+def test_resample_coverage_flag(files: dict[str, Path]) -> None:
+    res = runner.invoke(app, [*_base(files), "--n", "5", "--resample-coverage", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert d["settings"]["resample_coverage"] is True
+    assert d["item_coverage@5"]["ci_high"] <= d["item_coverage@5"]["value"]
