@@ -1,6 +1,13 @@
-"""The inter-bias study: model-agnostic top-N metrics, group fairness and inter-bias.
+"""The inter-bias study: data, models, top-N metrics, group fairness and inter-bias.
 
-Per-user Precision/Recall/Hit/MRR/NDCG (:func:`ranking_metrics`,
+Data and the study runner: loaders (RecBole atomic files, MovieLens 100K/1M,
+Last.fm 1K/360K, generic tables), implicit feedback, seeded sampling and per-user
+splits (:func:`split_per_user`), protected groups, long-tail statistics
+(:func:`long_tail_stats`) and the resumable runner (:func:`run_study`). The nine
+CF/GNN models and the baselines are in :mod:`recaudit.fairness.models` (RecBole is
+imported only when a model is trained).
+
+Metrics: per-user Precision/Recall/Hit/MRR/NDCG (:func:`ranking_metrics`,
 :func:`per_user_metrics`), coverage, popularity and exposure figures
 (:func:`item_coverage`, :func:`average_popularity`, :func:`exposure_gini`,
 :func:`popularity_profile`), RD/NRD/IB (:func:`relative_difference`,
@@ -10,6 +17,17 @@ with user-level uncertainty (:func:`evaluate`).
 
 from __future__ import annotations
 
+from ._dataset import (
+    InteractionData,
+    LongTailStats,
+    ProtectedGroups,
+    Split,
+    long_tail_stats,
+    protected_groups,
+    sample_interactions,
+    split_per_user,
+    to_implicit,
+)
 from ._evaluate import FairnessEvaluation, GroupMetrics, InterBias, evaluate
 from ._exposure import (
     PopularityProfile,
@@ -25,9 +43,55 @@ from ._interbias import (
     normalized_relative_difference,
     relative_difference,
 )
+from ._loaders import (
+    FORMATS,
+    load_dataset,
+    load_lastfm_1k,
+    load_lastfm_360k,
+    load_movielens,
+    load_recbole_atomic,
+    load_table,
+)
 from ._metrics import METRICS, per_user_metrics, ranking_metrics
+from ._study import (
+    DatasetConfig,
+    ModelConfig,
+    StudyConfig,
+    StudyResult,
+    default_config_path,
+    load_config,
+    parse_config,
+    run_study,
+)
 
 __all__ = [
+    # data (_dataset, _loaders)
+    "FORMATS",
+    "InteractionData",
+    "LongTailStats",
+    "ProtectedGroups",
+    "Split",
+    "load_dataset",
+    "load_lastfm_1k",
+    "load_lastfm_360k",
+    "load_movielens",
+    "load_recbole_atomic",
+    "load_table",
+    "long_tail_stats",
+    "protected_groups",
+    "sample_interactions",
+    "split_per_user",
+    "to_implicit",
+    # study runner (_study)
+    "DatasetConfig",
+    "ModelConfig",
+    "StudyConfig",
+    "StudyResult",
+    "default_config_path",
+    "load_config",
+    "parse_config",
+    "run_study",
+    # metrics (_metrics, _exposure, _interbias, _evaluate)
     "METRICS",
     "UNDEFINED_RD_REASON",
     "FairnessEvaluation",

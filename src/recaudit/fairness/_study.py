@@ -1,0 +1,611 @@
+"""The inter-bias study runner: one typed TOML config, one resumable run folder.
+
+``recaudit fairness run CONFIG.toml`` calls :func:`run_study`, which for every
+dataset of the config does
+
+    load -> implicit feedback -> sample N -> protected groups -> per-user split
+         -> for each model: grid search on validation -> best model -> top-N lists
+         -> baselines -> evaluation (per-group metrics, RD/NRD/IB with CIs)
+         -> tables + results JSON
+
+and writes everything into the run folder::
+
+    OUTPUT/
+      study.json                 the resolved config (a later run must match it)
+      results.json               every number of the run
+      DATASET/
+        users.{parquet,csv}      user_id, attribute, group
+        train/valid/test.{parquet,csv}
+        long_tail.csv            interactions per item
+        recbole/study/*.inter    the split as RecBole benchmark files
+        models/MODEL/            RecBole logs and checkpoints of one model
+        models/MODEL/done.json   completion marker, written atomically last
+        recs/MODEL.{parquet,csv} user_id, item_id, rank, score, model
+        summary.csv              one row per model: time, IB, group NDCG, coverage
+
+A model whose ``done.json`` exists (with the same model settings) is not trained
+again, so an interrupted run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..exceptions import ConfigError
+from ._dataset import (
+    ITEM_ID,
+    USER_ID,
+    long_tail_stats,
+    protected_groups,
+    sample_interactions,
+    split_per_user,
+    to_implicit,
+)
+from ._evaluate import evaluate
+from ._loaders import FORMATS, load_dataset
+from .models._baselines import BASELINES, most_popular, random_items
+from .models._recbole import recbole_class
+
+__all__ = [
+    "DatasetConfig",
+    "ModelConfig",
+    "StudyConfig",
+    "StudyResult",
+    "default_config_path",
+    "load_config",
+    "parse_config",
+    "run_study",
+]
+
+MSG_UNKNOWN_KEY = "unknown key `{key}` in {where}; allowed keys: {allowed}"
+MSG_MISSING_KEY = "missing key `{key}` in {where}"
+MSG_TYPE = "`{key}` in {where} must be {kind}, got {value!r}"
+MSG_OTHER_RUN = (
+    "output folder {path} holds a run of a different config (study.json differs); "
+    "choose another `output` or delete the folder"
+)
+
+
+@dataclass(frozen=True)
+class DatasetConfig:
+    """One dataset of the study (TOML table ``[[datasets]]``)."""
+
+    name: str
+    path: Path
+    format: str
+    attribute: str
+    protected: str
+    users: Path | None = None
+    columns: dict[str, str] = field(default_factory=dict)
+    sample: int | None = 100_000
+    threshold: float | None = None
+    drop_missing: bool = False
+    min_group_size: int = 20
+    seed: int = 2020
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """One model of the study (TOML table ``[models.NAME]``)."""
+
+    name: str
+    grid: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    epochs: int | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """The whole study: datasets, models, baselines, list lengths, output folder."""
+
+    output: Path
+    datasets: tuple[DatasetConfig, ...]
+    models: tuple[ModelConfig, ...]
+    baselines: tuple[str, ...] = BASELINES
+    n: tuple[int, ...] = (5, 10, 15)
+    list_length: int = 20
+    epochs: int = 20
+    valid_metric: str = "NDCG@10"
+    seed: int = 2020
+    num_threads: int = 1
+    n_boot: int = 1000
+    n_resamples: int = 999
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (paths as text)."""
+        return json.loads(json.dumps(asdict(self), default=str))
+
+
+_STUDY_KEYS = {
+    "output": "a path",
+    "baselines": "a list of names",
+    "n": "a list of positive integers",
+    "list_length": "a positive integer",
+    "epochs": "a positive integer",
+    "valid_metric": "a string such as 'NDCG@10'",
+    "seed": "an integer",
+    "num_threads": "a positive integer",
+    "n_boot": "a non-negative integer",
+    "n_resamples": "a non-negative integer",
+}
+_DATASET_KEYS = {
+    "name",
+    "path",
+    "format",
+    "attribute",
+    "protected",
+    "users",
+    "columns",
+    "sample",
+    "threshold",
+    "drop_missing",
+    "min_group_size",
+    "seed",
+}
+_MODEL_KEYS = {"grid", "epochs", "settings"}
+_TOP_KEYS = {"study", "datasets", "models"}
+
+
+def _check_keys(
+    table: Mapping[str, Any], allowed: set[str] | Mapping[str, str], where: str
+) -> None:
+    for key in table:
+        if key not in allowed:
+            raise ConfigError(
+                MSG_UNKNOWN_KEY.format(key=key, where=where, allowed=", ".join(sorted(allowed)))
+            )
+
+
+def _get(
+    table: Mapping[str, Any],
+    key: str,
+    kind: type | tuple[type, ...],
+    where: str,
+    describe: str,
+    default: Any = ...,
+    positive: bool = False,
+) -> Any:
+    if key not in table:
+        if default is ...:
+            raise ConfigError(MSG_MISSING_KEY.format(key=key, where=where))
+        return default
+    value = table[key]
+    bad = not isinstance(value, kind) or (
+        isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,))
+    )
+    if not bad and positive and value < 1:
+        bad = True
+    if bad:
+        raise ConfigError(MSG_TYPE.format(key=key, where=where, kind=describe, value=value))
+    return value
+
+
+def _int_list(
+    table: Mapping[str, Any], key: str, where: str, default: tuple[int, ...]
+) -> tuple[int, ...]:
+    values = table.get(key, list(default))
+    if (
+        not isinstance(values, list)
+        or not values
+        or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in values)
+    ):
+        raise ConfigError(
+            MSG_TYPE.format(key=key, where=where, kind="a list of positive integers", value=values)
+        )
+    return tuple(values)
+
+
+def parse_config(raw: Mapping[str, Any], *, source: str = "config") -> StudyConfig:
+    """Build a :class:`StudyConfig` from parsed TOML; unknown keys are errors.
+
+    Parameters
+    ----------
+    raw : mapping
+        The parsed TOML document.
+    source : str
+        Where it came from, for messages.
+
+    Returns
+    -------
+    StudyConfig
+
+    Raises
+    ------
+    ConfigError
+        Naming the key, where it is, and the allowed keys or the expected type.
+    """
+    _check_keys(raw, _TOP_KEYS, source)
+    study = raw.get("study", {})
+    where = f"[study] of {source}"
+    _check_keys(study, _STUDY_KEYS, where)
+    output = Path(_get(study, "output", str, where, "a path"))
+    baselines = tuple(_get(study, "baselines", list, where, "a list of names", list(BASELINES)))
+    for name in baselines:
+        if name not in BASELINES:
+            raise ConfigError(
+                f"unknown baseline {name!r} in {where}; choose from {', '.join(BASELINES)}"
+            )
+    n = _int_list(study, "n", where, (5, 10, 15))
+    list_length = _get(study, "list_length", int, where, "a positive integer", 20, positive=True)
+    if list_length < max(n):
+        raise ConfigError(
+            f"`list_length` in {where} ({list_length}) must be >= the largest `n` ({max(n)})"
+        )
+    epochs = _get(study, "epochs", int, where, "a positive integer", 20, positive=True)
+    valid_metric = _get(study, "valid_metric", str, where, "a string", "NDCG@10")
+    seed = _get(study, "seed", int, where, "an integer", 2020)
+    num_threads = _get(study, "num_threads", int, where, "a positive integer", 1, positive=True)
+    n_boot = _get(study, "n_boot", int, where, "a non-negative integer", 1000)
+    n_resamples = _get(study, "n_resamples", int, where, "a non-negative integer", 999)
+    for key, value in (("n_boot", n_boot), ("n_resamples", n_resamples)):
+        if value < 0:
+            raise ConfigError(
+                MSG_TYPE.format(key=key, where=where, kind="a non-negative integer", value=value)
+            )
+
+    datasets_raw = raw.get("datasets")
+    if not isinstance(datasets_raw, list) or not datasets_raw:
+        raise ConfigError(f"{source} needs at least one [[datasets]] table")
+    datasets = []
+    for i, table in enumerate(datasets_raw):
+        dwhere = f"[[datasets]] #{i + 1} of {source}"
+        _check_keys(table, _DATASET_KEYS, dwhere)
+        fmt = _get(table, "format", str, dwhere, "a string")
+        if fmt not in FORMATS:
+            raise ConfigError(
+                f"`format` in {dwhere} must be one of {', '.join(FORMATS)}, got {fmt!r}"
+            )
+        sample = _get(table, "sample", int, dwhere, "a positive integer", 100_000, positive=True)
+        threshold = _get(table, "threshold", (int, float), dwhere, "a number", None)
+        users = _get(table, "users", str, dwhere, "a path", None)
+        columns = _get(table, "columns", dict, dwhere, "a table of strings", {})
+        path = Path(_get(table, "path", str, dwhere, "a path"))
+        datasets.append(
+            DatasetConfig(
+                name=_get(table, "name", str, dwhere, "a string", path.name),
+                path=path,
+                format=fmt,
+                attribute=_get(table, "attribute", str, dwhere, "a string"),
+                protected=str(_get(table, "protected", (str, int), dwhere, "a string")),
+                users=None if users is None else Path(users),
+                columns={str(k): str(v) for k, v in columns.items()},
+                sample=sample,
+                threshold=None if threshold is None else float(threshold),
+                drop_missing=_get(table, "drop_missing", bool, dwhere, "true or false", False),
+                min_group_size=_get(
+                    table, "min_group_size", int, dwhere, "a positive integer", 20, positive=True
+                ),
+                seed=_get(table, "seed", int, dwhere, "an integer", seed),
+            )
+        )
+    names = [d.name for d in datasets]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"dataset names in {source} must be unique, got {names}")
+
+    models_raw = raw.get("models", {})
+    if not isinstance(models_raw, dict):
+        raise ConfigError(f"`models` in {source} must be tables [models.NAME]")
+    models = []
+    for name, table in models_raw.items():
+        mwhere = f"[models.{name}] of {source}"
+        recbole_class(name)
+        if not isinstance(table, dict):
+            raise ConfigError(f"{mwhere} must be a table")
+        _check_keys(table, _MODEL_KEYS, mwhere)
+        grid = _get(table, "grid", dict, mwhere, "a table of lists", {})
+        for key, values in grid.items():
+            if not isinstance(values, list) or not values:
+                raise ConfigError(
+                    MSG_TYPE.format(
+                        key=f"grid.{key}", where=mwhere, kind="a non-empty list", value=values
+                    )
+                )
+        models.append(
+            ModelConfig(
+                name=name,
+                grid={k: tuple(v) for k, v in grid.items()},
+                epochs=_get(
+                    table, "epochs", int, mwhere, "a positive integer", None, positive=True
+                ),
+                settings=dict(_get(table, "settings", dict, mwhere, "a table", {})),
+            )
+        )
+    if not models and not baselines:
+        raise ConfigError(f"{source} names no [models.NAME] and no baselines: nothing to run")
+    return StudyConfig(
+        output=output,
+        datasets=tuple(datasets),
+        models=tuple(models),
+        baselines=baselines,
+        n=n,
+        list_length=list_length,
+        epochs=epochs,
+        valid_metric=valid_metric,
+        seed=seed,
+        num_threads=num_threads,
+        n_boot=n_boot,
+        n_resamples=n_resamples,
+    )
+
+
+def default_config_path() -> Path:
+    """The packaged example config: ML-100K, the nine models, both baselines."""
+    return Path(str(resources.files("recaudit.fairness") / "configs" / "ml-100k.toml"))
+
+
+def load_config(path: str | Path) -> StudyConfig:
+    """Read and validate a study TOML file (relative paths: from the working directory)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+    return parse_config(raw, source=str(path))
+
+
+@dataclass(frozen=True)
+class StudyResult:
+    """What :func:`run_study` did: the results JSON and where the tables are."""
+
+    output: Path
+    results: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The results JSON (also saved as ``OUTPUT/results.json``)."""
+        return self.results
+
+
+def _fingerprint(obj: Any) -> str:
+    text = json.dumps(obj, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _write_table(frame: pd.DataFrame, stem: Path) -> None:
+    """``stem.parquet`` and ``stem.csv``, each written to a temporary name first."""
+    for suffix in (".parquet", ".csv"):
+        target = stem.with_suffix(suffix)
+        tmp = target.with_name(target.name + ".tmp")
+        if suffix == ".parquet":
+            frame.to_parquet(tmp, index=False)
+        else:
+            frame.to_csv(tmp, index=False)
+        os.replace(tmp, target)
+
+
+#: Progress callback: (event, fields) with events "dataset", "model", "grid", "done".
+Progress = Callable[[str, dict[str, Any]], None]
+
+
+def _run_iv(config: StudyConfig) -> Path:
+    if not isinstance(config, StudyConfig):
+        raise ConfigError(f"`config` must be a StudyConfig, got {type(config).__name__}")
+    output = Path(config.output)
+    output.mkdir(parents=True, exist_ok=True)
+    resolved = config.to_dict()
+    stamp = output / "study.json"
+    if stamp.exists():
+        previous = json.loads(stamp.read_text(encoding="utf-8"))
+        # models may be added or changed between runs; data settings may not
+        same = {k: v for k, v in previous.items() if k != "models"} == {
+            k: v for k, v in resolved.items() if k != "models"
+        }
+        if not same:
+            raise ConfigError(MSG_OTHER_RUN.format(path=output))
+    _write_atomic(stamp, json.dumps(resolved, indent=2))
+    return output
+
+
+def run_study(config: StudyConfig, *, progress: Progress | None = None) -> StudyResult:
+    """Run (or resume) the study described by ``config``.
+
+    Parameters
+    ----------
+    config : StudyConfig
+        From :func:`load_config` or :func:`parse_config`.
+    progress : callable, optional
+        Receives progress events (the CLI draws rich progress bars from them).
+
+    Returns
+    -------
+    StudyResult
+    """
+    output = _run_iv(config)
+    report = progress or (lambda event, fields: None)
+    results: dict[str, Any] = {"config": config.to_dict(), "datasets": {}}
+    for dconf in config.datasets:
+        report("dataset", {"name": dconf.name})
+        results["datasets"][dconf.name] = _run_dataset(config, dconf, output / dconf.name, report)
+    _write_atomic(output / "results.json", json.dumps(results, indent=2, default=str))
+    return StudyResult(output=output, results=results)
+
+
+def _run_dataset(
+    config: StudyConfig, dconf: DatasetConfig, folder: Path, report: Progress
+) -> dict[str, Any]:
+    from .models._recbole import recommend, train_model, write_atomic_split
+
+    folder.mkdir(parents=True, exist_ok=True)
+    sample_seed, split_seed, random_seed = np.random.SeedSequence(dconf.seed).spawn(3)
+    data = load_dataset(
+        dconf.path,
+        format=dconf.format,
+        users=dconf.users,
+        columns=dconf.columns or None,
+        name=dconf.name,
+    )
+    raw_stats = long_tail_stats(data.interactions)
+    data = to_implicit(data, threshold=dconf.threshold)
+    data = sample_interactions(data, dconf.sample, rng=np.random.default_rng(sample_seed))
+    groups, data = protected_groups(
+        data,
+        attribute=dconf.attribute,
+        protected=dconf.protected,
+        min_group_size=dconf.min_group_size,
+        drop_missing=dconf.drop_missing,
+    )
+    stats = long_tail_stats(data.interactions)
+    split = split_per_user(data, rng=np.random.default_rng(split_seed))
+    for part, frame in (("train", split.train), ("valid", split.valid), ("test", split.test)):
+        _write_table(frame, folder / part)
+    _write_table(groups.users, folder / "users")
+    stats.interactions_per_item.reset_index().to_csv(folder / "long_tail.csv", index=False)
+    test_users = list(split.test[USER_ID].unique())
+    known = split.known
+    items = data.interactions[ITEM_ID].unique()
+    out: dict[str, Any] = {
+        "dataset": {"name": dconf.name, "path": str(dconf.path), "format": dconf.format},
+        "long_tail_raw": raw_stats.to_dict(),
+        "long_tail": stats.to_dict(),
+        "groups": groups.to_dict(),
+        "split": split.to_dict(),
+        "models": {},
+    }
+    recs_dir = folder / "recs"
+    recs_dir.mkdir(exist_ok=True)
+    data_path = folder / "recbole"
+    write_atomic_split(split, data_path)
+    for mconf in config.models:
+        mdir = folder / "models" / mconf.name
+        done = mdir / "done.json"
+        epochs = mconf.epochs or config.epochs
+        settings: dict[str, Any] = {
+            "grid": {k: list(v) for k, v in mconf.grid.items()},
+            "epochs": epochs,
+            "settings": mconf.settings,
+            "valid_metric": config.valid_metric,
+            "list_length": config.list_length,
+        }
+        stamp = _fingerprint(settings)
+        if done.exists():
+            info = json.loads(done.read_text(encoding="utf-8"))
+            if info.get("fingerprint") == stamp and (recs_dir / f"{mconf.name}.parquet").exists():
+                report("model", {"name": mconf.name, "skipped": True, "n_grid": 0})
+                out["models"][mconf.name] = {**info, "resumed": True}
+                continue
+            done.unlink()
+        n_grid = math.prod(len(v) for v in mconf.grid.values()) if mconf.grid else 1
+        report("model", {"name": mconf.name, "skipped": False, "n_grid": n_grid})
+        trained = train_model(
+            mconf.name,
+            data_path,
+            workdir=mdir,
+            grid=mconf.grid,
+            epochs=epochs,
+            valid_metric=config.valid_metric,
+            seed=config.seed,
+            settings=mconf.settings,
+            num_threads=config.num_threads,
+            on_grid_point=_grid_reporter(report, mconf.name),
+        )
+        t0 = time.perf_counter()
+        recs = recommend(trained, test_users, n=config.list_length, exclude=known, items=items)
+        recommend_seconds = time.perf_counter() - t0
+        _write_table(recs, recs_dir / mconf.name)
+        info = {
+            **trained.to_dict(),
+            "recommend_seconds": recommend_seconds,
+            "fingerprint": stamp,
+            "recs": str(recs_dir / f"{mconf.name}.parquet"),
+        }
+        _write_atomic(done, json.dumps(info, indent=2, default=str))
+        report("done", {"name": mconf.name, "seconds": trained.train_seconds})
+        out["models"][mconf.name] = {**info, "resumed": False}
+    for name in config.baselines:
+        report("model", {"name": name, "skipped": False, "n_grid": 1})
+        t0 = time.perf_counter()
+        if name == "MostPop":
+            recs = most_popular(test_users, split.train, n=config.list_length, exclude=known)
+        else:
+            recs = random_items(
+                test_users,
+                items,
+                n=config.list_length,
+                exclude=known,
+                rng=np.random.default_rng(random_seed),
+            )
+        _write_table(recs, recs_dir / name)
+        seconds = time.perf_counter() - t0
+        report("done", {"name": name, "seconds": seconds})
+        out["models"][name] = {
+            "name": name,
+            "baseline": True,
+            "train_seconds": seconds,
+            "recs": str(recs_dir / f"{name}.parquet"),
+        }
+    catalogue = pd.DataFrame({ITEM_ID: items})
+    rows = []
+    eval_seed = np.random.SeedSequence([dconf.seed, 1])
+    for name, info in out["models"].items():
+        report("evaluate", {"name": name})
+        evaluation = evaluate(
+            pd.read_parquet(info["recs"]),
+            split.test,
+            groups.users[[USER_ID, dconf.attribute]],
+            attribute=dconf.attribute,
+            protected=dconf.protected,
+            n=config.n,
+            items=catalogue,
+            train=split.train,
+            n_boot=config.n_boot,
+            n_resamples=config.n_resamples,
+            min_group_size=dconf.min_group_size,
+            rng=np.random.default_rng(eval_seed),
+        ).to_dict()
+        info["evaluation"] = evaluation
+        rows.append(_summary_row(name, info, evaluation, dconf.protected, config.n))
+    pd.DataFrame(rows).to_csv(folder / "summary.csv", index=False)
+    return out
+
+
+def _grid_reporter(report: Progress, name: str) -> Callable[[int, int, dict[str, Any]], None]:
+    def on_grid_point(index: int, total: int, params: dict[str, Any]) -> None:
+        report("grid", {"name": name, "index": index, "total": total, "params": params})
+
+    return on_grid_point
+
+
+def _summary_row(
+    name: str, info: dict[str, Any], ev: dict[str, Any], protected: str, ns: tuple[int, ...]
+) -> dict[str, Any]:
+    """One line of ``summary.csv``: the paper's Table 1 figures plus time."""
+    unprotected = [g for g in ev["groups"] if g != protected]
+    row: dict[str, Any] = {"model": name, "train_seconds": info.get("train_seconds")}
+    for n in ns:
+        key = f"ndcg@{n}"
+        row[f"IB-NDCG@{n}"] = ev["ib"][key]["value"]
+        row[f"IB-NDCG@{n}_low"] = ev["ib"][key]["ci_low"]
+        row[f"IB-NDCG@{n}_high"] = ev["ib"][key]["ci_high"]
+    for n in ns:
+        key = f"ndcg@{n}"
+        row[f"NDCG@{n}"] = ev["overall"][key]["value"]
+        for group in [protected, *unprotected]:
+            est = ev["groups"][group][key]
+            row[f"NDCG@{n}_{group}"] = est["value"]
+            row[f"NDCG@{n}_{group}_low"] = est["ci_low"]
+            row[f"NDCG@{n}_{group}_high"] = est["ci_high"]
+        row[f"RD-NDCG@{n}"] = ev["rd"][key]["value"]
+        row[f"RD-NDCG@{n}_p"] = ev["rd"][key]["pvalue"]
+        row[f"IC@{n}"] = ev[f"item_coverage@{n}"]["value"]
+        row[f"AvgPop@{n}"] = ev.get(f"avg_popularity@{n}")
+    return row

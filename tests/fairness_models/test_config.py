@@ -1,0 +1,137 @@
+"""The typed study config: unknown keys and bad values are errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from recaudit import ConfigError
+from recaudit.fairness import default_config_path, load_config, parse_config
+
+
+def base() -> dict:
+    return {
+        "study": {"output": "out"},
+        "datasets": [
+            {"path": "data/ml", "format": "recbole", "attribute": "gender", "protected": "F"}
+        ],
+        "models": {"MF": {"grid": {"learning_rate": [0.01, 0.001]}}},
+    }
+
+
+def test_parse_defaults():
+    config = parse_config(base())
+    assert config.n == (5, 10, 15) and config.list_length == 20 and config.epochs == 20
+    assert config.baselines == ("MostPop", "Random")
+    (dataset,) = config.datasets
+    assert dataset.name == "ml" and dataset.sample == 100_000 and dataset.seed == 2020
+    assert config.models[0].grid == {"learning_rate": (0.01, 0.001)}
+
+
+@pytest.mark.parametrize(
+    "where,key,pattern",
+    [
+        (
+            ("study",),
+            "outptu",
+            r"unknown key `outptu` in \[study\] of config; allowed keys: baselines, epochs",
+        ),
+        (
+            ("datasets", 0),
+            "protect",
+            r"unknown key `protect` in \[\[datasets\]\] #1 of config; allowed keys: attribute",
+        ),
+        (
+            ("models", "MF"),
+            "grids",
+            r"unknown key `grids` in \[models.MF\] of config; allowed keys: epochs, grid, settings",
+        ),
+        ((), "extra", r"unknown key `extra` in config; allowed keys: datasets, models, study"),
+    ],
+)
+def test_unknown_keys_are_errors(where, key, pattern):
+    raw = base()
+    table = raw
+    for part in where:
+        table = table[part]
+    table[key] = 1
+    with pytest.raises(ConfigError, match=pattern):
+        parse_config(raw)
+
+
+def test_bad_values():
+    raw = base()
+    raw["models"]["Wide"] = {}
+    with pytest.raises(ConfigError, match=r"unknown model 'Wide'; choose one of ItemKNN, MF"):
+        parse_config(raw)
+    raw = base()
+    raw["study"]["epochs"] = 0
+    with pytest.raises(
+        ConfigError, match=r"`epochs` in \[study\] of config must be a positive integer, got 0"
+    ):
+        parse_config(raw)
+    raw = base()
+    raw["study"]["n"] = [5, 30]
+    with pytest.raises(
+        ConfigError,
+        match=r"`list_length` in \[study\] of config \(20\) must be >= the largest `n` \(30\)",
+    ):
+        parse_config(raw)
+    raw = base()
+    raw["datasets"][0]["format"] = "csv"
+    with pytest.raises(
+        ConfigError, match=r"`format` in \[\[datasets\]\] #1 of config must be one of recbole"
+    ):
+        parse_config(raw)
+    raw = base()
+    del raw["datasets"][0]["attribute"]
+    with pytest.raises(ConfigError, match=r"missing key `attribute` in \[\[datasets\]\] #1"):
+        parse_config(raw)
+    raw = base()
+    raw["models"]["MF"]["grid"]["learning_rate"] = 0.01
+    with pytest.raises(
+        ConfigError,
+        match=r"`grid.learning_rate` in \[models.MF\] of config must be a non-empty list",
+    ):
+        parse_config(raw)
+    raw = base()
+    raw["study"]["baselines"] = ["Pop"]
+    with pytest.raises(ConfigError, match=r"unknown baseline 'Pop'"):
+        parse_config(raw)
+
+
+def test_packaged_default_config_parses():
+    config = load_config(default_config_path())
+    assert [m.name for m in config.models] == [
+        "ItemKNN",
+        "MF",
+        "DMF",
+        "NeuMF",
+        "NNCF",
+        "NGCF",
+        "SGL",
+        "LightGCN",
+        "DGCF",
+    ]
+    assert config.datasets[0].attribute == "gender" and config.datasets[0].protected == "F"
+    assert str(config.datasets[0].path) == "../shared/data/ml-100k"
+
+
+def test_bad_toml(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text("[study\n")
+    with pytest.raises(ConfigError, match=r"is not valid TOML"):
+        load_config(path)
+    with pytest.raises(ConfigError, match=r"config file not found"):
+        load_config(tmp_path / "missing.toml")
+
+
+def test_import_does_not_load_recbole():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, recaudit.fairness, recaudit.fairness.models, recaudit.cli; "
+        "print('recbole' in sys.modules, 'torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
