@@ -11,6 +11,7 @@ from typing import Any, ParamSpec, TypeVar
 import numpy as np
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from ..exceptions import RecauditError
 
@@ -50,9 +51,8 @@ def exit_on_error(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except RecauditError as exc:
-            err_console.print(
-                f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True
-            )
+            message = f"[bold red]error:[/] {escape(str(exc))}"
+            err_console.print(message, highlight=False, markup=True, soft_wrap=True)
             raise typer.Exit(code=2) from exc
 
     return wrapper
