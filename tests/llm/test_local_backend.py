@@ -100,7 +100,7 @@ def test_greedy_is_deterministic(backend, candidate_sets):
 def test_seeded_sampling_is_reproducible(backend, candidate_sets):
     query, cands = candidate_sets[1]
     texts = [
-        backend.complete_sync(_request(cands, query, temperature=1.0, seed=s)).text
+        backend.complete_sync(_request(cands, query, temperature=1.0, seed=s, max_tokens=12)).text
         for s in (1, 1, 2)
     ]
     assert texts[0] == texts[1]
@@ -130,9 +130,9 @@ def test_choice_probabilities(backend, candidate_sets):
     assert plain.choice_probs is None and plain.outside_mass is None
 
 
-def test_choice_probabilities_follow_the_candidates(backend, candidate_sets):
-    """Reversing the order moves each candidate's probability with it only if the model
-    has no positional preference; the vectors must at least differ (position matters)."""
+def test_choice_probabilities_depend_on_the_order(backend, candidate_sets):
+    """Reversing the candidates changes the distribution over positions (SmolLM2 is
+    position-driven; an order-blind implementation would return the same vector)."""
     query, cands = candidate_sets[3]
     fwd = backend.complete_sync(_request(cands, query, max_tokens=1, probs=True))
     rev = backend.complete_sync(_request(cands, query, max_tokens=1, order=(3, 2, 1), probs=True))
@@ -140,7 +140,7 @@ def test_choice_probabilities_follow_the_candidates(backend, candidate_sets):
 
 
 def test_real_outputs_parse_or_are_recorded_discards(backend, candidate_sets):
-    reqs = [_request(c, q, max_tokens=48) for q, c in candidate_sets]
+    reqs = [_request(c, q, max_tokens=40) for q, c in candidate_sets]
     responses = backend.complete_batch(reqs)
     assert len(responses) == len(reqs)
     for req, resp in zip(reqs, responses, strict=True):
