@@ -120,14 +120,18 @@ def test_concurrent_awaits_are_serialised(backend, candidate_sets):
 
 def test_choice_probabilities(backend, candidate_sets):
     query, cands = candidate_sets[2]
+    with_probs = {}
     for ids in (positional_identifiers(3), random_labels(3, rng=0)):
-        r = backend.complete_sync(_request(cands, query, max_tokens=1, ids=ids, probs=True))
+        r = backend.complete_sync(_request(cands, query, max_tokens=8, ids=ids, probs=True))
         assert r.choice_probs is not None and len(r.choice_probs) == 3
         assert sum(r.choice_probs) == pytest.approx(1.0, abs=1e-9)
         assert all(0 <= p <= 1 for p in r.choice_probs)
         assert 0 <= r.outside_mass <= 1
-    plain = backend.complete_sync(_request(cands, query, max_tokens=1))
+        with_probs[ids] = r
+    plain = backend.complete_sync(_request(cands, query, max_tokens=8))
     assert plain.choice_probs is None and plain.outside_mass is None
+    # the prompt pass shared with the probability computation decodes the same text
+    assert with_probs[positional_identifiers(3)].text == plain.text
 
 
 def test_choice_probabilities_depend_on_the_order(backend, candidate_sets):
