@@ -153,6 +153,8 @@ class LocalBackend:
         self.loaded_from = (
             cached if cached is not None and (cached / "config.json").is_file() else None
         )
+        self.model: Any
+        self.tokenizer: Any
         if self.loaded_from is not None:
             self.tokenizer = AutoTokenizer.from_pretrained(str(cached))
             self.model = AutoModelForCausalLM.from_pretrained(str(cached))
@@ -314,7 +316,7 @@ class LocalBackend:
             cache = _cache_of(out)
             logits = out.logits[:, -1, :]
             next_pos = next_pos + 1
-        texts = [self.tokenizer.decode(t, skip_special_tokens=True) for t in tokens]
+        texts = [str(self.tokenizer.decode(t, skip_special_tokens=True)) for t in tokens]
         return texts, steps, finish
 
     def _boundary_mask(self) -> Any:
