@@ -156,14 +156,19 @@ def test_real_outputs_parse_or_are_recorded_discards(backend, candidate_sets):
     assert single.text == responses[0].text
 
 
-def test_weights_cache_reloads_the_same_model(backend, candidate_sets):
+def test_weights_cache_reloads_the_same_model_and_stop_after_json(backend, candidate_sets):
     from recaudit.llm.backends import LocalBackend
 
-    again = LocalBackend(n_threads=1)
-    assert again.loaded_from is not None
+    again = LocalBackend(n_threads=1, stop_after_json=True)
+    assert again.loaded_from is not None and again.name.endswith("+stop_after_json")
     query, cands = candidate_sets[4]
-    req = _request(cands, query, max_tokens=12)
-    assert again.complete_sync(req).text == backend.complete_sync(req).text
+    req = _request(cands, query, max_tokens=40)
+    full, stopped = backend.complete_sync(req), again.complete_sync(req)
+    assert full.text.startswith(stopped.text)  # same weights, same greedy path
+    if stopped.extra["finish_reason"] == "stop_json":
+        assert stopped.text.rstrip().endswith("}") and len(stopped.text) < len(full.text)
+    else:
+        assert stopped.text == full.text
     asyncio.run(again.aclose())
 
 

@@ -95,6 +95,11 @@ class LocalBackend:
         the cached folder about 5 s). The copy holds the same float32 weights.
     cache_dir : str or Path, optional
         Default ``cache_root() / "models"`` (``~/.cache/recaudit/models``).
+    stop_after_json : bool
+        Stop decoding a row as soon as its text closes its first top-level JSON object
+        (``finish_reason == "stop_json"``), like a stop sequence. Off by default: it
+        changes the system under test (trailing text is never generated), so it is
+        recorded in :attr:`name` (``"...+stop_after_json"``).
 
     Attributes
     ----------
@@ -128,6 +133,7 @@ class LocalBackend:
         device: str = "cpu",
         cache_weights: bool = True,
         cache_dir: str | Path | None = None,
+        stop_after_json: bool = False,
     ) -> None:
         folder, gguf_file, n_threads, device = _local_backend_iv(
             model, gguf_file, n_threads, device
@@ -143,7 +149,10 @@ class LocalBackend:
         self.device = device
         self.model_path = folder
         self.gguf_file = gguf_file
-        self.name = f"local:{gguf_file or folder.name}"
+        self.stop_after_json = bool(stop_after_json)
+        self.name = f"local:{gguf_file or folder.name}" + (
+            "+stop_after_json" if stop_after_json else ""
+        )
         started = time.perf_counter()
         torch.set_num_threads(n_threads)
         cached = None
@@ -300,7 +309,11 @@ class LocalBackend:
                     done[i], finish[i] = True, "stop"
                 else:
                     tokens[i].append(tok)
-                    if len(tokens[i]) >= r.max_tokens:
+                    if self.stop_after_json and _closes_json_object(
+                        self.tokenizer.decode(tokens[i], skip_special_tokens=True)
+                    ):
+                        done[i], finish[i] = True, "stop_json"
+                    elif len(tokens[i]) >= r.max_tokens:
                         done[i] = True
                 step.append(tok)
             if all(done):
@@ -382,6 +395,29 @@ class LocalBackend:
             cache.crop(len(prompt) - common)
             state = (cache, out.logits[:, 0, :])
         return probs, min(max(1.0 - mass, 0.0), 1.0), state
+
+
+def _closes_json_object(text: str) -> bool:
+    """Whether ``text`` contains a ``{`` and the brace that closes it (JSON strings and
+    escapes respected): the stop rule of ``stop_after_json``."""
+    depth, in_string, escaped = 0, False, False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = depth > 0
+        elif ch == "{":
+            depth += 1
+        elif ch == "}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                return True
+    return False
 
 
 def _gguf_key(path: Path) -> str:
