@@ -50,6 +50,7 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=5)
     ap.add_argument("--max-tokens", type=int, default=96)
     ap.add_argument("--catalog", default=DEFAULT_CATALOG)
+    ap.add_argument("--stop-after-json", action="store_true")
     args = ap.parse_args()
     torch.set_num_threads(1)
     catalog = load_catalog(args.catalog, columns=ColumnMap.myntra())
@@ -77,8 +78,9 @@ def main() -> None:
         "load_avg_start": os.getloadavg()[0],
     }
     t = time.perf_counter()
-    backend = LocalBackend(n_threads=1)
+    backend = LocalBackend(n_threads=1, stop_after_json=args.stop_after_json)
     out["load_s"] = round(time.perf_counter() - t, 1)
+    out["backend"] = backend.name
     out["loaded_from_cache"] = backend.loaded_from is not None
     t = time.perf_counter()
     batched = []
@@ -87,13 +89,14 @@ def main() -> None:
     dt = time.perf_counter() - t
     out["batched_evals_per_s"] = round(len(reqs) / dt, 4)
     out["batch_size"] = args.batch_size
-    t = time.perf_counter()
-    seq = [backend.complete_sync(r) for r in reqs[: args.sequential]]
-    dt = time.perf_counter() - t
-    out["sequential_evals_per_s"] = round(args.sequential / dt, 4)
-    out["sequential_equals_batched"] = [
-        a.text == b.text for a, b in zip(seq, batched, strict=False)
-    ]
+    if args.sequential:
+        t = time.perf_counter()
+        seq = [backend.complete_sync(r) for r in reqs[: args.sequential]]
+        dt = time.perf_counter() - t
+        out["sequential_evals_per_s"] = round(args.sequential / dt, 4)
+        out["sequential_equals_batched"] = [
+            a.text == b.text for a, b in zip(seq, batched, strict=False)
+        ]
     out["mean_prompt_tokens"] = float(np.mean([r.prompt_tokens for r in batched]))
     out["mean_completion_tokens"] = float(np.mean([r.completion_tokens for r in batched]))
     parsed = [parse_answer(r.text, q.identifiers) for r, q in zip(batched, reqs, strict=True)]
