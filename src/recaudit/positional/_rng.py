@@ -51,7 +51,7 @@ def word(
 @numba.njit(cache=True, inline="always")
 def bounded(
     s0: np.uint64, s1: np.uint64, s2: np.uint64, s3: np.uint64, bound: np.uint64
-) -> tuple[np.uint64, np.uint64, np.uint64, np.uint64, int]:  # pragma: no cover
+) -> tuple[np.uint64, np.uint64, np.uint64, np.uint64, np.int64]:  # pragma: no cover
     """A uniform integer in ``[0, bound)``, ``1 <= bound <= 2**32`` (Lemire 2019)."""
     while True:
         s0, s1, s2, s3, w = word(s0, s1, s2, s3)
@@ -64,7 +64,7 @@ def bounded(
 @numba.njit(cache=True, inline="always")
 def uniform(
     s0: np.uint64, s1: np.uint64, s2: np.uint64, s3: np.uint64
-) -> tuple[np.uint64, np.uint64, np.uint64, np.uint64, float]:  # pragma: no cover
+) -> tuple[np.uint64, np.uint64, np.uint64, np.uint64, np.float64]:  # pragma: no cover
     """A uniform double in ``[0, 1)`` from the top 53 bits of a word."""
     s0, s1, s2, s3, w = word(s0, s1, s2, s3)
     return s0, s1, s2, s3, np.float64(w >> np.uint64(11)) * (1.0 / 9007199254740992.0)
