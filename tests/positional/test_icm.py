@@ -158,3 +158,11 @@ def test_null_with_singleton_columns_matches_manual_loop() -> None:
     assert ours.statistic == pytest.approx(_chi2(ev.item, labels))
     assert stats.ks_2samp(ours.null_distribution, null).pvalue > 0.001
     assert np.mean(ours.null_distribution) == pytest.approx(np.mean(null), rel=0.01)
+
+
+def test_threads_do_not_change_the_result(biased: Evaluations) -> None:
+    one = pob_icm(biased, n_resamples=5000, rng=4)
+    two = pob_icm(biased, n_resamples=5000, rng=4, n_jobs=2)
+    np.testing.assert_array_equal(one.null_distribution, two.null_distribution)
+    with pytest.raises(InputError, match=re.escape(_icm.MSG_N_JOBS.format(value=0))):
+        pob_icm(biased, n_jobs=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numba
@@ -17,6 +18,9 @@ from ._rng import bounded, rng_state
 __all__ = ["PobIcmResult", "contingency_table", "pob_icm"]
 
 MSG_N_RESAMPLES = "`n_resamples` must be an integer >= 1, got {value!r}"
+MSG_N_JOBS = "`n_jobs` must be an integer >= 1, got {value!r}"
+
+_BLOCK = 2048  # resamples per random stream (and per thread task)
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,6 +75,7 @@ def pob_icm(
     *,
     n_resamples: int = 9999,
     rng: np.random.Generator | int | None = None,
+    n_jobs: int = 1,
 ) -> PobIcmResult:
     r"""POB-ICM: chi-square test of independence of selected item and permutation.
 
@@ -96,6 +101,10 @@ def pob_icm(
         Number of within-query shuffles B.
     rng : numpy.random.Generator or int, optional
         Source of randomness.
+    n_jobs : int, default 1
+        Threads computing the null distribution. The resamples are drawn in blocks of
+        2,048, each from its own stream seeded by ``rng`` up front, so the result for
+        a given seed does not depend on ``n_jobs``.
 
     Returns
     -------
@@ -127,7 +136,7 @@ def pob_icm(
     >>> pob_icm(ev, n_resamples=199, rng=1).pvalue
     0.005
     """
-    n_resamples, gen = _pob_icm_iv(n_resamples, rng)
+    n_resamples, gen, n_jobs = _pob_icm_iv(n_resamples, rng, n_jobs)
     labels, n_labels = _permutation_labels(evals.orders)
     table = np.bincount(evals.item * n_labels + labels, minlength=evals.k * n_labels)
     table = table.reshape(evals.k, n_labels)
@@ -140,7 +149,19 @@ def pob_icm(
     statistic = _chi2_statistic(item, label, evals.k, n_labels)
     p_asym = float(stats.chi2.sf(statistic, df)) if df > 0 else 1.0
     null = np.empty(n_resamples)
-    _null_statistics(item, label, offsets, evals.k, n_labels, rng_state(gen), null)
+    blocks = [
+        (null[start : start + _BLOCK], rng_state(gen)) for start in range(0, n_resamples, _BLOCK)
+    ]
+
+    def run(block: tuple[npt.NDArray[np.float64], npt.NDArray[np.uint64]]) -> None:
+        _null_statistics(item, label, offsets, evals.k, n_labels, block[1], block[0])
+
+    if n_jobs == 1 or len(blocks) == 1:
+        for block in blocks:
+            run(block)
+    else:
+        with ThreadPoolExecutor(max_workers=min(n_jobs, len(blocks))) as pool:
+            list(pool.map(run, blocks))
     return PobIcmResult(
         statistic=statistic,
         pvalue=monte_carlo_pvalue(statistic, null),
@@ -154,15 +175,17 @@ def pob_icm(
 
 
 def _pob_icm_iv(
-    n_resamples: int, rng: np.random.Generator | int | None
-) -> tuple[int, np.random.Generator]:
+    n_resamples: int, rng: np.random.Generator | int | None, n_jobs: int
+) -> tuple[int, np.random.Generator, int]:
     if (
         isinstance(n_resamples, bool)
         or not isinstance(n_resamples, int | np.integer)
         or n_resamples < 1
     ):
         raise InputError(MSG_N_RESAMPLES.format(value=n_resamples))
-    return int(n_resamples), as_generator(rng)
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs < 1:
+        raise InputError(MSG_N_JOBS.format(value=n_jobs))
+    return int(n_resamples), as_generator(rng), int(n_jobs)
 
 
 def _permutation_labels(orders: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], int]:
