@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
+import pytest
 from scipy import stats
 
+from recaudit import InputError
 from recaudit.positional import (
     _icm,
     _simulation,
@@ -115,3 +119,10 @@ def test_power_study_icm_matches_pob_icm_in_law() -> None:
     # two binomial(300) proportions: |difference| < 4 standard errors
     se = np.sqrt(2 * 0.25 / 300)
     assert abs(rate - ref) < 4 * se
+
+
+def test_power_study_unbp_needs_two_queries() -> None:
+    with pytest.raises(InputError, match=re.escape(_unbp.MSG_TWO_QUERIES.format(n=1))):
+        power_study(k=[3], queries=[1, 5], perms=3, reps=2)
+    rows = power_study(k=[3], queries=[1], perms=3, reps=2, tests=["pob_icm"], n_resamples=9).rows
+    assert len(rows) == 3

@@ -15,7 +15,7 @@ from ..exceptions import InputError
 from ._evaluations import Evaluations
 from ._icm import _chi2_statistic, _null_statistics, _permutation_labels
 from ._rng import bounded, rng_state, uniform, word
-from ._unbp import _reject_many
+from ._unbp import MSG_TWO_QUERIES, _reject_many
 
 __all__ = ["PowerRow", "PowerStudy", "TESTS", "simulate_evaluations", "power_study"]
 
@@ -155,6 +155,8 @@ def power_study(
     Peláez-González, Herrera, Herrera-Poyatos, arXiv 2610.37962, simulation appendix.
     """
     ks, qs, pbs, reps, alpha, tests = _power_study_iv(k, queries, perms, p_bias, reps, alpha, tests)
+    if "pob_unbp" in tests and min(qs) < 2:
+        raise InputError(MSG_TWO_QUERIES.format(n=min(qs)))
     gen = as_generator(rng)
     rows: list[PowerRow] = []
     for kk in ks:
