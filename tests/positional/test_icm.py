@@ -137,3 +137,32 @@ def test_type_one_error_on_null_data() -> None:
     ]
     assert np.mean(np.array(pvalues) <= 0.05) <= 0.125  # binomial(80, 0.05) > 10: p < 0.6%
     assert stats.kstest(pvalues, "uniform").pvalue > 0.001  # valid: p ~ U(0, 1) under H0
+
+
+def test_null_with_singleton_columns_matches_manual_loop() -> None:
+    # k = 6 with 8 sampled permutations per query: most columns are singletons
+    # (drawn only through the partial shuffle), some repeat across queries.
+    ev = simulate_evaluations(25, k=6, n_perms=8, p_bias=0.1, rng=21)
+    labels = _icm._permutation_labels(ev.orders)[0]
+    counts = np.bincount(labels)
+    assert (counts == 1).any() and (counts > 1).any()
+    rng = np.random.default_rng(22)
+    null = []
+    for _ in range(800):
+        shuffled = labels.copy()
+        for q in range(ev.n_queries):
+            idx = np.flatnonzero(ev.query == q)
+            shuffled[idx] = rng.permutation(shuffled[idx])
+        null.append(_chi2(ev.item, shuffled))
+    ours = pob_icm(ev, n_resamples=3999, rng=23)
+    assert ours.statistic == pytest.approx(_chi2(ev.item, labels))
+    assert stats.ks_2samp(ours.null_distribution, null).pvalue > 0.001
+    assert np.mean(ours.null_distribution) == pytest.approx(np.mean(null), rel=0.01)
+
+
+def test_threads_do_not_change_the_result(biased: Evaluations) -> None:
+    one = pob_icm(biased, n_resamples=5000, rng=4)
+    two = pob_icm(biased, n_resamples=5000, rng=4, n_jobs=2)
+    np.testing.assert_array_equal(one.null_distribution, two.null_distribution)
+    with pytest.raises(InputError, match=re.escape(_icm.MSG_N_JOBS.format(value=0))):
+        pob_icm(biased, n_jobs=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numba
@@ -12,12 +13,14 @@ from scipy import stats
 from .._stats import as_generator, monte_carlo_pvalue
 from ..exceptions import InputError
 from ._evaluations import Evaluations
+from ._rng import bounded, rng_state
 
 __all__ = ["PobIcmResult", "contingency_table", "pob_icm"]
 
 MSG_N_RESAMPLES = "`n_resamples` must be an integer >= 1, got {value!r}"
+MSG_N_JOBS = "`n_jobs` must be an integer >= 1, got {value!r}"
 
-_CHUNK_BYTES = 32_000_000
+_BLOCK = 2048  # resamples per random stream (and per thread task)
 
 
 @dataclass(frozen=True, eq=False)
@@ -72,6 +75,7 @@ def pob_icm(
     *,
     n_resamples: int = 9999,
     rng: np.random.Generator | int | None = None,
+    n_jobs: int = 1,
 ) -> PobIcmResult:
     r"""POB-ICM: chi-square test of independence of selected item and permutation.
 
@@ -97,6 +101,10 @@ def pob_icm(
         Number of within-query shuffles B.
     rng : numpy.random.Generator or int, optional
         Source of randomness.
+    n_jobs : int, default 1
+        Threads computing the null distribution. The resamples are drawn in blocks of
+        2,048, each from its own stream seeded by ``rng`` up front, so the result for
+        a given seed does not depend on ``n_jobs``.
 
     Returns
     -------
@@ -108,8 +116,12 @@ def pob_icm(
     k >= 10 nearly every column holds a single query's evaluations, expected counts
     are far below 5 and evaluations are not independent, so only the permutation
     p-value is valid. The shuffle is an exact Fisher-Yates within each query
-    (Lemire's multiply-shift bounded draws with rejection, 16-bit slices of the
-    generator's raw 64-bit output), compiled with numba: one resample costs O(N).
+    (Lemire's bounded draws from a xoshiro256** stream seeded by ``rng``), compiled
+    with numba. Shuffling the items against the labels is the same permutation law
+    as shuffling the labels; a column seen once adds ``1 / r_i`` whatever item lands
+    on it, so only the slots of repeated permutations are drawn (a partial
+    Fisher-Yates) and one resample costs O(evaluations with a repeated permutation):
+    O(N) at k = 5, almost nothing at k >= 10 with sampled permutations.
 
     References
     ----------
@@ -124,57 +136,32 @@ def pob_icm(
     >>> pob_icm(ev, n_resamples=199, rng=1).pvalue
     0.005
     """
-    n_resamples, gen = _pob_icm_iv(n_resamples, rng)
+    n_resamples, gen, n_jobs = _pob_icm_iv(n_resamples, rng, n_jobs)
     labels, n_labels = _permutation_labels(evals.orders)
-    item = evals.item
-    n = item.size
-    table = np.bincount(item * n_labels + labels, minlength=evals.k * n_labels).reshape(
-        evals.k, n_labels
-    )
-    rows = table.sum(axis=1).astype(float)
-    cols = table.sum(axis=0).astype(float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        weight = np.where(np.outer(rows, cols) > 0, 1.0 / np.outer(rows, cols), 0.0)
-    statistic = float(n * np.sum(table.astype(float) ** 2 * weight) - n)
-    n_rows, n_cols = int((rows > 0).sum()), int((cols > 0).sum())
+    table = np.bincount(evals.item * n_labels + labels, minlength=evals.k * n_labels)
+    table = table.reshape(evals.k, n_labels)
+    n_rows = int((table.sum(axis=1) > 0).sum())
+    n_cols = int((table.sum(axis=0) > 0).sum())
     df = (n_rows - 1) * (n_cols - 1)
-    p_asym = float(stats.chi2.sf(statistic, df)) if df > 0 else 1.0
-
     sort = np.argsort(evals.query, kind="stable")
-    sizes = np.bincount(evals.query)
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    # Labels renumbered by first appearance in query order, cells = label * k + item:
-    # a query's cells then sit close together in memory.
-    _, first, relabel = np.unique(labels[sort], return_index=True, return_inverse=True)
-    rank = np.empty_like(first)
-    rank[np.argsort(first)] = np.arange(first.size)
-    label_s = rank[relabel.reshape(-1)].astype(np.int64)
-    item_s = item[sort]
-    inv_rows = np.where(rows > 0, 1.0 / np.maximum(rows, 1.0), 0.0)
-    inv_cols = np.where(cols > 0, 1.0 / np.maximum(cols, 1.0), 0.0)[labels[sort]]
-    inv_cols_relabelled = np.empty(n_labels)
-    inv_cols_relabelled[label_s] = inv_cols
-    movable = _movable_queries(evals.query, item, labels, evals.k, n_labels)
-    bits = 16 if sizes.max(initial=1) <= 1 << 15 else 32
-    per_word = 64 // bits
-    words = (n + n // 64 + 64) // per_word + 1
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(evals.query))]).astype(np.int64)
+    item, label = evals.item[sort], labels[sort]
+    statistic = _chi2_statistic(item, label, evals.k, n_labels)
+    p_asym = float(stats.chi2.sf(statistic, df)) if df > 0 else 1.0
     null = np.empty(n_resamples)
-    chunk = max(1, _CHUNK_BYTES // (8 * words))
-    for start in range(0, n_resamples, chunk):
-        b = min(chunk, n_resamples - start)
-        raw = gen.bit_generator.random_raw(size=(b, words))
-        _null_statistics(
-            item_s,
-            label_s,
-            offsets,
-            movable,
-            inv_rows,
-            inv_cols_relabelled,
-            evals.k,
-            raw,
-            bits,
-            null[start : start + b],
-        )
+    blocks = [
+        (null[start : start + _BLOCK], rng_state(gen)) for start in range(0, n_resamples, _BLOCK)
+    ]
+
+    def run(block: tuple[npt.NDArray[np.float64], npt.NDArray[np.uint64]]) -> None:
+        _null_statistics(item, label, offsets, evals.k, n_labels, block[1], block[0])
+
+    if n_jobs == 1 or len(blocks) == 1:
+        for block in blocks:
+            run(block)
+    else:
+        with ThreadPoolExecutor(max_workers=min(n_jobs, len(blocks))) as pool:
+            list(pool.map(run, blocks))
     return PobIcmResult(
         statistic=statistic,
         pvalue=monte_carlo_pvalue(statistic, null),
@@ -188,29 +175,17 @@ def pob_icm(
 
 
 def _pob_icm_iv(
-    n_resamples: int, rng: np.random.Generator | int | None
-) -> tuple[int, np.random.Generator]:
+    n_resamples: int, rng: np.random.Generator | int | None, n_jobs: int
+) -> tuple[int, np.random.Generator, int]:
     if (
         isinstance(n_resamples, bool)
         or not isinstance(n_resamples, int | np.integer)
         or n_resamples < 1
     ):
         raise InputError(MSG_N_RESAMPLES.format(value=n_resamples))
-    return int(n_resamples), as_generator(rng)
-
-
-def _movable_queries(
-    query: npt.NDArray[np.int64],
-    item: npt.NDArray[np.int64],
-    labels: npt.NDArray[np.int64],
-    k: int,
-    n_labels: int,
-) -> npt.NDArray[np.int64]:
-    """Queries whose shuffle can change the table: >= 2 distinct items and labels."""
-    n_q = int(query.max()) + 1
-    items = np.bincount(np.unique(query * k + item) // k, minlength=n_q)
-    perms = np.bincount(np.unique(query * n_labels + labels) // n_labels, minlength=n_q)
-    return np.flatnonzero((items > 1) & (perms > 1)).astype(np.int64)
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs < 1:
+        raise InputError(MSG_N_JOBS.format(value=n_jobs))
+    return int(n_resamples), as_generator(rng), int(n_jobs)
 
 
 def _permutation_labels(orders: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], int]:
@@ -219,84 +194,150 @@ def _permutation_labels(orders: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.i
 
 
 @numba.njit(cache=True, nogil=True)
+def _chi2_statistic(
+    item: npt.NDArray[np.int64], label: npt.NDArray[np.int64], k: int, n_labels: int
+) -> float:  # pragma: no cover - compiled
+    """Pearson's X^2 of the (item x label) table over its non-empty rows and columns,
+    ``N sum_c N_c^2 / (r_i c_s) - N``."""
+    n = item.size
+    rows = np.zeros(k, np.int64)
+    cols = np.zeros(n_labels, np.int64)
+    counts = np.zeros(k * n_labels, np.int64)
+    for e in range(n):
+        rows[item[e]] += 1
+        cols[label[e]] += 1
+        counts[label[e] * k + item[e]] += 1
+    total = 0.0
+    for s in range(n_labels):
+        for i in range(k):
+            m_c = counts[s * k + i]
+            if m_c > 0:
+                total += m_c * m_c / (rows[i] * cols[s])
+    return n * total - n
+
+
+@numba.njit(cache=True, nogil=True)
 def _null_statistics(
     item: npt.NDArray[np.int64],
     label: npt.NDArray[np.int64],
     offsets: npt.NDArray[np.int64],
-    movable: npt.NDArray[np.int64],
-    inv_rows: npt.NDArray[np.float64],
-    inv_cols: npt.NDArray[np.float64],
     k: int,
-    raw: npt.NDArray[np.uint64],
-    bits: int,
+    n_labels: int,
+    state: npt.NDArray[np.uint64],
     out: npt.NDArray[np.float64],
 ) -> None:  # pragma: no cover - compiled
-    """X^2 after one within-query shuffle of the labels per row of ``raw``.
+    """X^2 after each of ``out.size`` independent within-query shuffles.
 
-    Row b of ``raw`` feeds resample b. Only ``movable`` queries (two distinct items
-    and two distinct labels) are shuffled: the others cannot change the table.
+    Evaluations are grouped by query (query q is ``offsets[q]:offsets[q + 1]``).
+    Both margins are fixed, so ``X^2 = N (S + sum_multi N_c^2 w_c) - N`` with
+    ``w_c = 1 / (r_i c_s)``: a column s seen once (``c_s = 1``, "singleton") adds
+    ``1 / r_i`` of whichever item lands on it. A shuffle therefore only has to
+    choose the items of a query's non-singleton slots -- a partial Fisher-Yates of
+    the query's items, one draw per such slot -- and the singletons take the rest:
+    ``S`` = constant minus the ``1 / r_i`` of the items drawn. Queries whose shuffle
+    cannot change the table (one item, one permutation, or no non-singleton slot)
+    are folded into constant base counts. ``state`` (xoshiro256**) is advanced.
     """
-    counts = np.zeros(inv_cols.size * k, dtype=np.int64)
-    perm = np.empty(item.size, dtype=np.int64)
-    for b in range(out.size):
-        _shuffle_within(perm, label, offsets, movable, raw[b], bits)
-        out[b] = _chi2_fixed_margins(item, perm, inv_rows, inv_cols, k, counts)
-
-
-@numba.njit(cache=True)
-def _shuffle_within(
-    perm: npt.NDArray[np.int64],
-    label: npt.NDArray[np.int64],
-    offsets: npt.NDArray[np.int64],
-    movable: npt.NDArray[np.int64],
-    raw: npt.NDArray[np.uint64],
-    bits: int,
-) -> None:  # pragma: no cover - compiled
-    """Fisher-Yates within each movable query, with Lemire's exact bounded draws
-    (multiply-shift with rejection) from ``bits``-bit slices of the raw words."""
-    perm[:] = label
-    shift = 2 if bits == 16 else 1  # log2 of slices per word
-    mask = np.uint64((1 << bits) - 1)
-    n_slices = raw.size << shift
-    draw = 0
-    for q in movable:
-        lo = offsets[q]
-        for t in range(offsets[q + 1] - 1, lo, -1):
-            m = np.uint64(t - lo + 1)
-            word = raw[draw >> shift]
-            prod = ((word >> np.uint64(bits * (draw & ((1 << shift) - 1)))) & mask) * m
-            draw = draw + 1 if draw + 1 < n_slices else 0
-            if (prod & mask) < m:  # Lemire (2019): reject the biased sliver
-                floor = (mask + np.uint64(1) - m) % m
-                while (prod & mask) < floor:
-                    word = raw[draw >> shift]
-                    x = (word >> np.uint64(bits * (draw & ((1 << shift) - 1)))) & mask
-                    prod = x * m
-                    draw = draw + 1 if draw + 1 < n_slices else 0
-            j = lo + np.int64(prod >> np.uint64(bits))
-            tmp = perm[t]
-            perm[t] = perm[j]
-            perm[j] = tmp
-
-
-@numba.njit(cache=True)
-def _chi2_fixed_margins(
-    item: npt.NDArray[np.int64],
-    perm: npt.NDArray[np.int64],
-    inv_rows: npt.NDArray[np.float64],
-    inv_cols: npt.NDArray[np.float64],
-    k: int,
-    counts: npt.NDArray[np.int64],
-) -> float:  # pragma: no cover - compiled
-    """``X^2 = N sum_c N_c^2 / (r_i c_s) - N`` (both margins fixed), accumulated as
-    cells fill (``N_c^2`` grows by ``2 N_c + 1``): O(N). Leaves ``counts`` zeroed."""
     n = item.size
-    total = 0.0
+    n_q = offsets.size - 1
+    rows = np.zeros(k, np.int64)
+    cols = np.zeros(n_labels, np.int64)
     for e in range(n):
-        c = perm[e] * k + item[e]
-        m_c = counts[c]
-        total += inv_rows[item[e]] * inv_cols[perm[e]] * (2 * m_c + 1)
-        counts[c] = m_c + 1
-    for e in range(n):
-        counts[perm[e] * k + item[e]] = 0
-    return n * total - n
+        rows[item[e]] += 1
+        cols[label[e]] += 1
+    inv_r = np.zeros(k)
+    for i in range(k):
+        if rows[i] > 0:
+            inv_r[i] = 1.0 / rows[i]
+    multi = np.full(n_labels, -1, np.int64)  # compact id of each non-singleton column
+    n_multi = 0
+    for s in range(n_labels):
+        if cols[s] >= 2:
+            multi[s] = n_multi
+            n_multi += 1
+    w = np.zeros(n_multi * k)
+    for s in range(n_labels):
+        if multi[s] >= 0:
+            for i in range(k):
+                w[multi[s] * k + i] = inv_r[i] / cols[s]
+    base = np.zeros(n_multi * k, np.int32)  # cells of the queries that do not move
+    seen = np.zeros(k, np.int64)
+    movable = np.zeros(n_q, np.bool_)
+    const = 0.0
+    n_mov, n_pool, n_slot = 0, 0, 0
+    for q in range(n_q):
+        lo, hi = offsets[q], offsets[q + 1]
+        distinct, varied, slots = 0, False, 0
+        for e in range(lo, hi):
+            if seen[item[e]] != q + 1:
+                seen[item[e]] = q + 1
+                distinct += 1
+            varied = varied or label[e] != label[lo]
+            slots += multi[label[e]] >= 0
+        if distinct >= 2 and varied and slots >= 1:
+            movable[q] = True
+            n_mov += 1
+            n_pool += hi - lo
+            n_slot += slots
+            if slots < hi - lo:
+                for e in range(lo, hi):
+                    const += inv_r[item[e]]
+        else:
+            for e in range(lo, hi):
+                if multi[label[e]] >= 0:
+                    base[multi[label[e]] * k + item[e]] += 1
+                else:
+                    const += inv_r[item[e]]
+    base_sq = 0.0
+    for c in range(base.size):
+        base_sq += base[c] * base[c] * w[c]
+    pool = np.empty(n_pool, np.int32)  # the items of each movable query, reshuffled
+    pool_off = np.zeros(n_mov + 1, np.int64)
+    cell = np.empty(n_slot, np.int32)  # compact column id * k of each non-singleton slot
+    slot_off = np.zeros(n_mov + 1, np.int64)
+    single = np.empty(n_mov, np.bool_)
+    u = 0
+    for q in range(n_q):
+        if movable[q]:
+            p, s = pool_off[u], slot_off[u]
+            for e in range(offsets[q], offsets[q + 1]):
+                pool[p] = item[e]
+                p += 1
+                if multi[label[e]] >= 0:
+                    cell[s] = multi[label[e]] * k
+                    s += 1
+            single[u] = s - slot_off[u] < p - pool_off[u]
+            pool_off[u + 1], slot_off[u + 1] = p, s
+            u += 1
+    counts = base.copy()
+    dense = base.size <= n_slot  # reset every cell, or only the ones drawn
+    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
+    for b in range(out.size):
+        for u in range(n_mov):
+            lo, size = pool_off[u], pool_off[u + 1] - pool_off[u]
+            so, m = slot_off[u], slot_off[u + 1] - slot_off[u]
+            # partial Fisher-Yates from the current arrangement: uniform whatever it is
+            for t in range(min(m, size - 1)):
+                s0, s1, s2, s3, d = bounded(s0, s1, s2, s3, np.uint64(size - t))
+                tmp = pool[lo + t]
+                pool[lo + t] = pool[lo + t + d]
+                pool[lo + t + d] = tmp
+            for t in range(m):
+                counts[cell[so + t] + pool[lo + t]] += 1
+        total = const + base_sq
+        for u in range(n_mov):
+            if single[u]:
+                for t in range(slot_off[u + 1] - slot_off[u]):
+                    total -= inv_r[pool[pool_off[u] + t]]
+        if dense:
+            for c in range(counts.size):
+                total += (counts[c] * counts[c] - base[c] * base[c]) * w[c]
+                counts[c] = base[c]
+        else:
+            for u in range(n_mov):
+                for t in range(slot_off[u + 1] - slot_off[u]):
+                    c = cell[slot_off[u] + t] + pool[pool_off[u] + t]
+                    total += (counts[c] * counts[c] - base[c] * base[c]) * w[c]
+                    counts[c] = base[c]
+        out[b] = n * total - n
+    state[0], state[1], state[2], state[3] = s0, s1, s2, s3

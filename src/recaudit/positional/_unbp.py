@@ -159,6 +159,32 @@ def pob_unbp(
     )
 
 
+def _reject_many(shares: npt.NDArray[np.float64], alpha: float) -> npt.NDArray[np.bool_]:
+    """``pob_unbp(...).reject`` (defaults: pooled variance, both sides, eps = 0) of
+    many data sets at once.
+
+    Parameters
+    ----------
+    shares : ndarray of shape (R, n, k)
+        ``Y_j(p)`` of R data sets with n queries each (:func:`query_position_shares`).
+    alpha : float
+        Level.
+
+    Returns
+    -------
+    ndarray of bool, shape (R,)
+        ``L > 0``: some position's share is outside its one-sided bound.
+    """
+    _, n, k = shares.shape
+    over = shares.mean(axis=1) - 1.0 / k
+    over[np.abs(over) < _ZERO] = 0.0
+    h = np.sqrt(shares.var(axis=1, ddof=1).mean(axis=1, keepdims=True)) / np.sqrt(n)
+    z = float(stats.t.isf(alpha / (2 * k), df=n - 1))
+    l_under = np.clip(-over - z * h, 0.0, None).sum(axis=1)
+    l_over = np.clip(over - z * h, 0.0, None).sum(axis=1)
+    return np.asarray(np.maximum(l_under, l_over) > 0.0)
+
+
 def _side_bound(c: npt.NDArray[np.float64], h: npt.NDArray[np.float64], z: float) -> float:
     """sum_p (c_p - z h_p)^+."""
     return float(np.clip(c - z * h, 0.0, None).sum())
