@@ -1,0 +1,249 @@
+"""The evaluations table: loading, validation and the validated :class:`Evaluations`.
+
+One row per evaluation: ``query_id``, ``order`` (the original indices shown at prompt
+positions 1..k, space-separated and 1-based: ``"3 1 2 5 4"`` means position 1 shows
+the 3rd retrieved candidate), ``selected_position`` (1..k; empty = discarded
+generation) and optional ``model``, ``temperature``, ``k``, ``condition``.
+
+Rows are numbered from 1 in the order of the table (the header is not a row), so
+"row 17" is the 17th evaluation of the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from ..exceptions import InputError
+
+__all__ = ["Evaluations", "GROUP_COLUMNS", "evaluations_from_table", "group_table", "read_table"]
+
+GROUP_COLUMNS = ("model", "k", "temperature", "condition")
+REQUIRED_COLUMNS = ("query_id", "order", "selected_position")
+
+MSG_MISSING_COLUMN = "the evaluations table has no column `{col}` (columns: {cols})"
+MSG_EMPTY = "the evaluations table has no rows"
+MSG_BAD_SUFFIX = "cannot read {path}: use a .csv or .parquet file"
+MSG_NO_FILE = "no such file: {path}"
+MSG_ORDER_TOKENS = "row {row}, column `order`: {value!r} is not a list of integers"
+MSG_NOT_PERMUTATION = "row {row}, column `order`: {value!r} is not a permutation of 1..{k}"
+MSG_MIXED_K = (
+    "column `order`: mixed k within one analysis group (row {row0} has k = {k0}, "
+    "row {row1} has k = {k1}); analyse each k separately with --by k"
+)
+MSG_K_COLUMN = "row {row}, column `k`: {value!r} does not match the order length {k}"
+MSG_K_TOO_SMALL = "row {row}, column `order`: k must be >= 2, got {k}"
+MSG_POSITION = "row {row}, column `selected_position`: {value!r} is not a position in 1..{k}"
+MSG_QUERY_ID = "row {row}, column `query_id`: missing query id"
+MSG_BY_COLUMN = "`by`: unknown column `{col}`; choose from {choices}"
+MSG_NO_VALID = "no valid evaluation left (all {n} generations were discarded)"
+
+
+@dataclass(frozen=True, eq=False)
+class Evaluations:
+    """A validated analysis group: valid evaluations as arrays, discards as counts.
+
+    All indices are 0-based. Only valid (non-discarded) evaluations are stored; the
+    queries are those with at least one valid evaluation.
+
+    Attributes
+    ----------
+    k : int
+        Number of candidates (prompt positions).
+    query_ids : ndarray of shape (n_queries,)
+        The query ids, in order of first appearance.
+    query : ndarray of int64, shape (n,)
+        Query code (index into ``query_ids``) of each valid evaluation.
+    orders : ndarray of int64, shape (n, k)
+        ``orders[e, p]`` = original index shown at prompt position ``p``.
+    position : ndarray of int64, shape (n,)
+        Selected prompt position P.
+    item : ndarray of int64, shape (n,)
+        Selected original index I = sigma^{-1}(P).
+    rows : ndarray of int64, shape (n,)
+        1-based row number of each valid evaluation in the source table.
+    n_discarded : int
+        Discarded generations (empty ``selected_position``) in the group.
+    n_queries_all_discarded : int
+        Queries whose every generation was discarded (not in ``query_ids``).
+
+    Notes
+    -----
+    Per-evaluation choice-probability vectors (logprob-based) can be added later as an
+    optional ``(n, k)`` array beside ``item``; every statistic reads the arrays above.
+    """
+
+    k: int
+    query_ids: npt.NDArray[Any]
+    query: npt.NDArray[np.int64]
+    orders: npt.NDArray[np.int64]
+    position: npt.NDArray[np.int64]
+    item: npt.NDArray[np.int64]
+    rows: npt.NDArray[np.int64]
+    n_discarded: int = 0
+    n_queries_all_discarded: int = 0
+
+    @property
+    def n_queries(self) -> int:
+        """Queries with at least one valid evaluation."""
+        return int(self.query_ids.size)
+
+    @property
+    def n_evaluations(self) -> int:
+        """Valid evaluations."""
+        return int(self.item.size)
+
+    def evaluations_per_query(self) -> npt.NDArray[np.int64]:
+        """l_j, the number of valid evaluations of each query."""
+        return np.bincount(self.query, minlength=self.n_queries)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The valid evaluations as an evaluations table (1-based, as in the files)."""
+        return pd.DataFrame(
+            {
+                "query_id": self.query_ids[self.query],
+                "order": [" ".join(map(str, row)) for row in (self.orders + 1).tolist()],
+                "selected_position": self.position + 1,
+            }
+        )
+
+
+def read_table(source: str | Path | pd.DataFrame) -> pd.DataFrame:
+    """Read an evaluations table from CSV/Parquet (or take a DataFrame, uncopied)."""
+    if isinstance(source, pd.DataFrame):
+        table = source
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise InputError(MSG_NO_FILE.format(path=path))
+        suffix = path.suffix.lower()
+        if suffix == ".csv":
+            table = pd.read_csv(path, dtype={"query_id": str, "order": str})
+        elif suffix in (".parquet", ".pq"):
+            table = pd.read_parquet(path)
+        else:
+            raise InputError(MSG_BAD_SUFFIX.format(path=path))
+    for col in REQUIRED_COLUMNS:
+        if col not in table.columns:
+            raise InputError(MSG_MISSING_COLUMN.format(col=col, cols=", ".join(map(str, table.columns))))
+    if len(table) == 0:
+        raise InputError(MSG_EMPTY)
+    return table
+
+
+def group_table(
+    table: pd.DataFrame, by: Sequence[str]
+) -> list[tuple[dict[str, Any], pd.DataFrame]]:
+    """Split the table into analysis groups (sorted by key); keeps 1-based row numbers."""
+    table = _with_row_numbers(table)
+    for col in by:
+        if col not in table.columns or col == "_row":
+            raise InputError(
+                MSG_BY_COLUMN.format(col=col, choices=", ".join(c for c in table.columns if c != "_row"))
+            )
+    if not by:
+        return [({}, table)]
+    groups = table.groupby(list(by), sort=True, dropna=False)
+    return [(dict(zip(by, key, strict=True)), part) for key, part in groups]
+
+
+def evaluations_from_table(table: pd.DataFrame | str | Path) -> Evaluations:
+    """Validate one analysis group of the evaluations table.
+
+    Raises
+    ------
+    InputError
+        On a missing column, a malformed order (not a permutation of 1..k), a
+        selected position outside 1..k, a ``k`` column that disagrees with the order,
+        mixed k, or a missing query id -- naming the row and the column.
+    """
+    table = _with_row_numbers(read_table(table))
+    rows = table["_row"].to_numpy(dtype=np.int64)
+    orders = _parse_orders(table["order"].tolist(), rows)
+    k = orders.shape[1]
+    if "k" in table.columns:
+        kcol = pd.to_numeric(table["k"], errors="coerce").to_numpy()
+        bad = np.flatnonzero(kcol != k)
+        if bad.size:
+            i = bad[0]
+            raise InputError(MSG_K_COLUMN.format(row=rows[i], value=table["k"].iloc[i], k=k))
+    qid = table["query_id"]
+    missing = np.flatnonzero(qid.isna().to_numpy())
+    if missing.size:
+        raise InputError(MSG_QUERY_ID.format(row=rows[missing[0]]))
+    position, discarded = _parse_positions(table["selected_position"], rows, k)
+    valid = ~discarded
+    if not valid.any():
+        raise InputError(MSG_NO_VALID.format(n=int(discarded.sum())))
+    all_codes, all_ids = pd.factorize(qid, sort=False)
+    kept_codes, query = np.unique(all_codes[valid], return_inverse=True)
+    orders_v = orders[valid]
+    pos_v = position[valid]
+    return Evaluations(
+        k=k,
+        query_ids=np.asarray(all_ids)[kept_codes],
+        query=query.astype(np.int64),
+        orders=orders_v,
+        position=pos_v,
+        item=orders_v[np.arange(pos_v.size), pos_v],
+        rows=rows[valid],
+        n_discarded=int(discarded.sum()),
+        n_queries_all_discarded=int(all_ids.size - kept_codes.size),
+    )
+
+
+def _with_row_numbers(table: pd.DataFrame) -> pd.DataFrame:
+    if "_row" in table.columns:
+        return table
+    return table.assign(_row=np.arange(1, len(table) + 1))
+
+
+def _parse_orders(values: list[Any], rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    parsed: list[list[int]] = []
+    for value, row in zip(values, rows, strict=True):
+        if isinstance(value, str):
+            tokens: Sequence[Any] = value.replace(",", " ").split()
+        elif isinstance(value, Sequence | np.ndarray):
+            tokens = list(value)
+        else:
+            raise InputError(MSG_ORDER_TOKENS.format(row=row, value=value))
+        try:
+            parsed.append([int(t) for t in tokens])
+        except (TypeError, ValueError):
+            raise InputError(MSG_ORDER_TOKENS.format(row=row, value=value)) from None
+    lengths = np.array([len(p) for p in parsed])
+    k0 = int(lengths[0])
+    mixed = np.flatnonzero(lengths != k0)
+    if mixed.size:
+        i = mixed[0]
+        raise InputError(MSG_MIXED_K.format(row0=rows[0], k0=k0, row1=rows[i], k1=lengths[i]))
+    if k0 < 2:
+        raise InputError(MSG_K_TOO_SMALL.format(row=rows[0], k=k0))
+    orders = np.array(parsed, dtype=np.int64)
+    bad = np.flatnonzero((np.sort(orders, axis=1) != np.arange(1, k0 + 1)).any(axis=1))
+    if bad.size:
+        i = bad[0]
+        raise InputError(MSG_NOT_PERMUTATION.format(row=rows[i], value=values[i], k=k0))
+    return orders - 1
+
+
+def _parse_positions(
+    column: pd.Series, rows: npt.NDArray[np.int64], k: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    raw = column.astype("string").str.strip()
+    discarded = (raw.isna() | (raw == "")).to_numpy()
+    numeric = pd.to_numeric(raw.where(~pd.Series(discarded, index=raw.index)), errors="coerce")
+    values = numeric.to_numpy(dtype=float, na_value=np.nan)
+    ok = np.isfinite(values) & (values == np.round(values)) & (values >= 1) & (values <= k)
+    bad = np.flatnonzero(~ok & ~discarded)
+    if bad.size:
+        i = bad[0]
+        raise InputError(MSG_POSITION.format(row=rows[i], value=column.iloc[i], k=k))
+    position = np.where(discarded, 0, values - 1).astype(np.int64)
+    return position, discarded
