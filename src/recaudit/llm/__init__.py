@@ -1,1 +1,58 @@
-"""recaudit.llm"""
+"""recaudit.llm: the system under test.
+
+Catalog -> queries -> embedding retrieval (top-k) -> prompt (candidates in a given
+order) -> backend -> strict parsing to a prompt position, plus permutation designs.
+"""
+
+from ._catalog import CANONICAL_COLUMNS, Catalog, ColumnMap, load_catalog
+from ._designs import (
+    Design,
+    cyclic_orders,
+    design_orders,
+    exhaustive_orders,
+    identity_orders,
+    sampled_orders,
+    shared_orders,
+    williams_orders,
+)
+from ._parse import DISCARD_REASONS, ParsedAnswer, parse_answer
+from ._prompt import PromptTemplate, positional_identifiers, random_labels, render_request
+from ._queries import Query, QueryTemplate, generate_queries, load_queries, query_templates
+from ._retrieval import Retriever, candidates_from_frame, candidates_to_frame, default_cache_dir
+from ._types import Backend, Candidate, ChatMessage, ChatRequest, ChatResponse
+
+__all__ = [
+    "CANONICAL_COLUMNS",
+    "DISCARD_REASONS",
+    "Backend",
+    "Candidate",
+    "Catalog",
+    "ChatMessage",
+    "ChatRequest",
+    "ChatResponse",
+    "ColumnMap",
+    "Design",
+    "ParsedAnswer",
+    "PromptTemplate",
+    "Query",
+    "QueryTemplate",
+    "Retriever",
+    "candidates_from_frame",
+    "candidates_to_frame",
+    "cyclic_orders",
+    "default_cache_dir",
+    "design_orders",
+    "exhaustive_orders",
+    "generate_queries",
+    "identity_orders",
+    "load_catalog",
+    "load_queries",
+    "parse_answer",
+    "positional_identifiers",
+    "query_templates",
+    "random_labels",
+    "render_request",
+    "sampled_orders",
+    "shared_orders",
+    "williams_orders",
+]
