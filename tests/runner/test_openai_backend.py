@@ -6,21 +6,20 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
-from datetime import datetime, timedelta, timezone
 
 import httpx
 import pytest
+from runner_helpers import make_task
 
 from recaudit.exceptions import ConfigError, EndpointError, InputError
+from recaudit.llm._types import ChatRequest
 from recaudit.llm.backends._openai import (
     OpenAIBackend,
     choice_probabilities_from_logprobs,
     parse_retry_after,
 )
-from recaudit.llm._types import ChatRequest
-
-from runner_helpers import make_task
 
 URL = "http://llm.test/v1"
 
@@ -39,7 +38,7 @@ def fault_response(kind: str, request: httpx.Request) -> httpx.Response:
     if kind == "429":
         return httpx.Response(429, headers={"Retry-After": "0"}, json={"error": "slow down"})
     if kind == "429-date":
-        when = datetime.now(timezone.utc) - timedelta(seconds=5)
+        when = datetime.now(UTC) - timedelta(seconds=5)
         return httpx.Response(429, headers={"Retry-After": format_datetime(when, usegmt=True)})
     if kind == "500":
         return httpx.Response(500, text="boom")
@@ -146,7 +145,7 @@ def test_parse_retry_after():
     assert parse_retry_after("-3") == 0.0
     assert parse_retry_after(None) is None
     assert parse_retry_after("soon") is None
-    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    now = datetime(2026, 1, 1, tzinfo=UTC)
     later = format_datetime(now + timedelta(seconds=30), usegmt=True)
     assert parse_retry_after(later, now=now.timestamp()) == pytest.approx(30.0)
 

@@ -8,14 +8,13 @@ import asyncio
 import httpx
 import numpy as np
 import pytest
+from runner_helpers import LoopbackServer, json_parse, make_tasks
 
 from recaudit.exceptions import EndpointError, InputError
 from recaudit.llm._journal import Journal, MemorySink
 from recaudit.llm._runner import run_tasks
 from recaudit.llm.backends._openai import OpenAIBackend
 from recaudit.llm.backends._simulated import SimulatedBackend, SimulationProfile
-
-from runner_helpers import LoopbackServer, json_parse, make_tasks
 
 URL = "http://llm.test/v1"
 
@@ -42,7 +41,7 @@ def test_simulated_run_writes_every_key(tmp_path):
     assert summary.discarded == df["discard_reason"].notna().sum() > 0
     ok = df[df["selected_position"].notna()]
     orders = ok["order"].str.split().map(lambda o: list(map(int, o)))
-    picked = [o[p - 1] for o, p in zip(orders, ok["selected_position"])]
+    picked = [o[p - 1] for o, p in zip(orders, ok["selected_position"], strict=True)]
     assert picked == ok["selected_original_index"].tolist()
     assert all(i.startswith("item-") for i in ok["selected_item_id"])
 

@@ -7,11 +7,10 @@ import json
 
 import numpy as np
 import pytest
+from runner_helpers import json_parse, make_task
 
 from recaudit.exceptions import InputError
 from recaudit.llm.backends._simulated import SimulatedBackend, SimulationProfile
-
-from runner_helpers import json_parse, make_task
 
 
 def answers(backend, tasks):

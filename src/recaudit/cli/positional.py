@@ -77,7 +77,8 @@ def _progress_display() -> Progress:
     )
 
 
-def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool) -> None:
+def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
+             analyze: bool) -> None:
     """Run the audit with a progress display, then analyse (shared by run and demo)."""
     from ..llm._audit import run_audit
 
@@ -94,7 +95,8 @@ def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool) -
     else:
         result = run_audit(cfg, out_dir=out, resume=resume)
     summary = result.to_dict()
-    analysis = _analyze_run(result.evaluations_path, seed=cfg.seed, quiet=quiet or as_json)
+    analysis = _analyze_run(result.evaluations_path, seed=cfg.seed,
+                            quiet=quiet or as_json) if analyze else None
     if as_json:
         print_json({"run": summary, "analysis": analysis})
         return
@@ -107,6 +109,9 @@ def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool) -
         )
     if analysis is not None:
         _print_analysis(analysis)
+    elif not quiet:
+        err_console.print(f"analyse with `recaudit positional analyze "
+                          f"{result.evaluations_path}`", highlight=False)
 
 
 def _analyze_run(path: Path, *, seed: int, quiet: bool) -> list[dict[str, Any]] | None:
@@ -136,23 +141,25 @@ def _fmt(value: Any, pct: bool = False) -> str:
 
 
 def _print_analysis(groups: list[dict[str, Any]]) -> None:
-    table = Table(title="positional bias", title_justify="left")
-    for col in ("model", "k", "T", "condition", "queries", "evals", "discarded",
-                "POB-ICM p", "POB-UNBP L", "UNBP p", "PS", "PB", "sPB"):
-        table.add_column(col)
+    table = Table(title="positional bias (p-values Holm-adjusted across groups)",
+                  title_justify="left")
+    for col in ("group", "queries", "valid", "disc.", "ICM p", "UNBP L", "UNBP p",
+                "PS", "PB", "sPB"):
+        table.add_column(col, no_wrap=True)
     for g in groups:
+        label = "/".join(str(g[c]) for c in ("model", "k", "temperature", "condition")
+                         if c in g)
         table.add_row(
-            str(g.get("model", "")), str(g["k"]), str(g.get("temperature", "")),
-            str(g.get("condition", "")), str(g["n_queries"]), str(g["n_evaluations"]),
-            str(g["n_discarded"]), _fmt(g["pob_icm"]["pvalue_holm"]),
-            _fmt(g["pob_unbp"]["L"], pct=True), _fmt(g["pob_unbp"]["pvalue_holm"]),
-            _fmt(g["ps"]["value"], pct=True), _fmt(g["pb"]["value"], pct=True),
-            _fmt(g["spb"]["value"], pct=True),
+            label, str(g["n_queries"]), str(g["n_evaluations"]), str(g["n_discarded"]),
+            _fmt(g["pob_icm"]["pvalue_holm"]), _fmt(g["pob_unbp"]["L"], pct=True),
+            _fmt(g["pob_unbp"]["pvalue_holm"]), _fmt(g["ps"]["value"], pct=True),
+            _fmt(g["pb"]["value"], pct=True), _fmt(g["spb"]["value"], pct=True),
         )
     err_console.print(table)
-    dist = ", ".join(f"{100 * p:.0f}%" for p in groups[0]["position_distribution"])
-    err_console.print(f"selected-position shares (first group, positions 1..k): {dist}",
-                      highlight=False)
+    for g in groups:
+        dist = " ".join(f"{100 * p:.0f}%" for p in g["position_distribution"])
+        err_console.print(f"{g.get('model', '')} {g.get('condition', '')}: selected "
+                          f"positions 1..{g['k']}: {dist}", highlight=False)
 
 
 @app.command("run")
@@ -165,6 +172,8 @@ def run(
         "--resume", help="Continue the run in --out: run exactly the missing keys.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
+    analyze: Annotated[bool, typer.Option(
+        "--analyze/--no-analyze", help="Run the statistics after the run.")] = True,
 ) -> None:
     """Run an audit from CONFIG: every evaluation journaled, resumable after a crash.
 
@@ -174,7 +183,7 @@ def run(
 
     cfg = load_config(config)
     _execute(cfg, out=out or Path("runs") / config.stem, resume=resume, as_json=as_json,
-             quiet=quiet)
+             quiet=quiet, analyze=analyze)
 
 
 # -- demo -------------------------------------------------------------------------
@@ -209,4 +218,4 @@ def demo(
         raise ConfigError(MSG_DEMO_CATALOG.format(path=catalog))
     cfg = _demo_config(catalog, queries, perms, k)
     _execute(cfg, out=out, resume=(out / "journal.sqlite").exists(), as_json=as_json,
-             quiet=quiet)
+             quiet=quiet, analyze=True)

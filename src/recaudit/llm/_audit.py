@@ -31,13 +31,20 @@ import pandas as pd
 
 from ..exceptions import ConfigError, EndpointError, JournalError
 from ._catalog import ColumnMap, load_catalog
-from ._config import AuditConfig, LocalParams, OpenAIParams, SimulatedParams, config_hash, \
-    config_to_dict
+from ._config import (
+    AuditConfig,
+    LocalParams,
+    OpenAIParams,
+    SimulatedParams,
+    config_hash,
+    config_to_dict,
+)
 from ._designs import design_orders
 from ._journal import EvalKey, Journal
 from ._parse import parse_answer
 from ._prompt import PromptTemplate, positional_identifiers, random_labels, render_request
 from ._queries import Query, generate_queries, load_queries
+from ._retrieval import Retriever, candidates_from_frame, candidates_to_frame
 from ._runner import EvalTask, RunProgress, RunSummary, run_tasks
 from ._types import Backend, Candidate
 from .backends._openai import OpenAIBackend
@@ -179,14 +186,14 @@ def build_tasks(
     temperature or condition -- so the designs are paired across them (the
     ``shared`` design uses one set of orders for all queries of a k).
 
-    - ``permutation``: the design's ``n_perms`` orders, ``samples_per_order`` each;
-    - ``decoding``: the identity order, ``n_perms * samples_per_order`` samples;
+    - ``permutation``: the design's orders, ``samples_per_order`` each;
+    - ``decoding``: the identity order, as many samples as ``permutation`` has;
     - ``labels``: the identity order with fresh random labels per evaluation;
     - ``labels_permutation``: the design's orders with random labels.
 
     ``prompt.identifiers = "labels"`` uses random labels in every condition.
     """
-    n_eval = cfg.design.n_perms * cfg.design.samples_per_order
+    spo = cfg.design.samples_per_order
     tasks: list[EvalTask] = []
     for k in cfg.retrieval.k:
         identity = tuple(range(1, k + 1))
@@ -200,9 +207,8 @@ def build_tasks(
                 cfg.design.kind, k, cfg.design.n_perms,
                 rng=_rng("orders", cfg.seed, k, q.query_id))
             designed = [(pi, si, tuple(int(x) for x in orders[pi]))
-                        for pi in range(len(orders))
-                        for si in range(cfg.design.samples_per_order)]
-            repeated = [(0, si, identity) for si in range(n_eval)]
+                        for pi in range(len(orders)) for si in range(spo)]
+            repeated = [(0, si, identity) for si in range(len(designed))]
             for condition in cfg.conditions:
                 cells = designed if condition in ("permutation", "labels_permutation") \
                     else repeated
@@ -235,13 +241,12 @@ def _parse(text: str, identifiers: tuple[str, ...]) -> tuple[int | None, str | N
 def _candidates_frame(queries: tuple[Query, ...],
                       candidates: Mapping[int, Mapping[str, tuple[Candidate, ...]]]
                       ) -> pd.DataFrame:
-    rows = [
-        {"k": k, "query_id": q.query_id, "original_index": c.original_index,
-         "item_id": c.item_id, "title": c.title, "description": c.description,
-         "score": c.score}
-        for k, by_query in candidates.items() for q in queries for c in by_query[q.query_id]
-    ]
-    return pd.DataFrame(rows)
+    frames = []
+    for k, by_query in candidates.items():
+        frame = candidates_to_frame(by_query, queries=queries)
+        frame.insert(0, "k", k)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
 
 
 def _read_run_inputs(run_dir: Path) -> tuple[tuple[Query, ...],
@@ -253,17 +258,13 @@ def _read_run_inputs(run_dir: Path) -> tuple[tuple[Query, ...],
         raise JournalError(f"run folder {run_dir} lacks readable {QUERIES}/{CANDIDATES} "
                            f"({type(exc).__name__}); start a new run in another `--out`"
                            ) from exc
-    queries = tuple(Query(str(r.query_id), str(r.text), str(r.template_id))
-                    for r in qdf.itertuples(index=False))
-    cands: dict[int, dict[str, list[Candidate]]] = {}
-    for r in cdf.sort_values(["k", "query_id", "original_index"]).itertuples(index=False):
-        cands.setdefault(int(r.k), {}).setdefault(str(r.query_id), []).append(
-            Candidate(int(r.original_index), str(r.item_id), str(r.title),
-                      str(r.description), float(r.score)))
-    return queries, {k: {q: tuple(v) for q, v in d.items()} for k, d in cands.items()}
+    queries = tuple(Query(str(r.query_id), str(r.text), str(r.template_id),
+                          str(r.source_item_id)) for r in qdf.itertuples(index=False))
+    cands = {int(k): candidates_from_frame(part) for k, part in cdf.groupby("k")}
+    return queries, cands
 
 
-def _write_atomic(path: Path, write: Callable[[Path], None]) -> None:
+def _write_atomic(path: Path, write: Callable[[Path], object]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     write(tmp)
     os.replace(tmp, path)
@@ -292,6 +293,7 @@ def run_audit(
     resume: bool = False,
     progress: RunProgress | None = None,
     transport: Any = None,
+    retriever: Retriever | None = None,
     on_phase: Callable[[str], None] | None = None,
 ) -> AuditResult:
     """Run (or resume) an audit and write its evaluations table.
@@ -309,6 +311,8 @@ def run_audit(
         Live counts.
     transport : httpx transport, optional
         Passed to ``openai`` backends (fault injection in tests).
+    retriever : Retriever, optional
+        Reuse a loaded retriever (default: one built from ``[retrieval]``).
     on_phase : callable, optional
         Called with a short description of each preparation step.
 
@@ -329,7 +333,7 @@ def run_audit(
     run_dir = _run_audit_iv(cfg, out_dir, resume)
     say = on_phase or (lambda _msg: None)
     say("loading the catalog")
-    columns = ColumnMap.myntra() if cfg.catalog.columns == "myntra" \
+    columns = ColumnMap.myntra() if isinstance(cfg.catalog.columns, str) \
         else dict(cfg.catalog.columns)
     catalog = load_catalog(cfg.catalog.path, columns=columns)
     template = PromptTemplate.default() if cfg.prompt.template is None \
@@ -343,18 +347,15 @@ def run_audit(
             queries, candidates = _read_run_inputs(run_dir)
         else:
             say("preparing the queries")
-            if cfg.queries.file is not None:
-                queries = tuple(load_queries(cfg.queries.file))
+            if cfg.queries.n is None:
+                queries = tuple(load_queries(cfg.queries.file or ""))
             else:
                 queries = tuple(generate_queries(catalog, cfg.queries.n,
                                                  rng=_rng("queries", cfg.seed)))
             say("retrieving candidates")
-            from ._retrieval import Retriever
-
-            retriever = Retriever(None if cfg.retrieval.model is None
-                                  else str(cfg.retrieval.model),
-                                  cache_dir=cfg.retrieval.cache_dir)
-            candidates = {k: dict(retriever.retrieve(catalog, list(queries), k=k))
+            if retriever is None:
+                retriever = Retriever(cfg.retrieval.model, cache_dir=cfg.retrieval.cache_dir)
+            candidates = {k: retriever.retrieve(catalog, queries, k=k)
                           for k in cfg.retrieval.k}
         tasks = build_tasks(cfg, queries=queries, candidates=candidates, template=template)
         if not resume:
@@ -364,8 +365,8 @@ def run_audit(
             _write_atomic(run_dir / RESOLVED, lambda p: p.write_text(
                 json.dumps(resolved, indent=2, sort_keys=True), encoding="utf-8"))
             _write_atomic(run_dir / QUERIES, lambda p: pd.DataFrame(
-                [{"query_id": q.query_id, "text": q.text, "template_id": q.template_id}
-                 for q in queries]).to_parquet(p, index=False))
+                [{"query_id": q.query_id, "text": q.text, "template_id": q.template_id,
+                  "source_item_id": q.source_item_id} for q in queries]).to_parquet(p, index=False))
             _write_atomic(run_dir / CANDIDATES,
                           lambda p: _candidates_frame(queries, candidates).to_parquet(
                               p, index=False))

@@ -13,7 +13,7 @@ import json
 import math
 import tomllib
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,7 +37,8 @@ __all__ = [
 ]
 
 BackendKind = Literal["openai", "local", "simulated"]
-DESIGN_KINDS = ("sampled", "exhaustive", "cyclic", "shared")
+DESIGN_KINDS = ("sampled", "shared", "exhaustive", "cyclic", "williams")
+RANDOM_DESIGNS = ("sampled", "shared")
 CONDITIONS = ("permutation", "decoding", "labels", "labels_permutation")
 IDENTIFIERS = ("positional", "labels")
 COLUMN_KEYS = ("id", "title", "description", "category", "brand", "colour", "gender",
@@ -91,10 +92,15 @@ class PromptConfig:
 
 @dataclass(frozen=True)
 class DesignConfig:
-    """``[design]``: permutation design, orders per query, samples per order."""
+    """``[design]``: permutation design, orders per query, samples per order.
 
-    kind: Literal["sampled", "exhaustive", "cyclic", "shared"] = "sampled"
-    n_perms: int = 20
+    ``n_perms`` defaults to 20 for the random designs (``sampled``, ``shared``) and to
+    one replicate (k!, k or the Williams square) for the fixed ones, where it must be
+    a multiple of that size.
+    """
+
+    kind: Literal["sampled", "shared", "exhaustive", "cyclic", "williams"] = "sampled"
+    n_perms: int | None = 20
     samples_per_order: int = 1
 
 
@@ -417,9 +423,11 @@ def _prompt(t: Mapping[str, Any], base_dir: Path) -> PromptConfig:
 
 def _design(t: Mapping[str, Any]) -> DesignConfig:
     _keys(t, ("kind", "n_perms", "samples_per_order"), "design")
+    kind = _str(t, "kind", "design", default="sampled", choices=DESIGN_KINDS)
     return DesignConfig(
-        kind=_str(t, "kind", "design", default="sampled", choices=DESIGN_KINDS),
-        n_perms=_int(t, "n_perms", "design", default=20, minimum=1),
+        kind=kind,
+        n_perms=_int(t, "n_perms", "design", default=20 if kind in RANDOM_DESIGNS else None,
+                     minimum=1),
         samples_per_order=_int(t, "samples_per_order", "design", default=1, minimum=1),
     )
 
@@ -437,7 +445,7 @@ def _models(value: Any, base_dir: Path) -> tuple[ModelConfig, ...]:
         if name is None or backend is None:
             raise ConfigError(f"`{where}` needs `name` and `backend` (openai|local|simulated)")
         where = f"models.{name}"
-        allowed = ("name", "backend", *_PARAMS[backend].__dataclass_fields__)
+        allowed = ("name", "backend", *(f.name for f in fields(_PARAMS[backend])))
         _keys(t, allowed, where)
         out.append(ModelConfig(name=name, backend=backend,
                                params=_params(backend, t, where, base_dir)))

@@ -225,35 +225,34 @@ def _count(counters: _Counters, record: EvalRecord, limit: int) -> None:
 
 async def _evaluate(task: EvalTask, backend: Backend, parse: ParseFn) -> EvalRecord:
     req = task.request
-    base = {"key": task.key, "order": req.order, "identifiers": req.identifiers}
     t0 = time.perf_counter()
     try:
         resp = await backend.complete(req)
-    except EndpointError as exc:
-        return EvalRecord(status="failed", error_class=type(exc).__name__,
-                          error_message=str(exc), latency_s=time.perf_counter() - t0,
-                          retries=_retries_of(exc), **base)
-    except Exception as exc:  # noqa: BLE001 -- a backend bug must not lose the run
-        return EvalRecord(status="failed", error_class=type(exc).__name__,
-                          error_message=str(exc)[:500], latency_s=time.perf_counter() - t0,
-                          **base)
+    except Exception as exc:  # noqa: BLE001 -- a failing backend must not lose the run
+        message = str(exc) if isinstance(exc, EndpointError) else str(exc)[:500]
+        return EvalRecord(key=task.key, status="failed", order=req.order,
+                          identifiers=req.identifiers, error_class=type(exc).__name__,
+                          error_message=message, latency_s=time.perf_counter() - t0,
+                          retries=_retries_of(exc))
     position, reason = parse(resp.text, req.identifiers)
-    common = {
-        "raw_response": resp.text,
-        "latency_s": resp.latency_s,
-        "prompt_tokens": resp.prompt_tokens,
-        "completion_tokens": resp.completion_tokens,
-        "retries": resp.retries,
-        "choice_probs": resp.choice_probs,
-    }
-    if position is None:
-        return EvalRecord(status="discarded", discard_reason=reason or "unparsed",
-                          **base, **common)
-    original = req.order[position - 1]
+    original = None if position is None else req.order[position - 1]
     item_id = next((c.item_id for c in task.candidates if c.original_index == original), None)
-    return EvalRecord(status="ok", selected_position=position,
-                      selected_original_index=original, selected_item_id=item_id,
-                      **base, **common)
+    return EvalRecord(
+        key=task.key,
+        status="discarded" if position is None else "ok",
+        order=req.order,
+        identifiers=req.identifiers,
+        selected_position=position,
+        selected_original_index=original,
+        selected_item_id=item_id,
+        raw_response=resp.text,
+        discard_reason=(reason or "unparsed") if position is None else None,
+        latency_s=resp.latency_s,
+        prompt_tokens=resp.prompt_tokens,
+        completion_tokens=resp.completion_tokens,
+        retries=resp.retries,
+        choice_probs=resp.choice_probs,
+    )
 
 
 def _retries_of(exc: BaseException) -> int:

@@ -27,7 +27,7 @@ import email.utils
 import math
 import os
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -80,8 +80,8 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
         except (TypeError, ValueError):
             return None
         if when.tzinfo is None:
-            when = when.replace(tzinfo=timezone.utc)
-        current = datetime.now(timezone.utc).timestamp() if now is None else now
+            when = when.replace(tzinfo=UTC)
+        current = datetime.now(UTC).timestamp() if now is None else now
         seconds = when.timestamp() - current
     if not math.isfinite(seconds):
         return None
@@ -313,13 +313,14 @@ class OpenAIBackend:
     def _response(self, data: dict[str, Any], request: ChatRequest, latency: float,
                   retries: int) -> ChatResponse:
         first = data["choices"][0]
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        raw_usage = data.get("usage")
+        usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
         probs = None
         outside = None
         if request.choice_probabilities:
-            logprobs = first.get("logprobs") if isinstance(first.get("logprobs"), dict) else {}
-            mapped = choice_probabilities_from_logprobs(logprobs.get("content"),
-                                                        request.identifiers)
+            logprobs = first.get("logprobs")
+            content = logprobs.get("content") if isinstance(logprobs, dict) else None
+            mapped = choice_probabilities_from_logprobs(content, request.identifiers)
             if mapped is not None:
                 probs, outside = mapped
         return ChatResponse(

@@ -87,21 +87,27 @@ class SimulationProfile:
                 )
 
     @classmethod
-    def null(cls, **kwargs: float) -> SimulationProfile:
+    def null(cls, *, max_relevant: int | None = None, discard_rate: float = 0.0,
+             delay_s: float = 0.0) -> SimulationProfile:
         """No positional bias (``p_bias = 0``)."""
-        return cls(p_bias=0.0, **kwargs)
+        return cls(p_bias=0.0, max_relevant=max_relevant, discard_rate=discard_rate,
+                   delay_s=delay_s)
 
     @classmethod
-    def primacy(cls, p_bias: float, **kwargs: float) -> SimulationProfile:
+    def primacy(cls, p_bias: float, *, max_relevant: int | None = None,
+                discard_rate: float = 0.0, delay_s: float = 0.0) -> SimulationProfile:
         """The spec's model: position 1 with probability ``p_bias``."""
-        return cls(p_bias=p_bias, **kwargs)
+        return cls(p_bias=p_bias, max_relevant=max_relevant, discard_rate=discard_rate,
+                   delay_s=delay_s)
 
     @classmethod
     def from_weights(cls, weights: Sequence[float], *, p_bias: float = 1.0,
-                     **kwargs: float) -> SimulationProfile:
-        """A fixed position-preference profile (e.g. ``[4, 2, 1, 1, 1]``)."""
+                     max_relevant: int | None = None, discard_rate: float = 0.0,
+                     delay_s: float = 0.0) -> SimulationProfile:
+        """A fixed position-preference profile (e.g. ``[4, 2, 1, 1, 1]``): with
+        probability ``p_bias`` the position is drawn from these weights."""
         return cls(p_bias=p_bias, position_weights=tuple(float(w) for w in weights),
-                   **kwargs)
+                   max_relevant=max_relevant, discard_rate=discard_rate, delay_s=delay_s)
 
 
 class SimulatedBackend:
