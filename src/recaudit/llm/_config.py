@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, InputError
+from ._designs import design_orders
 
 __all__ = [
     "AuditConfig",
@@ -231,6 +232,12 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path) -> AuditConfig:
                                       minimum=1),
         seed=_int(data, "seed", "", default=0, minimum=0),
     )
+    for k in cfg.retrieval.k:
+        try:
+            design_orders(cfg.design.kind, k, cfg.design.n_perms, rng=0)
+        except InputError as exc:
+            message = str(exc).replace("`n`", "`design.n_perms`")
+            raise ConfigError(f"`[design]` with k={k}: {message}") from exc
     for model in cfg.models:
         weights = getattr(model.params, "position_weights", None)
         if weights is not None and any(len(weights) != k for k in cfg.retrieval.k):
