@@ -4,6 +4,7 @@ bad config writes nothing (everything is validated before the run folder exists)
 from __future__ import annotations
 
 import pytest
+from runner_helpers import write_config
 from typer.testing import CliRunner
 
 from recaudit.cli import app
@@ -15,8 +16,6 @@ from recaudit.llm._config import (
     config_hash,
     load_config,
 )
-
-from runner_helpers import write_config
 
 runner = CliRunner()
 

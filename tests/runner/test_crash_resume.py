@@ -13,11 +13,10 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from runner_helpers import write_config
 
 from recaudit.llm._audit import run_audit
 from recaudit.llm._config import load_config
-
-from runner_helpers import write_config
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 

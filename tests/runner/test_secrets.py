@@ -12,14 +12,13 @@ import threading
 
 import httpx
 import pytest
+from runner_helpers import LoopbackServer, write_config
 from typer.testing import CliRunner
 
 from recaudit.cli import app
 from recaudit.exceptions import EndpointError
 from recaudit.llm._audit import run_audit
 from recaudit.llm._config import load_config
-
-from runner_helpers import LoopbackServer, write_config
 
 SECRET = "sk-PLANTED-7f3a9c1e55d04b2b"
 MODEL = """\
