@@ -4,6 +4,7 @@ aborts cleanly and resume completes exactly the missing keys."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import httpx
 import numpy as np
@@ -160,3 +161,43 @@ def test_validation():
     with pytest.raises(InputError, match="no backend for"):
         asyncio.run(run_tasks(make_tasks(1, 1, model="other"), backends={("m", 4): backend},
                               sink=MemorySink(), parse=json_parse))
+
+
+class FakeBatchModel:
+    """Answers position 1 for every request; records batch sizes."""
+
+    name = "fake"
+
+    def __init__(self, fail=False):
+        self.sizes = []
+        self.fail = fail
+
+    def complete_batch(self, requests):
+        import time
+
+        from recaudit.llm._types import ChatResponse
+
+        self.sizes.append(len(requests))
+        time.sleep(0.01)
+        if self.fail:
+            raise RuntimeError("model crashed")
+        return [ChatResponse(text=json.dumps({"article_number": int(r.identifiers[0])}))
+                for r in requests]
+
+    async def aclose(self):
+        pass
+
+
+def test_batching_backend_coalesces_concurrent_calls():
+    from recaudit.llm._runner import BatchingBackend
+
+    model = FakeBatchModel()
+    sink = MemorySink()
+    summary = run(make_tasks(6, 5), BatchingBackend(model, max_batch=4), sink, concurrency=8)
+    assert summary.ok == 30 and sum(model.sizes) == 30
+    assert max(model.sizes) == 4 and len(model.sizes) <= 12
+    assert all(r.selected_position == 1 for r in sink.records.values())
+    broken = FakeBatchModel(fail=True)
+    summary = run(make_tasks(2, 2), BatchingBackend(broken, max_batch=4), MemorySink(),
+                  concurrency=4, max_consecutive_failures=10)
+    assert summary.failed == 4

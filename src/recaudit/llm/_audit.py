@@ -45,7 +45,7 @@ from ._parse import parse_answer
 from ._prompt import PromptTemplate, positional_identifiers, random_labels, render_request
 from ._queries import Query, generate_queries, load_queries
 from ._retrieval import Retriever, candidates_from_frame, candidates_to_frame
-from ._runner import EvalTask, RunProgress, RunSummary, run_tasks
+from ._runner import BatchingBackend, EvalTask, RunProgress, RunSummary, run_tasks
 from ._types import Backend, Candidate
 from .backends._openai import OpenAIBackend
 from .backends._simulated import SimulatedBackend, SimulationProfile, stable_words
@@ -149,8 +149,9 @@ def build_backends(cfg: AuditConfig, *, transport: Any = None
         elif isinstance(p, LocalParams):
             from .backends._local import LocalBackend
 
-            shared = LocalBackend(None if p.model is None else str(p.model),
-                                  n_threads=p.n_threads)
+            local = LocalBackend(p.model, n_threads=p.n_threads)
+            shared = local if p.batch_size == 1 else BatchingBackend(local,
+                                                                     max_batch=p.batch_size)
         for k in cfg.retrieval.k:
             if shared is not None:
                 out[(m.name, k)] = shared

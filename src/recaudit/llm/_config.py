@@ -48,7 +48,7 @@ COLUMN_KEYS = ("id", "title", "description", "category", "brand", "colour", "gen
 #: config hash, so a run may be resumed with other values.
 OPERATIONAL_KEYS = frozenset({
     "concurrency", "rate_limit_per_s", "timeout_s", "max_retries", "delay_s",
-    "max_consecutive_failures", "api_key_env", "n_threads", "cache_dir",
+    "max_consecutive_failures", "api_key_env", "n_threads", "cache_dir", "batch_size",
 })
 
 
@@ -124,6 +124,7 @@ class LocalParams:
 
     model: Path | None = None
     n_threads: int = 1
+    batch_size: int = 8
 
 
 @dataclass(frozen=True)
@@ -481,7 +482,8 @@ def _params(backend: str, t: Mapping[str, Any], where: str, base_dir: Path
         )
     if backend == "local":
         return LocalParams(model=_path(t, "model", where, base_dir),
-                           n_threads=_int(t, "n_threads", where, default=1, minimum=1))
+                           n_threads=_int(t, "n_threads", where, default=1, minimum=1),
+                           batch_size=_int(t, "batch_size", where, default=8, minimum=1))
     weights = t.get("position_weights")
     if weights is not None and (
         not isinstance(weights, list) or len(weights) < 2
