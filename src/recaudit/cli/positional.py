@@ -94,22 +94,20 @@ def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
                                progress=_RichProgress(display), on_phase=say)
     else:
         result = run_audit(cfg, out_dir=out, resume=resume)
-    summary = result.to_dict()
-    analysis = _analyze_run(result.evaluations_path, seed=cfg.seed,
-                            quiet=quiet or as_json) if analyze else None
-    if as_json:
-        print_json({"run": summary, "analysis": analysis})
-        return
-    if not quiet:
+    if live:
         err_console.print(
             f"[green]done:[/] {result.planned} evaluations ({result.ok} valid, "
             f"{result.discarded} discarded; {result.ran_now} run now, "
             f"{result.summary.retries} retries) -> {result.evaluations_path}",
             highlight=False,
         )
-    if analysis is not None:
+    analysis = _analyze_run(result.evaluations_path, seed=cfg.seed,
+                            quiet=not live) if analyze else None
+    if as_json:
+        print_json({"run": result.to_dict(), "analysis": analysis})
+    elif analysis is not None:
         _print_analysis(analysis)
-    elif not quiet:
+    elif live and not analyze:
         err_console.print(f"analyse with `recaudit positional analyze "
                           f"{result.evaluations_path}`", highlight=False)
 
@@ -192,8 +190,9 @@ def run(
 def _demo_config(catalog: Path, queries: int, perms: int, k: int) -> Any:
     from ..llm._config import parse_config
 
-    text = importlib.resources.files("recaudit.llm").joinpath("configs/demo.toml")
-    data = tomllib.loads(text.read_text(encoding="utf-8"))
+    configs = importlib.resources.files("recaudit.llm").joinpath("configs")
+    data = tomllib.loads(configs.joinpath("demo.toml").read_text(encoding="utf-8"))
+    data["prompt"]["template"] = str(configs.joinpath(data["prompt"]["template"]))
     data["catalog"]["path"] = str(catalog)
     data["queries"]["n"] = queries
     data["design"]["n_perms"] = perms
