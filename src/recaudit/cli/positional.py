@@ -1,18 +1,24 @@
-"""``recaudit positional ...`` commands."""
+"""``recaudit positional ...`` commands: ``analyze``, ``simulate``, ``run``, ``demo``.
+
+Thin: each command parses its options, calls :mod:`recaudit.positional` and prints.
+"""
 
 from __future__ import annotations
 
 import importlib.resources
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
     ProgressColumn,
+    SpinnerColumn,
     Task,
     TextColumn,
     TimeElapsedColumn,
@@ -20,14 +26,249 @@ from rich.progress import (
 )
 from rich.table import Table
 from rich.text import Text
+from typer.core import TyperCommand
 
-from ..exceptions import ConfigError, RecauditError
+from ..exceptions import ConfigError, InputError, RecauditError
 from ._common import err_console, exit_on_error, print_json
 
-__all__ = ["app"]
+__all__ = ["analyze_command", "app", "demo_command", "run_command", "simulate_command"]
 
 app = typer.Typer(help="The positional study.", no_args_is_help=True)
+console = Console()
 
+MSG_NUMBER_LIST = "`{option}`: {value!r} is not a list of numbers"
+
+
+class _MultiValueCommand(TyperCommand):
+    """Lets ``--k 5 10 15 20`` give several values to one option.
+
+    Click options take a fixed number of values; before parsing, the tokens after a
+    multi-value option (up to the next ``--option``) are joined with commas, and the
+    option's callback splits them again. ``--k 5 --k 10`` and ``--k 5,10`` work too.
+    """
+
+    multi_value_options: tuple[str, ...] = ("--k", "--queries", "--p-bias")
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # click.Context
+        joined: list[str] = []
+        i = 0
+        while i < len(args):
+            token = args[i]
+            joined.append(token)
+            i += 1
+            if token in self.multi_value_options:
+                values = []
+                while i < len(args) and not args[i].startswith("--"):
+                    values.append(args[i])
+                    i += 1
+                if values:
+                    joined.append(",".join(values))
+        return super().parse_args(ctx, joined)
+
+
+def _number_list(kind: Callable[[str], Any], option: str) -> Callable[[list[str]], list[Any]]:
+    def parse(values: list[str]) -> list[Any]:
+        out = []
+        for value in values:
+            for token in value.replace(",", " ").split():
+                try:
+                    out.append(kind(token))
+                except ValueError:
+                    raise typer.BadParameter(
+                        MSG_NUMBER_LIST.format(option=option, value=token)
+                    ) from None
+        return out
+
+    return parse
+
+
+def _progress(quiet: bool) -> Progress:
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+        disable=quiet,
+    )
+
+
+@app.command("analyze")
+@exit_on_error
+def analyze_command(
+    evals: Annotated[Path, typer.Argument(help="Evaluations table (.csv or .parquet).")],
+    by: Annotated[
+        str | None, typer.Option(help="Analyse each group of these columns, e.g. model,k.")
+    ] = None,
+    alpha: Annotated[float, typer.Option(help="Level of both tests.")] = 0.05,
+    epsilon: Annotated[float, typer.Option(help="Tolerated TV drift for POB-UNBP.")] = 0.0,
+    n_resamples: Annotated[int, typer.Option(help="POB-ICM within-query shuffles.")] = 9999,
+    n_boot: Annotated[int, typer.Option(help="Bootstrap resamples of each CI.")] = 2000,
+    seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    quiet: Annotated[bool, typer.Option(help="No progress bars.")] = False,
+    fail_on_bias: Annotated[
+        bool, typer.Option(help="Exit 1 if any test rejects (Holm-adjusted with --by).")
+    ] = False,
+) -> None:
+    """Test an evaluations table for positional bias (POB-ICM, POB-UNBP, PS, PB, sPB)."""
+    from ..positional import analyze, analyze_groups, read_table
+
+    table = read_table(evals)
+    columns = [c.strip() for c in by.split(",") if c.strip()] if by else []
+    options: dict[str, Any] = {
+        "alpha": alpha,
+        "epsilon": epsilon,
+        "n_resamples": n_resamples,
+        "n_boot": n_boot,
+        "rng": seed,
+    }
+    with _progress(quiet or json_output) as bar:
+        if columns:
+            n_groups = (
+                int(table.groupby(columns, dropna=False).ngroups)
+                if all(c in table.columns for c in columns)
+                else 1
+            )
+            task = bar.add_task("analysing groups", total=n_groups)
+            grouped = analyze_groups(
+                table, by=columns, progress=lambda n: bar.advance(task, n), **options
+            )
+            rows, rejects = grouped.to_list(), grouped.rejects
+        else:
+            task = bar.add_task("analysing", total=1)
+            single = analyze(table, **options)
+            bar.advance(task)
+            rows, rejects = [single.to_dict()], single.rejects
+    if json_output:
+        print_json(rows if columns else rows[0])
+    else:
+        _print_analysis(rows, columns)
+    if fail_on_bias and rejects:
+        raise typer.Exit(code=1)
+
+
+@app.command("simulate", cls=_MultiValueCommand)
+@exit_on_error
+def simulate_command(
+    k: Annotated[
+        list[str], typer.Option("--k", help="Numbers of candidates, e.g. --k 5 10 15 20.")
+    ] = ["5", "10", "15", "20"],  # noqa: B006 - typer reads defaults, never mutates them
+    queries: Annotated[
+        list[str], typer.Option(help="Numbers of queries, e.g. --queries 50 100 200.")
+    ] = ["50", "100", "200"],  # noqa: B006
+    perms: Annotated[int, typer.Option(help="Permutations (evaluations) per query.")] = 20,
+    p_bias: Annotated[
+        list[str], typer.Option(help="Probabilities of picking the first position.")
+    ] = ["0", "0.05", "0.1"],  # noqa: B006
+    reps: Annotated[int, typer.Option(help="Replications per grid point.")] = 1000,
+    alpha: Annotated[float, typer.Option(help="Level of both tests.")] = 0.05,
+    n_resamples: Annotated[int, typer.Option(help="POB-ICM shuffles per replication.")] = 199,
+    seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    quiet: Annotated[bool, typer.Option(help="No progress bars.")] = False,
+) -> None:
+    """Run the simulation study: type-I error and power of POB-ICM and POB-UNBP."""
+    from ..positional import power_study
+
+    ks = _number_list(int, "--k")(k)
+    qs = _number_list(int, "--queries")(queries)
+    pbs = _number_list(float, "--p-bias")(p_bias)
+    if not ks or not qs or not pbs:
+        raise InputError("`--k`, `--queries` and `--p-bias` each need at least one value")
+    total = len(ks) * len(qs) * len(pbs) * reps
+    with _progress(quiet or json_output) as bar:
+        task = bar.add_task("simulating", total=total)
+        study = power_study(
+            k=ks,
+            queries=qs,
+            perms=perms,
+            p_bias=pbs,
+            reps=reps,
+            alpha=alpha,
+            n_resamples=n_resamples,
+            rng=seed,
+            progress=lambda n: bar.advance(task, n),
+        )
+    if json_output:
+        print_json([row.to_dict() for row in study.rows])
+        return
+    table = Table(title=f"Rejection rates at alpha = {alpha} ({reps} replications)")
+    for col in ("test", "k", "queries", "p_bias", "rate", "95% Wilson CI"):
+        table.add_column(col, justify="right")
+    for r in study.rows:
+        table.add_row(
+            r.test,
+            str(r.k),
+            str(r.queries),
+            f"{r.p_bias:g}",
+            f"{r.rejection_rate:.3f}",
+            f"[{r.ci_low:.3f}, {r.ci_high:.3f}]",
+        )
+    console.print(table)
+    for (test, kk, pb), n in study.power_table(0.8).items():
+        console.print(
+            f"{test} k={kk} p_bias={pb:g}: 80% power at "
+            + (f"{n} queries" if n is not None else "no grid point")
+        )
+
+
+def _print_analysis(rows: list[dict[str, Any]], by: list[str]) -> None:
+    holm = ", Holm" if by else ""
+    table = Table(title="Positional bias")
+    table.add_column("statistic")
+    names = [", ".join(f"{c}={r[c]}" for c in by) or "all" for r in rows]
+    for name in names:
+        table.add_column(name, justify="right")
+    lines: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+        ("k", lambda r: str(r["k"])),
+        ("queries / evaluations", lambda r: f"{r['n_queries']} / {r['n_evaluations']}"),
+        ("discarded generations", lambda r: str(r["n_discarded"])),
+        (
+            f"POB-ICM X2 (p{holm})",
+            lambda r: (
+                f"{r['pob_icm']['statistic']:.1f} "
+                f"({r['pob_icm'].get('pvalue_holm', r['pob_icm']['pvalue']):.4g})"
+            ),
+        ),
+        ("POB-ICM asymptotic p", lambda r: f"{r['pob_icm']['pvalue_asymptotic']:.3g}"),
+        (
+            f"POB-UNBP L, pp (p{holm})",
+            lambda r: (
+                f"{100 * r['pob_unbp']['L']:.2f} "
+                f"({r['pob_unbp'].get('pvalue_holm', r['pob_unbp']['pvalue']):.3g})"
+            ),
+        ),
+        ("PS [95% CI]", lambda r: _fmt(r["ps"])),
+        ("PB [95% CI]", lambda r: _fmt(r["pb"])),
+        ("sPB [95% CI]", lambda r: _fmt(r["spb"])),
+        ("position shares", lambda r: " ".join(f"{q:.2f}" for q in r["position_distribution"])),
+    ]
+    for label, cell in lines:
+        table.add_row(label, *[cell(r) for r in rows])
+    console.print(table)
+    verdict = f"alpha = {rows[0]['alpha']}" + (", Holm across groups" if by else "")
+    biased = [
+        name
+        for name, r in zip(names, rows, strict=True)
+        if r["pob_icm"].get("reject_holm", r["pob_icm"]["reject"])
+        or r["pob_unbp"].get("reject_holm", r["pob_unbp"]["reject"])
+    ]
+    if biased:
+        console.print(f"[bold red]Positional bias detected[/] ({verdict}) in: {'; '.join(biased)}")
+    else:
+        console.print(f"[bold green]No positional bias detected[/] ({verdict})")
+
+
+def _fmt(est: dict[str, float]) -> str:
+    return f"{est['value']:.3f} [{est['ci_low']:.3f}, {est['ci_high']:.3f}]"
+
+
+# -- run and demo (llm-runner) -------------------------------------------------------
+
+GROUP_BY = ("model", "k", "temperature", "condition")
 DEMO_CATALOG = Path("../shared/data/myntra/myntra_products_catalog.csv")
 MSG_DEMO_CATALOG = (
     "demo catalog not found at {path}; pass `--catalog PATH` (the Myntra catalog "
@@ -106,7 +347,7 @@ def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
     if as_json:
         print_json({"run": result.to_dict(), "analysis": analysis})
     elif analysis is not None:
-        _print_analysis(analysis)
+        _print_analysis(analysis, list(GROUP_BY))
     elif live and not analyze:
         err_console.print(f"analyse with `recaudit positional analyze "
                           f"{result.evaluations_path}`", highlight=False)
@@ -123,8 +364,7 @@ def _analyze_run(path: Path, *, seed: int, quiet: bool) -> list[dict[str, Any]] 
     if not quiet:
         err_console.print("[dim]analysing (POB-ICM, POB-UNBP, PS, PB, sPB)...[/]")
     try:
-        grouped = analyze_groups(path, by=["model", "k", "temperature", "condition"],
-                                 rng=seed)
+        grouped = analyze_groups(path, by=list(GROUP_BY), rng=seed)
     except RecauditError as exc:
         err_console.print(f"[yellow]analysis skipped:[/] {exc}; inspect the table and run "
                           f"`recaudit positional analyze {path}`", highlight=False)
@@ -132,37 +372,9 @@ def _analyze_run(path: Path, *, seed: int, quiet: bool) -> list[dict[str, Any]] 
     return grouped.to_list()
 
 
-def _fmt(value: Any, pct: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{100 * value:.1f}%" if pct else f"{value:.3g}"
-
-
-def _print_analysis(groups: list[dict[str, Any]]) -> None:
-    table = Table(title="positional bias (p-values Holm-adjusted across groups)",
-                  title_justify="left")
-    for col in ("group", "queries", "valid", "disc.", "ICM p", "UNBP L", "UNBP p",
-                "PS", "PB", "sPB"):
-        table.add_column(col, no_wrap=True)
-    for g in groups:
-        label = "/".join(str(g[c]) for c in ("model", "k", "temperature", "condition")
-                         if c in g)
-        table.add_row(
-            label, str(g["n_queries"]), str(g["n_evaluations"]), str(g["n_discarded"]),
-            _fmt(g["pob_icm"]["pvalue_holm"]), _fmt(g["pob_unbp"]["L"], pct=True),
-            _fmt(g["pob_unbp"]["pvalue_holm"]), _fmt(g["ps"]["value"], pct=True),
-            _fmt(g["pb"]["value"], pct=True), _fmt(g["spb"]["value"], pct=True),
-        )
-    err_console.print(table)
-    for g in groups:
-        dist = " ".join(f"{100 * p:.0f}%" for p in g["position_distribution"])
-        err_console.print(f"{g.get('model', '')} {g.get('condition', '')}: selected "
-                          f"positions 1..{g['k']}: {dist}", highlight=False)
-
-
 @app.command("run")
 @exit_on_error
-def run(
+def run_command(
     config: Annotated[Path, typer.Argument(help="The audit config (TOML).")],
     out: Annotated[Path | None, typer.Option(
         "--out", help="Run folder (default: runs/<config name>).")] = None,
@@ -202,7 +414,7 @@ def _demo_config(catalog: Path, queries: int, perms: int, k: int) -> Any:
 
 @app.command("demo")
 @exit_on_error
-def demo(
+def demo_command(
     catalog: Annotated[Path, typer.Option(help="Product catalog (Myntra CSV).")] = DEMO_CATALOG,
     queries: Annotated[int, typer.Option(help="Number of generated queries.", min=1)] = 30,
     perms: Annotated[int, typer.Option(help="Random orders per query.", min=1)] = 10,

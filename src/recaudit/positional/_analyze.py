@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -13,8 +13,14 @@ import pandas as pd
 
 from .._stats import Estimate, as_generator, holm
 from ..exceptions import InputError
-from ._evaluations import GROUP_COLUMNS, Evaluations, evaluations_from_table, group_table, read_table
 from ._distribution import position_distribution, selection_rate_matrix
+from ._evaluations import (
+    GROUP_COLUMNS,
+    Evaluations,
+    evaluations_from_table,
+    group_table,
+    read_table,
+)
 from ._icm import PobIcmResult, pob_icm
 from ._metrics import (
     StrongBiasResult,
@@ -26,9 +32,10 @@ from ._unbp import PobUnbpResult, pob_unbp
 
 __all__ = ["GroupedAnalysis", "PositionalAnalysis", "analyze", "analyze_groups"]
 
+MSG_IN_GROUP = "group {group}: {error}"
 MSG_BY_EMPTY = "`by` must name at least one column (e.g. {choices})"
 
-Source = Evaluations | pd.DataFrame | str | Path
+Source: TypeAlias = Evaluations | pd.DataFrame | str | Path
 
 
 @dataclass(frozen=True, eq=False)
@@ -157,8 +164,9 @@ def analyze(
         One stream, split into independent child streams per statistic.
     """
     evals = data if isinstance(data, Evaluations) else evaluations_from_table(data)
-    return _analyze_group(evals, {}, alpha, epsilon, n_resamples, n_boot, confidence_level,
-                          as_generator(rng))
+    return _analyze_group(
+        evals, {}, alpha, epsilon, n_resamples, n_boot, confidence_level, as_generator(rng)
+    )
 
 
 def analyze_groups(
@@ -184,9 +192,16 @@ def analyze_groups(
     gen = as_generator(rng)
     results = []
     for keys, part in group_table(read_table(data), list(by)):
-        evals = evaluations_from_table(part)
-        results.append(_analyze_group(evals, _plain(keys), alpha, epsilon, n_resamples, n_boot,
-                                      confidence_level, gen))
+        try:
+            evals = evaluations_from_table(part)
+        except InputError as exc:
+            name = ", ".join(f"{k}={v}" for k, v in keys.items())
+            raise InputError(MSG_IN_GROUP.format(group=name, error=exc)) from exc
+        results.append(
+            _analyze_group(
+                evals, _plain(keys), alpha, epsilon, n_resamples, n_boot, confidence_level, gen
+            )
+        )
         if progress is not None:
             progress(1)
     return GroupedAnalysis(
@@ -209,7 +224,6 @@ def _analyze_group(
 ) -> PositionalAnalysis:
     unbp = pob_unbp(evals, alpha=alpha, epsilon=epsilon)
     g_icm, g_ps, g_ps2, g_pb, g_spb, g_dist = gen.spawn(6)
-    boot = {"n_boot": n_boot, "confidence_level": confidence_level}
     return PositionalAnalysis(
         k=evals.k,
         n_queries=evals.n_queries,
@@ -220,11 +234,19 @@ def _analyze_group(
         epsilon=unbp.epsilon,
         pob_icm=pob_icm(evals, n_resamples=n_resamples, rng=g_icm),
         pob_unbp=unbp,
-        ps=permutation_sensitivity(evals, rng=g_ps, **boot),
-        ps_pairwise=permutation_sensitivity(evals, kind="pairwise", rng=g_ps2, **boot),
-        pb=positional_bias(evals, rng=g_pb, **boot),
-        spb=strong_positional_bias(evals, rng=g_spb, **boot),
-        position_distribution=position_distribution(evals, rng=g_dist, **boot),
+        ps=permutation_sensitivity(
+            evals, rng=g_ps, n_boot=n_boot, confidence_level=confidence_level
+        ),
+        ps_pairwise=permutation_sensitivity(
+            evals, kind="pairwise", rng=g_ps2, n_boot=n_boot, confidence_level=confidence_level
+        ),
+        pb=positional_bias(evals, rng=g_pb, n_boot=n_boot, confidence_level=confidence_level),
+        spb=strong_positional_bias(
+            evals, rng=g_spb, n_boot=n_boot, confidence_level=confidence_level
+        ),
+        position_distribution=position_distribution(
+            evals, rng=g_dist, n_boot=n_boot, confidence_level=confidence_level
+        ),
         selection_rate_matrix=selection_rate_matrix(evals),
         group=keys,
     )

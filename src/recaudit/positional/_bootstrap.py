@@ -41,9 +41,7 @@ def bootstrap_ci(
     per output column is returned.
     """
     n = per_query.shape[0]
-    reps = [
-        statistic(w @ per_query / n) for w in bootstrap_weights(n, n_boot, rng)
-    ]
+    reps = [statistic(w @ per_query / n) for w in bootstrap_weights(n, n_boot, rng)]
     values = np.vstack(reps)
     return [
         percentile_interval(values[:, j], confidence_level=confidence_level)

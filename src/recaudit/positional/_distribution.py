@@ -29,7 +29,10 @@ def position_distribution(
     n_boot, confidence_level = check_bootstrap_args(n_boot, confidence_level)
     shares = query_position_shares(evals)
     cis = bootstrap_ci(
-        shares, lambda m: m, n_boot=n_boot, confidence_level=confidence_level,
+        shares,
+        lambda m: m,
+        n_boot=n_boot,
+        confidence_level=confidence_level,
         rng=as_generator(rng),
     )
     return tuple(Estimate(float(v), ci) for v, ci in zip(shares.mean(axis=0), cis, strict=True))

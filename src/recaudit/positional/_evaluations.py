@@ -131,7 +131,9 @@ def read_table(source: str | Path | pd.DataFrame) -> pd.DataFrame:
             raise InputError(MSG_BAD_SUFFIX.format(path=path))
     for col in REQUIRED_COLUMNS:
         if col not in table.columns:
-            raise InputError(MSG_MISSING_COLUMN.format(col=col, cols=", ".join(map(str, table.columns))))
+            raise InputError(
+                MSG_MISSING_COLUMN.format(col=col, cols=", ".join(map(str, table.columns)))
+            )
     if len(table) == 0:
         raise InputError(MSG_EMPTY)
     return table
@@ -145,7 +147,9 @@ def group_table(
     for col in by:
         if col not in table.columns or col == "_row":
             raise InputError(
-                MSG_BY_COLUMN.format(col=col, choices=", ".join(c for c in table.columns if c != "_row"))
+                MSG_BY_COLUMN.format(
+                    col=col, choices=", ".join(c for c in table.columns if c != "_row")
+                )
             )
     if not by:
         return [({}, table)]

@@ -107,8 +107,9 @@ def pob_icm(
     The asymptotic p-value uses ``chi2((R-1)(C-1))``; with sampled permutations and
     k >= 10 nearly every column holds a single query's evaluations, expected counts
     are far below 5 and evaluations are not independent, so only the permutation
-    p-value is valid. The shuffle draws 32-bit uniforms and maps them to ``[0, m)``
-    by multiply-shift, with a bias below ``m / 2^32`` (negligible for m <= 10^4).
+    p-value is valid. The shuffle is an exact Fisher-Yates within each query
+    (Lemire's multiply-shift bounded draws with rejection, 16-bit slices of the
+    generator's raw 64-bit output), compiled with numba: one resample costs O(N).
 
     References
     ----------
@@ -132,7 +133,7 @@ def pob_icm(
     )
     rows = table.sum(axis=1).astype(float)
     cols = table.sum(axis=0).astype(float)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):
         weight = np.where(np.outer(rows, cols) > 0, 1.0 / np.outer(rows, cols), 0.0)
     statistic = float(n * np.sum(table.astype(float) ** 2 * weight) - n)
     n_rows, n_cols = int((rows > 0).sum()), int((cols > 0).sum())
@@ -140,16 +141,40 @@ def pob_icm(
     p_asym = float(stats.chi2.sf(statistic, df)) if df > 0 else 1.0
 
     sort = np.argsort(evals.query, kind="stable")
-    offsets = np.concatenate([[0], np.cumsum(np.bincount(evals.query))]).astype(np.int64)
+    sizes = np.bincount(evals.query)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    # Labels renumbered by first appearance in query order, cells = label * k + item:
+    # a query's cells then sit close together in memory.
+    _, first, relabel = np.unique(labels[sort], return_index=True, return_inverse=True)
+    rank = np.empty_like(first)
+    rank[np.argsort(first)] = np.arange(first.size)
+    label_s = rank[relabel.reshape(-1)].astype(np.int64)
     item_s = item[sort]
-    label_s = labels[sort].astype(np.int64)
+    inv_rows = np.where(rows > 0, 1.0 / np.maximum(rows, 1.0), 0.0)
+    inv_cols = np.where(cols > 0, 1.0 / np.maximum(cols, 1.0), 0.0)[labels[sort]]
+    inv_cols_relabelled = np.empty(n_labels)
+    inv_cols_relabelled[label_s] = inv_cols
+    movable = _movable_queries(evals.query, item, labels, evals.k, n_labels)
+    bits = 16 if sizes.max(initial=1) <= 1 << 15 else 32
+    per_word = 64 // bits
+    words = (n + n // 64 + 64) // per_word + 1
     null = np.empty(n_resamples)
-    chunk = max(1, _CHUNK_BYTES // (4 * max(n, 1)))
+    chunk = max(1, _CHUNK_BYTES // (8 * words))
     for start in range(0, n_resamples, chunk):
         b = min(chunk, n_resamples - start)
-        raw = gen.bit_generator.random_raw(size=(b, (n + 1) // 2))
-        _null_statistics(item_s, label_s, offsets, weight.ravel(), n_labels, raw,
-                         null[start:start + b])
+        raw = gen.bit_generator.random_raw(size=(b, words))
+        _null_statistics(
+            item_s,
+            label_s,
+            offsets,
+            movable,
+            inv_rows,
+            inv_cols_relabelled,
+            evals.k,
+            raw,
+            bits,
+            null[start : start + b],
+        )
     return PobIcmResult(
         statistic=statistic,
         pvalue=monte_carlo_pvalue(statistic, null),
@@ -165,9 +190,27 @@ def pob_icm(
 def _pob_icm_iv(
     n_resamples: int, rng: np.random.Generator | int | None
 ) -> tuple[int, np.random.Generator]:
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int | np.integer) or n_resamples < 1:
+    if (
+        isinstance(n_resamples, bool)
+        or not isinstance(n_resamples, int | np.integer)
+        or n_resamples < 1
+    ):
         raise InputError(MSG_N_RESAMPLES.format(value=n_resamples))
     return int(n_resamples), as_generator(rng)
+
+
+def _movable_queries(
+    query: npt.NDArray[np.int64],
+    item: npt.NDArray[np.int64],
+    labels: npt.NDArray[np.int64],
+    k: int,
+    n_labels: int,
+) -> npt.NDArray[np.int64]:
+    """Queries whose shuffle can change the table: >= 2 distinct items and labels."""
+    n_q = int(query.max()) + 1
+    items = np.bincount(np.unique(query * k + item) // k, minlength=n_q)
+    perms = np.bincount(np.unique(query * n_labels + labels) // n_labels, minlength=n_q)
+    return np.flatnonzero((items > 1) & (perms > 1)).astype(np.int64)
 
 
 def _permutation_labels(orders: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], int]:
@@ -180,40 +223,80 @@ def _null_statistics(
     item: npt.NDArray[np.int64],
     label: npt.NDArray[np.int64],
     offsets: npt.NDArray[np.int64],
-    weight: npt.NDArray[np.float64],
-    n_labels: int,
+    movable: npt.NDArray[np.int64],
+    inv_rows: npt.NDArray[np.float64],
+    inv_cols: npt.NDArray[np.float64],
+    k: int,
     raw: npt.NDArray[np.uint64],
+    bits: int,
     out: npt.NDArray[np.float64],
 ) -> None:  # pragma: no cover - compiled
     """X^2 after one within-query shuffle of the labels per row of ``raw``.
 
-    With both margins fixed, ``X^2 = N sum_c N_c^2 w_c - N`` with
-    ``w_c = 1 / (r_i c_s)``; the sum is accumulated as cells fill
-    (``N_c^2`` grows by ``2 N_c + 1``), so one resample costs O(N).
+    Row b of ``raw`` feeds resample b. Only ``movable`` queries (two distinct items
+    and two distinct labels) are shuffled: the others cannot change the table.
     """
-    n = item.size
-    counts = np.zeros(weight.size, dtype=np.int64)
-    perm = np.empty(n, dtype=np.int64)
-    mask = np.uint64(0xFFFFFFFF)
+    counts = np.zeros(inv_cols.size * k, dtype=np.int64)
+    perm = np.empty(item.size, dtype=np.int64)
     for b in range(out.size):
-        perm[:] = label
-        draw = 0
-        for q in range(offsets.size - 1):
-            lo = offsets[q]
-            for t in range(offsets[q + 1] - 1, lo, -1):
-                word = raw[b, draw >> 1]
-                u = (word >> np.uint64(32 * (draw & 1))) & mask
-                j = lo + np.int64((u * np.uint64(t - lo + 1)) >> np.uint64(32))
-                draw += 1
-                tmp = perm[t]
-                perm[t] = perm[j]
-                perm[j] = tmp
-        total = 0.0
-        for e in range(n):
-            c = item[e] * n_labels + perm[e]
-            m = counts[c]
-            total += weight[c] * (2 * m + 1)
-            counts[c] = m + 1
-        for e in range(n):
-            counts[item[e] * n_labels + perm[e]] = 0
-        out[b] = n * total - n
+        _shuffle_within(perm, label, offsets, movable, raw[b], bits)
+        out[b] = _chi2_fixed_margins(item, perm, inv_rows, inv_cols, k, counts)
+
+
+@numba.njit(cache=True)
+def _shuffle_within(
+    perm: npt.NDArray[np.int64],
+    label: npt.NDArray[np.int64],
+    offsets: npt.NDArray[np.int64],
+    movable: npt.NDArray[np.int64],
+    raw: npt.NDArray[np.uint64],
+    bits: int,
+) -> None:  # pragma: no cover - compiled
+    """Fisher-Yates within each movable query, with Lemire's exact bounded draws
+    (multiply-shift with rejection) from ``bits``-bit slices of the raw words."""
+    perm[:] = label
+    shift = 2 if bits == 16 else 1  # log2 of slices per word
+    mask = np.uint64((1 << bits) - 1)
+    n_slices = raw.size << shift
+    draw = 0
+    for q in movable:
+        lo = offsets[q]
+        for t in range(offsets[q + 1] - 1, lo, -1):
+            m = np.uint64(t - lo + 1)
+            word = raw[draw >> shift]
+            prod = ((word >> np.uint64(bits * (draw & ((1 << shift) - 1)))) & mask) * m
+            draw = draw + 1 if draw + 1 < n_slices else 0
+            if (prod & mask) < m:  # Lemire (2019): reject the biased sliver
+                floor = (mask + np.uint64(1) - m) % m
+                while (prod & mask) < floor:
+                    word = raw[draw >> shift]
+                    x = (word >> np.uint64(bits * (draw & ((1 << shift) - 1)))) & mask
+                    prod = x * m
+                    draw = draw + 1 if draw + 1 < n_slices else 0
+            j = lo + np.int64(prod >> np.uint64(bits))
+            tmp = perm[t]
+            perm[t] = perm[j]
+            perm[j] = tmp
+
+
+@numba.njit(cache=True)
+def _chi2_fixed_margins(
+    item: npt.NDArray[np.int64],
+    perm: npt.NDArray[np.int64],
+    inv_rows: npt.NDArray[np.float64],
+    inv_cols: npt.NDArray[np.float64],
+    k: int,
+    counts: npt.NDArray[np.int64],
+) -> float:  # pragma: no cover - compiled
+    """``X^2 = N sum_c N_c^2 / (r_i c_s) - N`` (both margins fixed), accumulated as
+    cells fill (``N_c^2`` grows by ``2 N_c + 1``): O(N). Leaves ``counts`` zeroed."""
+    n = item.size
+    total = 0.0
+    for e in range(n):
+        c = perm[e] * k + item[e]
+        m_c = counts[c]
+        total += inv_rows[item[e]] * inv_cols[perm[e]] * (2 * m_c + 1)
+        counts[c] = m_c + 1
+    for e in range(n):
+        counts[perm[e] * k + item[e]] = 0
+    return n * total - n

@@ -63,7 +63,7 @@ def permutation_sensitivity(
     >>> from recaudit.positional import simulate_evaluations, permutation_sensitivity
     >>> ev = simulate_evaluations(100, k=5, p_bias=0.0, rng=0)
     >>> round(permutation_sensitivity(ev, rng=0).value, 3)
-    0.335
+    0.386
     """
     n_boot, confidence_level = check_bootstrap_args(n_boot, confidence_level)
     if kind not in ("modal", "pairwise"):
@@ -126,8 +126,13 @@ class StrongBiasResult:
 
     def to_dict(self) -> dict[str, float | None]:
         """``{"value", "ci_low", "ci_high", "tau", "p_hat"}``."""
-        return {"value": self.value, "ci_low": self.ci.low, "ci_high": self.ci.high,
-                "tau": self.tau, "p_hat": self.p_hat}
+        return {
+            "value": self.value,
+            "ci_low": self.ci.low,
+            "ci_high": self.ci.high,
+            "tau": self.tau,
+            "p_hat": self.p_hat,
+        }
 
 
 def strong_positional_bias(
@@ -216,11 +221,16 @@ def _cross_validated_outside(
 
 
 def _mean_estimate(
-    per_query: npt.NDArray[np.float64], n_boot: int, confidence_level: float,
+    per_query: npt.NDArray[np.float64],
+    n_boot: int,
+    confidence_level: float,
     gen: np.random.Generator,
 ) -> Estimate:
     (ci,) = bootstrap_ci(
-        per_query[:, None], lambda m: m, n_boot=n_boot, confidence_level=confidence_level,
+        per_query[:, None],
+        lambda m: m,
+        n_boot=n_boot,
+        confidence_level=confidence_level,
         rng=gen,
     )
     return Estimate(float(per_query.mean()), ci)

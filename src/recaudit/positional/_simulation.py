@@ -7,7 +7,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from .._stats import as_generator, binomial_interval
 from ..exceptions import InputError
@@ -151,7 +150,9 @@ def power_study(
                     if "pob_unbp" in tests:
                         hits["pob_unbp"] += bool(pob_unbp(ev, alpha=alpha).reject)
                     if "pob_icm" in tests:
-                        hits["pob_icm"] += pob_icm(ev, n_resamples=n_resamples, rng=gen).pvalue <= alpha
+                        hits["pob_icm"] += (
+                            pob_icm(ev, n_resamples=n_resamples, rng=gen).pvalue <= alpha
+                        )
                     if progress is not None:
                         progress(1)
                 for test in tests:
@@ -162,7 +163,9 @@ def power_study(
     return PowerStudy(rows=tuple(rows), alpha=alpha)
 
 
-def _simulate_iv(n_queries: int, k: int, n_perms: int, p_bias: float) -> tuple[int, int, int, float]:
+def _simulate_iv(
+    n_queries: int, k: int, n_perms: int, p_bias: float
+) -> tuple[int, int, int, float]:
     for name, value, low in (("n_queries", n_queries, 1), ("k", k, 2), ("n_perms", n_perms, 1)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
             raise InputError(MSG_POSITIVE.format(name=name, low=low, value=value))
