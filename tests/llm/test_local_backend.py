@@ -100,7 +100,7 @@ def test_greedy_is_deterministic(backend, candidate_sets):
 def test_seeded_sampling_is_reproducible(backend, candidate_sets):
     query, cands = candidate_sets[1]
     texts = [
-        backend.complete_sync(_request(cands, query, temperature=1.0, seed=s)).text
+        backend.complete_sync(_request(cands, query, temperature=1.0, seed=s, max_tokens=12)).text
         for s in (1, 1, 2)
     ]
     assert texts[0] == texts[1]
@@ -120,19 +120,23 @@ def test_concurrent_awaits_are_serialised(backend, candidate_sets):
 
 def test_choice_probabilities(backend, candidate_sets):
     query, cands = candidate_sets[2]
+    with_probs = {}
     for ids in (positional_identifiers(3), random_labels(3, rng=0)):
-        r = backend.complete_sync(_request(cands, query, max_tokens=1, ids=ids, probs=True))
+        r = backend.complete_sync(_request(cands, query, max_tokens=8, ids=ids, probs=True))
         assert r.choice_probs is not None and len(r.choice_probs) == 3
         assert sum(r.choice_probs) == pytest.approx(1.0, abs=1e-9)
         assert all(0 <= p <= 1 for p in r.choice_probs)
         assert 0 <= r.outside_mass <= 1
-    plain = backend.complete_sync(_request(cands, query, max_tokens=1))
+        with_probs[ids] = r
+    plain = backend.complete_sync(_request(cands, query, max_tokens=8))
     assert plain.choice_probs is None and plain.outside_mass is None
+    # the prompt pass shared with the probability computation decodes the same text
+    assert with_probs[positional_identifiers(3)].text == plain.text
 
 
-def test_choice_probabilities_follow_the_candidates(backend, candidate_sets):
-    """Reversing the order moves each candidate's probability with it only if the model
-    has no positional preference; the vectors must at least differ (position matters)."""
+def test_choice_probabilities_depend_on_the_order(backend, candidate_sets):
+    """Reversing the candidates changes the distribution over positions (SmolLM2 is
+    position-driven; an order-blind implementation would return the same vector)."""
     query, cands = candidate_sets[3]
     fwd = backend.complete_sync(_request(cands, query, max_tokens=1, probs=True))
     rev = backend.complete_sync(_request(cands, query, max_tokens=1, order=(3, 2, 1), probs=True))
@@ -140,7 +144,7 @@ def test_choice_probabilities_follow_the_candidates(backend, candidate_sets):
 
 
 def test_real_outputs_parse_or_are_recorded_discards(backend, candidate_sets):
-    reqs = [_request(c, q, max_tokens=48) for q, c in candidate_sets]
+    reqs = [_request(c, q, max_tokens=40) for q, c in candidate_sets]
     responses = backend.complete_batch(reqs)
     assert len(responses) == len(reqs)
     for req, resp in zip(reqs, responses, strict=True):
@@ -152,14 +156,19 @@ def test_real_outputs_parse_or_are_recorded_discards(backend, candidate_sets):
     assert single.text == responses[0].text
 
 
-def test_weights_cache_reloads_the_same_model(backend, candidate_sets):
+def test_weights_cache_reloads_the_same_model_and_stop_after_json(backend, candidate_sets):
     from recaudit.llm.backends import LocalBackend
 
-    again = LocalBackend(n_threads=1)
-    assert again.loaded_from is not None
+    again = LocalBackend(n_threads=1, stop_after_json=True)
+    assert again.loaded_from is not None and again.name.endswith("+stop_after_json")
     query, cands = candidate_sets[4]
-    req = _request(cands, query, max_tokens=12)
-    assert again.complete_sync(req).text == backend.complete_sync(req).text
+    req = _request(cands, query, max_tokens=40)
+    full, stopped = backend.complete_sync(req), again.complete_sync(req)
+    assert full.text.startswith(stopped.text)  # same weights, same greedy path
+    if stopped.extra["finish_reason"] == "stop_json":
+        assert stopped.text.rstrip().endswith("}") and len(stopped.text) < len(full.text)
+    else:
+        assert stopped.text == full.text
     asyncio.run(again.aclose())
 
 

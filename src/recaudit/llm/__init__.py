@@ -26,6 +26,7 @@ from ._retrieval import (
     default_cache_dir,
 )
 from ._types import Backend, Candidate, ChatMessage, ChatRequest, ChatResponse
+from .backends import LocalBackend
 
 # isort: split
 # -- runner, journal, config, backends (llm-runner) --------------------------------
@@ -62,6 +63,7 @@ __all__ = [
     "ChatResponse",
     "ColumnMap",
     "Design",
+    "LocalBackend",
     "ParsedAnswer",
     "PromptTemplate",
     "Query",

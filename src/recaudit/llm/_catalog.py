@@ -122,7 +122,7 @@ class ColumnMap:
         return tuple((names.get(f.name, f.name), getattr(self, f.name)) for f in fields(self))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Catalog:
     """A validated product catalog.
 
@@ -138,6 +138,11 @@ class Catalog:
         embedding cache and identifies the catalog in run records.
     source : str
         Where it was loaded from (informational).
+
+    Notes
+    -----
+    Compared by identity (a DataFrame has no single truth value); compare ``sha256``
+    to test for equal content.
     """
 
     items: pd.DataFrame

@@ -223,12 +223,13 @@ def design_orders(
         Original indices (1-based) at positions 1..k.
     """
     design, k, n = _design_orders_iv(kind, k, n)
-    if design is Design.SAMPLED:
-        return sampled_orders(k, n, rng=rng)
-    if design is Design.SHARED:
-        return shared_orders(k, n, rng=rng)
-    if design is Design.IDENTITY:
-        return identity_orders(k, n)
+    if n is not None:
+        if design is Design.SAMPLED:
+            return sampled_orders(k, n, rng=rng)
+        if design is Design.SHARED:
+            return shared_orders(k, n, rng=rng)
+        if design is Design.IDENTITY:
+            return identity_orders(k, n)
     fixed = {
         Design.EXHAUSTIVE: exhaustive_orders,
         Design.CYCLIC: cyclic_orders,

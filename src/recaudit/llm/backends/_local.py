@@ -95,6 +95,11 @@ class LocalBackend:
         the cached folder about 5 s). The copy holds the same float32 weights.
     cache_dir : str or Path, optional
         Default ``cache_root() / "models"`` (``~/.cache/recaudit/models``).
+    stop_after_json : bool
+        Stop decoding a row as soon as its text closes its first top-level JSON object
+        (``finish_reason == "stop_json"``), like a stop sequence. Off by default: it
+        changes the system under test (trailing text is never generated), so it is
+        recorded in :attr:`name` (``"...+stop_after_json"``).
 
     Attributes
     ----------
@@ -128,6 +133,7 @@ class LocalBackend:
         device: str = "cpu",
         cache_weights: bool = True,
         cache_dir: str | Path | None = None,
+        stop_after_json: bool = False,
     ) -> None:
         folder, gguf_file, n_threads, device = _local_backend_iv(
             model, gguf_file, n_threads, device
@@ -143,7 +149,10 @@ class LocalBackend:
         self.device = device
         self.model_path = folder
         self.gguf_file = gguf_file
-        self.name = f"local:{gguf_file or folder.name}"
+        self.stop_after_json = bool(stop_after_json)
+        self.name = f"local:{gguf_file or folder.name}" + (
+            "+stop_after_json" if stop_after_json else ""
+        )
         started = time.perf_counter()
         torch.set_num_threads(n_threads)
         cached = None
@@ -153,6 +162,8 @@ class LocalBackend:
         self.loaded_from = (
             cached if cached is not None and (cached / "config.json").is_file() else None
         )
+        self.model: Any
+        self.tokenizer: Any
         if self.loaded_from is not None:
             self.tokenizer = AutoTokenizer.from_pretrained(str(cached))
             self.model = AutoModelForCausalLM.from_pretrained(str(cached))
@@ -213,11 +224,19 @@ class LocalBackend:
             started = time.perf_counter()
             with torch.inference_mode():
                 prompts = [self._prompt_ids(r) for r in reqs]
-                texts, n_gen, finish = self._generate(prompts, reqs)
-                choices = [
-                    self._choice_probabilities(r) if r.choice_probabilities else (None, None)
-                    for r in reqs
-                ]
+                if len(reqs) == 1 and reqs[0].choice_probabilities:
+                    # one prompt pass serves both the choice probabilities and decoding
+                    probs, outside, state = self._choice_probabilities(reqs[0], prompts[0])
+                    texts, n_gen, finish = self._generate(prompts, reqs, state)
+                    choices: list[tuple[Any, Any]] = [(probs, outside)]
+                else:
+                    texts, n_gen, finish = self._generate(prompts, reqs)
+                    choices = [
+                        self._choice_probabilities(r, p)[:2]
+                        if r.choice_probabilities
+                        else (None, None)
+                        for r, p in zip(reqs, prompts, strict=True)
+                    ]
             latency = (time.perf_counter() - started) / len(reqs)
         return [
             ChatResponse(
@@ -250,23 +269,27 @@ class LocalBackend:
         return self._encode(self._prompt_text(request))
 
     def _generate(
-        self, prompts: list[list[int]], reqs: list[ChatRequest]
+        self, prompts: list[list[int]], reqs: list[ChatRequest], state: Any = None
     ) -> tuple[list[str], list[int], list[str]]:
+        """Decode a left-padded batch; ``state`` = (cache, last logits) of an
+        already-processed single prompt."""
         torch = self._torch
         b = len(prompts)
         width = max(len(p) for p in prompts)
-        ids = [[self._pad] * (width - len(p)) + p for p in prompts]
         mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
-        out = self.model(
-            input_ids=torch.tensor(ids, device=self.device),
-            attention_mask=mask.to(self.device),
-            position_ids=pos.to(self.device),
-            use_cache=True,
-            logits_to_keep=1,
-        )
-        cache = _cache_of(out)
-        logits = out.logits[:, -1, :]
+        if state is None:
+            ids = [[self._pad] * (width - len(p)) + p for p in prompts]
+            out = self.model(
+                input_ids=torch.tensor(ids, device=self.device),
+                attention_mask=mask.to(self.device),
+                position_ids=pos.to(self.device),
+                use_cache=True,
+                logits_to_keep=1,
+            )
+            cache, logits = _cache_of(out), out.logits[:, -1, :]
+        else:
+            cache, logits = state
         gens = [_generator(torch, r) for r in reqs]
         tokens: list[list[int]] = [[] for _ in range(b)]
         done = [False] * b
@@ -286,7 +309,11 @@ class LocalBackend:
                     done[i], finish[i] = True, "stop"
                 else:
                     tokens[i].append(tok)
-                    if len(tokens[i]) >= r.max_tokens:
+                    if self.stop_after_json and _closes_json_object(
+                        self.tokenizer.decode(tokens[i], skip_special_tokens=True)
+                    ):
+                        done[i], finish[i] = True, "stop_json"
+                    elif len(tokens[i]) >= r.max_tokens:
                         done[i] = True
                 step.append(tok)
             if all(done):
@@ -302,7 +329,7 @@ class LocalBackend:
             cache = _cache_of(out)
             logits = out.logits[:, -1, :]
             next_pos = next_pos + 1
-        texts = [self.tokenizer.decode(t, skip_special_tokens=True) for t in tokens]
+        texts = [str(self.tokenizer.decode(t, skip_special_tokens=True)) for t in tokens]
         return texts, steps, finish
 
     def _boundary_mask(self) -> Any:
@@ -317,7 +344,15 @@ class LocalBackend:
             self._boundary = torch.tensor(flags, device=self.device)
         return self._boundary
 
-    def _choice_probabilities(self, request: ChatRequest) -> tuple[tuple[float, ...], float]:
+    def _choice_probabilities(
+        self, request: ChatRequest, prompt: list[int]
+    ) -> tuple[tuple[float, ...], float, Any]:
+        """Forced-prefix identifier probabilities (module docstring).
+
+        Returns the renormalised probabilities, the outside mass, and -- when the
+        prompt's tokens are a prefix of the forced sequence -- the decoding state
+        (cache cropped to the prompt, logits at its last token), else ``None``.
+        """
         torch = self._torch
         ids = request.identifiers
         prefix = ANSWER_PREFIX if all(s.isdigit() for s in ids) else ANSWER_PREFIX + '"'
@@ -325,10 +360,11 @@ class LocalBackend:
         full = [self._encode(base + s) for s in ids]
         common = _common_prefix_length(full)
         common = min(common, min(len(f) for f in full) - 1)
+        shared = len(prompt) <= common and full[0][: len(prompt)] == prompt
         out = self.model(
             input_ids=torch.tensor([full[0][:common]], device=self.device),
             use_cache=True,
-            logits_to_keep=1,
+            logits_to_keep=common - len(prompt) + 1 if shared else 1,
         )
         cache = _cache_of(out)
         first = torch.log_softmax(out.logits[0, -1].float(), dim=-1)
@@ -338,8 +374,8 @@ class LocalBackend:
             cont = seq[common:]
             step = self.model(
                 input_ids=torch.tensor([cont], device=self.device),
-                **{self._cache_kw: cache},
                 use_cache=True,
+                **{self._cache_kw: cache},
             )
             lp = torch.log_softmax(step.logits[0].float(), dim=-1)
             total = first[cont[0]]
@@ -354,7 +390,34 @@ class LocalBackend:
         probs = (
             tuple(float(x) for x in (p / mass)) if mass > 0 else tuple(1 / len(ids) for _ in ids)
         )
-        return probs, min(max(1.0 - mass, 0.0), 1.0)
+        state = None
+        if shared:
+            cache.crop(len(prompt) - common)
+            state = (cache, out.logits[:, 0, :])
+        return probs, min(max(1.0 - mass, 0.0), 1.0), state
+
+
+def _closes_json_object(text: str) -> bool:
+    """Whether ``text`` contains a ``{`` and the brace that closes it (JSON strings and
+    escapes respected): the stop rule of ``stop_after_json``."""
+    depth, in_string, escaped = 0, False, False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = depth > 0
+        elif ch == "{":
+            depth += 1
+        elif ch == "}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                return True
+    return False
 
 
 def _gguf_key(path: Path) -> str:
