@@ -28,6 +28,30 @@ from ._retrieval import (
 from ._types import Backend, Candidate, ChatMessage, ChatRequest, ChatResponse
 from .backends import LocalBackend
 
+# isort: split
+# -- runner, journal, config, backends (llm-runner) --------------------------------
+from ._audit import AuditResult, answer_schema, build_backends, build_tasks, run_audit
+from ._config import (
+    AuditConfig,
+    CatalogConfig,
+    DesignConfig,
+    LocalParams,
+    ModelConfig,
+    OpenAIParams,
+    PromptConfig,
+    QueriesConfig,
+    RetrievalConfig,
+    SimulatedParams,
+    config_hash,
+    config_to_dict,
+    load_config,
+    parse_config,
+)
+from ._journal import EVALUATION_COLUMNS, EvalKey, EvalRecord, Journal, MemorySink, ResultSink
+from ._runner import EvalTask, RunProgress, RunSummary, run_tasks
+from .backends._openai import OpenAIBackend, choice_probabilities_from_logprobs
+from .backends._simulated import SimulatedBackend, SimulationProfile
+
 __all__ = [
     "CANONICAL_COLUMNS",
     "DISCARD_REASONS",
@@ -64,4 +88,38 @@ __all__ = [
     "sampled_orders",
     "shared_orders",
     "williams_orders",
+    # llm-runner
+    "AuditConfig",
+    "AuditResult",
+    "CatalogConfig",
+    "DesignConfig",
+    "EVALUATION_COLUMNS",
+    "EvalKey",
+    "EvalRecord",
+    "EvalTask",
+    "Journal",
+    "LocalParams",
+    "MemorySink",
+    "ModelConfig",
+    "OpenAIBackend",
+    "OpenAIParams",
+    "PromptConfig",
+    "QueriesConfig",
+    "ResultSink",
+    "RetrievalConfig",
+    "RunProgress",
+    "RunSummary",
+    "SimulatedBackend",
+    "SimulatedParams",
+    "SimulationProfile",
+    "answer_schema",
+    "build_backends",
+    "build_tasks",
+    "choice_probabilities_from_logprobs",
+    "config_hash",
+    "config_to_dict",
+    "load_config",
+    "parse_config",
+    "run_audit",
+    "run_tasks",
 ]

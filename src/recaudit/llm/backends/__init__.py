@@ -2,4 +2,17 @@
 
 from ._local import DEFAULT_GGUF_FILE, LocalBackend, default_model_path
 
-__all__ = ["DEFAULT_GGUF_FILE", "LocalBackend", "default_model_path"]
+# isort: split
+# -- llm-runner
+from ._openai import OpenAIBackend
+from ._simulated import SimulatedBackend, SimulationProfile
+
+__all__ = [
+    "DEFAULT_GGUF_FILE",
+    "LocalBackend",
+    "default_model_path",
+    # llm-runner
+    "OpenAIBackend",
+    "SimulatedBackend",
+    "SimulationProfile",
+]

@@ -1,0 +1,171 @@
+"""Runner throughput and journal overhead against a real loopback server.
+
+A chat-completions server with a fixed injected latency (default 50 ms) runs in a
+separate process (so it does not share the client's core); the runner sends N calls
+through :class:`~recaudit.llm.OpenAIBackend` at concurrency 1, 8 and 32. The server's
+limit is ``concurrency / latency`` calls per second; the benchmark reports the
+achieved fraction of that limit (goal: >= 0.9 at 32), once with the SQLite journal as
+the sink and once with an in-memory sink (journal overhead goal: < 5%). It also times
+journal writes alone (commit per record).
+
+Usage::
+
+    PYTHONPATH=src python benchmarks/bench_runner.py [--latency-ms 50] [--calls-per-slot 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from recaudit.llm._journal import EvalKey, EvalRecord, Journal, MemorySink, ResultSink
+from recaudit.llm._parse import parse_answer
+from recaudit.llm._runner import EvalTask, run_tasks
+from recaudit.llm._types import Candidate, ChatMessage, ChatRequest
+from recaudit.llm.backends._openai import OpenAIBackend
+
+ANSWER = json.dumps({"choices": [{"message": {"role": "assistant",
+                                              "content": '{"article_number": 2}'}}],
+                     "usage": {"prompt_tokens": 200, "completion_tokens": 9}}).encode()
+
+
+async def _serve(port: int, latency: float) -> None:
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                if not await reader.readline():
+                    return
+                length = 0
+                while (line := await reader.readline()) not in (b"\r\n", b""):
+                    name, _, value = line.decode().partition(":")
+                    if name.lower() == "content-length":
+                        length = int(value)
+                await reader.readexactly(length)
+                await asyncio.sleep(latency)
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: " + str(len(ANSWER)).encode() + b"\r\n\r\n"
+                             + ANSWER)
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            return
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=512)
+    async with server:
+        await server.serve_forever()
+
+
+def _tasks(n: int, k: int = 5) -> list[EvalTask]:
+    cands = tuple(Candidate(i, f"item{i}", f"title {i}", "a description " * 10, 0.5)
+                  for i in range(1, k + 1))
+    prompt = "You are a shop assistant. " + "Candidate text. " * 120
+    out = []
+    for i in range(n):
+        key = EvalKey("bench", k, 0.0, "permutation", f"q{i // 20:05d}", i % 20, 0)
+        req = ChatRequest(messages=(ChatMessage("user", prompt),), temperature=0.0,
+                          seed=i, max_tokens=24,
+                          identifiers=tuple(str(p) for p in range(1, k + 1)),
+                          order=(2, 1, 3, 4, 5), query_id=key.query_id)
+        out.append(EvalTask(key=key, request=req, candidates=cands))
+    return out
+
+
+def _parse(text: str, identifiers: tuple[str, ...]) -> tuple[int | None, str | None]:
+    parsed = parse_answer(text, identifiers)
+    return parsed.position, parsed.discard_reason
+
+
+async def _run_once(url: str, concurrency: int, n: int, sink: ResultSink) -> float:
+    backend = OpenAIBackend(url, "bench", concurrency=concurrency, max_retries=0)
+    try:
+        summary = await run_tasks(_tasks(n), backends={("bench", 5): backend}, sink=sink,
+                                  parse=_parse, concurrency=concurrency)
+    finally:
+        await backend.aclose()
+    if summary.ok != n:
+        raise RuntimeError(f"only {summary.ok} of {n} calls succeeded")
+    return summary.calls_per_s
+
+
+def _journal_write_cost(n: int = 5000) -> tuple[float, float]:
+    records = [EvalRecord(key=t.key, status="ok", order=t.request.order,
+                          identifiers=t.request.identifiers, selected_position=2,
+                          selected_original_index=1, selected_item_id="item1",
+                          raw_response='{"article_number": 2}', latency_s=0.05,
+                          prompt_tokens=200, completion_tokens=9) for t in _tasks(n)]
+    with tempfile.TemporaryDirectory() as tmp:
+        with Journal(Path(tmp) / "journal.sqlite", meta={}, resume=False) as journal:
+            t0 = time.perf_counter()
+            for r in records:
+                journal.write(r)
+            journal_s = time.perf_counter() - t0
+    memory = MemorySink()
+    t0 = time.perf_counter()
+    for r in records:
+        memory.write(r)
+    memory_s = time.perf_counter() - t0
+    return journal_s / n * 1e6, memory_s / n * 1e6
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--latency-ms", type=float, default=50.0)
+    ap.add_argument("--calls-per-slot", type=int, default=40,
+                    help="calls per unit of concurrency (ideal wall time = this x latency)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    latency = args.latency_ms / 1000
+    if args.serve is not None:
+        asyncio.run(_serve(args.serve, latency))
+        return
+
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, __file__, "--serve", str(port),
+                               "--latency-ms", str(args.latency_ms)])
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        asyncio.run(_run_once(url, 4, 20, MemorySink()))  # warm-up
+        print(f"server latency {args.latency_ms:.0f} ms; {args.repeats} repeats, median")
+        print(f"{'concurrency':>11} {'calls':>6} {'limit/s':>8} {'journal/s':>10} "
+              f"{'fraction':>8} {'memory/s':>9} {'overhead':>8}")
+        for c in (1, 8, 32):
+            n = args.calls_per_slot * c
+            rates_j, rates_m = [], []
+            for _ in range(args.repeats):
+                with tempfile.TemporaryDirectory() as tmp:
+                    with Journal(Path(tmp) / "journal.sqlite", meta={}, resume=False) as j:
+                        rates_j.append(asyncio.run(_run_once(url, c, n, j)))
+                rates_m.append(asyncio.run(_run_once(url, c, n, MemorySink())))
+            limit = c / latency
+            rj, rm = statistics.median(rates_j), statistics.median(rates_m)
+            print(f"{c:>11} {n:>6} {limit:>8.0f} {rj:>10.1f} {rj / limit:>8.2f} "
+                  f"{rm:>9.1f} {1 - rj / rm:>8.1%}")
+        per_journal, per_memory = _journal_write_cost()
+        print(f"journal write + commit: {per_journal:.0f} us/record "
+              f"(in-memory sink: {per_memory:.1f} us/record)")
+    finally:
+        server.terminate()
+        server.wait()
+
+
+if __name__ == "__main__":
+    main()

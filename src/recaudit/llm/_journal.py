@@ -1,0 +1,457 @@
+"""The run journal: one SQLite row per evaluation, written as results arrive.
+
+The journal is what makes a run resumable and exactly-once. Every evaluation has a
+key (model, k, temperature, condition, query_id, perm_index, sample_index) that is the
+PRIMARY KEY of the ``evaluations`` table; a row is committed as soon as its result is
+known, so a crash (even ``kill -9``) loses only calls that were still in flight, and
+``--resume`` runs exactly the keys that have no completed row. The ``meta`` table holds
+the hash of the resolved config: resuming with another config is a
+:class:`~recaudit.exceptions.JournalError`.
+
+Rows have one of three statuses:
+
+- ``ok`` -- the answer parsed to one prompt position;
+- ``discarded`` -- the backend answered but the answer did not parse (a real outcome of
+  the system under test, counted and reported);
+- ``failed`` -- the backend gave up (endpoint errors after all retries). Not an
+  outcome: failed rows are re-attempted by ``--resume`` and never reach the
+  evaluations table.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol
+
+import pandas as pd
+
+from ..exceptions import JournalError
+
+__all__ = [
+    "EVALUATION_COLUMNS",
+    "EvalKey",
+    "EvalRecord",
+    "Journal",
+    "MemorySink",
+    "ResultSink",
+    "records_to_frame",
+]
+
+Status = Literal["ok", "discarded", "failed"]
+
+KEY_FIELDS = (
+    "model",
+    "k",
+    "temperature",
+    "condition",
+    "query_id",
+    "perm_index",
+    "sample_index",
+)
+
+#: Columns of ``evaluations.parquet`` (the analyze-input schema), in order.
+EVALUATION_COLUMNS = (
+    "query_id",
+    "order",
+    "selected_position",
+    "model",
+    "k",
+    "temperature",
+    "condition",
+    "perm_index",
+    "sample_index",
+    "identifiers",
+    "selected_original_index",
+    "selected_item_id",
+    "raw_response",
+    "discard_reason",
+    "latency_s",
+    "prompt_tokens",
+    "completion_tokens",
+    "retries",
+    "choice_probs",
+)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS evaluations (
+    model TEXT NOT NULL,
+    k INTEGER NOT NULL,
+    temperature REAL NOT NULL,
+    condition TEXT NOT NULL,
+    query_id TEXT NOT NULL,
+    perm_index INTEGER NOT NULL,
+    sample_index INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'discarded', 'failed')),
+    "order" TEXT NOT NULL,
+    identifiers TEXT NOT NULL,
+    selected_position INTEGER,
+    selected_original_index INTEGER,
+    selected_item_id TEXT,
+    raw_response TEXT,
+    discard_reason TEXT,
+    error_class TEXT,
+    error_message TEXT,
+    latency_s REAL,
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER,
+    retries INTEGER NOT NULL DEFAULT 0,
+    choice_probs TEXT,
+    attempts INTEGER NOT NULL DEFAULT 1,
+    PRIMARY KEY (model, k, temperature, condition, query_id, perm_index, sample_index)
+);
+"""
+
+_UPSERT = """
+INSERT INTO evaluations VALUES (
+    :model, :k, :temperature, :condition, :query_id, :perm_index, :sample_index,
+    :status, :order, :identifiers, :selected_position, :selected_original_index,
+    :selected_item_id, :raw_response, :discard_reason, :error_class, :error_message,
+    :latency_s, :prompt_tokens, :completion_tokens, :retries, :choice_probs, 1
+)
+ON CONFLICT (model, k, temperature, condition, query_id, perm_index, sample_index)
+DO UPDATE SET
+    status = excluded.status, "order" = excluded."order",
+    identifiers = excluded.identifiers,
+    selected_position = excluded.selected_position,
+    selected_original_index = excluded.selected_original_index,
+    selected_item_id = excluded.selected_item_id, raw_response = excluded.raw_response,
+    discard_reason = excluded.discard_reason, error_class = excluded.error_class,
+    error_message = excluded.error_message, latency_s = excluded.latency_s,
+    prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,
+    retries = excluded.retries, choice_probs = excluded.choice_probs,
+    attempts = evaluations.attempts + 1
+WHERE evaluations.status = 'failed'
+"""
+
+MSG_EXISTS = (
+    "journal {path} already exists; pass `--resume` to continue that run or choose "
+    "another `--out` folder"
+)
+MSG_MISMATCH = (
+    "journal {path} was written with a different config ({field}: journal has "
+    "{old!r}, this config gives {new!r}); resume with the original config or choose "
+    "another `--out` folder"
+)
+MSG_LOCKED = "journal {path} is in use by another running process; wait for it or stop it"
+MSG_MISSING = "no journal at {path}; there is nothing to resume (drop `--resume`)"
+
+
+@dataclass(frozen=True, order=True)
+class EvalKey:
+    """The identity of one evaluation (the journal's primary key)."""
+
+    model: str
+    k: int
+    temperature: float
+    condition: str
+    query_id: str
+    perm_index: int
+    sample_index: int
+
+
+@dataclass(frozen=True)
+class EvalRecord:
+    """The outcome of one evaluation, as journaled.
+
+    Attributes
+    ----------
+    key : EvalKey
+        Which evaluation.
+    status : {"ok", "discarded", "failed"}
+        ``failed`` means the backend gave up; it is retried on resume.
+    order : tuple of int
+        Original indices shown at prompt positions 1..k.
+    identifiers : tuple of str
+        Identifiers shown at prompt positions 1..k.
+    selected_position, selected_original_index : int or None
+        1-based; ``None`` for discarded and failed rows.
+    selected_item_id, raw_response, discard_reason : str or None
+        The chosen item, the verbatim answer, and why it was discarded.
+    error_class, error_message : str or None
+        For failed rows: the exception class and a secret-free message.
+    latency_s : float or None
+        Wall time of the call including retries.
+    prompt_tokens, completion_tokens : int or None
+        As reported by the backend.
+    retries : int
+        Retries the call needed.
+    choice_probs : tuple of float or None
+        Identifier probabilities at the answer slot (prompt-position order).
+    """
+
+    key: EvalKey
+    status: Status
+    order: tuple[int, ...]
+    identifiers: tuple[str, ...]
+    selected_position: int | None = None
+    selected_original_index: int | None = None
+    selected_item_id: str | None = None
+    raw_response: str | None = None
+    discard_reason: str | None = None
+    error_class: str | None = None
+    error_message: str | None = None
+    latency_s: float | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    retries: int = 0
+    choice_probs: tuple[float, ...] | None = None
+
+    def to_row(self) -> dict[str, object]:
+        """Flatten to the journal's column names."""
+        row: dict[str, object] = {f: getattr(self.key, f) for f in KEY_FIELDS}
+        row.update(
+            status=self.status,
+            order=" ".join(map(str, self.order)),
+            identifiers=" ".join(self.identifiers),
+            selected_position=self.selected_position,
+            selected_original_index=self.selected_original_index,
+            selected_item_id=self.selected_item_id,
+            raw_response=self.raw_response,
+            discard_reason=self.discard_reason,
+            error_class=self.error_class,
+            error_message=self.error_message,
+            latency_s=self.latency_s,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            retries=self.retries,
+            choice_probs=None if self.choice_probs is None else json.dumps(self.choice_probs),
+        )
+        return row
+
+
+class ResultSink(Protocol):
+    """Where the runner puts results (the journal, or memory for benchmarks)."""
+
+    def write(self, record: EvalRecord) -> None: ...
+
+
+class MemorySink:
+    """A :class:`ResultSink` that keeps records in a dict (no durability)."""
+
+    def __init__(self) -> None:
+        self.records: dict[EvalKey, EvalRecord] = {}
+
+    def write(self, record: EvalRecord) -> None:
+        """Keep ``record`` unless a completed record of its key is already held."""
+        old = self.records.get(record.key)
+        if old is None or old.status == "failed":
+            self.records[record.key] = record
+
+
+def records_to_frame(rows: Iterable[Mapping[str, object]]) -> pd.DataFrame:
+    """Build the evaluations table from journal rows (failed rows must be excluded).
+
+    Parameters
+    ----------
+    rows : iterable of mapping
+        Rows as produced by :meth:`EvalRecord.to_row` or read from the journal.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`EVALUATION_COLUMNS`, sorted by key; nullable integer dtypes
+        for ``selected_position``, ``selected_original_index`` and token counts.
+    """
+    df = pd.DataFrame(list(rows))
+    if df.empty:
+        df = pd.DataFrame(columns=[*EVALUATION_COLUMNS, "status"])
+    df = df.sort_values(list(KEY_FIELDS), kind="mergesort").reset_index(drop=True)
+    out = df.loc[:, list(EVALUATION_COLUMNS)].copy()
+    for col in ("selected_position", "selected_original_index", "prompt_tokens",
+                "completion_tokens"):
+        out[col] = pd.array(out[col].astype("float").round(), dtype="Int64")
+    for col in ("k", "perm_index", "sample_index", "retries"):
+        out[col] = out[col].astype("int64")
+    for col in ("temperature", "latency_s"):
+        out[col] = out[col].astype("float64")
+    for col in ("query_id", "order", "model", "condition", "identifiers"):
+        out[col] = out[col].astype("string")
+    for col in ("selected_item_id", "raw_response", "discard_reason", "choice_probs"):
+        out[col] = out[col].astype("string")
+    return out
+
+
+class Journal:
+    """The SQLite journal of one run (``journal.sqlite`` in the run folder).
+
+    The file is in WAL mode. :meth:`write` commits in small batches: as soon as
+    ``commit_every`` records are pending or ``commit_interval_s`` has passed since the
+    last commit, so a slow run commits every record and a fast run loses at most the
+    last ~0.1 s of results to ``kill -9`` -- results that were never committed and are
+    therefore run again on resume. :meth:`flush` and :meth:`close` commit the rest. An
+    advisory lock (``journal.sqlite.lock``) keeps two processes from running the same
+    journal.
+
+    Parameters
+    ----------
+    path : path-like
+        The journal file.
+    meta : mapping of str to str
+        Identity of the run (``config_hash``, ``catalog_sha256``, ...). Written on
+        create, compared on resume.
+    resume : bool
+        Open an existing journal (it must exist and its meta must match) instead of
+        creating a new one (it must not exist).
+    commit_every : int
+        Commit when this many records are pending (1 = commit every record).
+    commit_interval_s : float
+        Commit when this long has passed since the last commit.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, meta: Mapping[str, str],
+                 resume: bool, commit_every: int = 16,
+                 commit_interval_s: float = 0.1) -> None:
+        path, meta = _journal_iv(path, meta, commit_every, commit_interval_s)
+        self.path = path
+        self.commit_every = commit_every
+        self.commit_interval_s = commit_interval_s
+        self._pending: list[dict[str, object]] = []
+        self._last_commit = time.monotonic()
+        if resume and not path.exists():
+            raise JournalError(MSG_MISSING.format(path=path))
+        if not resume and path.exists():
+            raise JournalError(MSG_EXISTS.format(path=path))
+        self._lock_file = open(path.with_name(path.name + ".lock"), "a+")  # noqa: SIM115
+        try:
+            fcntl.flock(self._lock_file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            self._lock_file.close()
+            raise JournalError(MSG_LOCKED.format(path=path)) from exc
+        try:
+            self._conn = sqlite3.connect(path, isolation_level=None)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.executescript(_SCHEMA)
+            if resume:
+                self._check_meta(meta)
+            else:
+                self._conn.executemany(
+                    "INSERT INTO meta VALUES (?, ?)", sorted(meta.items())
+                )
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise JournalError(f"journal {path} cannot be used: {exc}") from exc
+        except JournalError:
+            self.close()
+            raise
+
+    def _check_meta(self, meta: Mapping[str, str]) -> None:
+        stored = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
+        for field, new in sorted(meta.items()):
+            old = stored.get(field)
+            if old != new:
+                raise JournalError(
+                    MSG_MISMATCH.format(path=self.path, field=field, old=old, new=new)
+                )
+
+    @property
+    def meta(self) -> dict[str, str]:
+        """The stored identity of the run."""
+        return dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
+
+    def write(self, record: EvalRecord) -> None:
+        """Journal ``record`` (committed with its batch, see the class docstring).
+
+        A completed row (``ok``/``discarded``) is never overwritten: writing a key
+        twice keeps the first completed result (exactly-once). A ``failed`` row is
+        replaced by the next attempt's result and its ``attempts`` count grows.
+        """
+        self._pending.append(record.to_row())
+        if (len(self._pending) >= self.commit_every
+                or time.monotonic() - self._last_commit >= self.commit_interval_s):
+            self.flush()
+
+    def flush(self) -> None:
+        """Commit every pending record in one transaction."""
+        if self._pending:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany(_UPSERT, self._pending)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+            self._pending.clear()
+        self._last_commit = time.monotonic()
+
+    def completed_keys(self) -> set[EvalKey]:
+        """Keys with an ``ok`` or ``discarded`` row (not re-run on resume)."""
+        self.flush()
+        cur = self._conn.execute(
+            f"SELECT {', '.join(KEY_FIELDS)} FROM evaluations WHERE status != 'failed'"
+        )
+        return {EvalKey(*row) for row in cur}
+
+    def counts(self) -> dict[str, int]:
+        """Number of rows per status."""
+        self.flush()
+        cur = self._conn.execute("SELECT status, COUNT(*) FROM evaluations GROUP BY status")
+        out = {"ok": 0, "discarded": 0, "failed": 0}
+        out.update(dict(cur.fetchall()))
+        return out
+
+    def failures(self) -> pd.DataFrame:
+        """Failed rows: key, ``error_class``, ``error_message``, ``attempts``."""
+        self.flush()
+        return pd.read_sql_query(
+            f"SELECT {', '.join(KEY_FIELDS)}, error_class, error_message, attempts "
+            "FROM evaluations WHERE status = 'failed'",
+            self._conn,
+        )
+
+    def to_frame(self) -> pd.DataFrame:
+        """The evaluations table (``ok`` and ``discarded`` rows), sorted by key."""
+        self.flush()
+        self._conn.row_factory = sqlite3.Row
+        try:
+            rows = self._conn.execute(
+                "SELECT * FROM evaluations WHERE status != 'failed'"
+            ).fetchall()
+        finally:
+            self._conn.row_factory = None
+        return records_to_frame(dict(r) for r in rows)
+
+    def close(self) -> None:
+        """Commit pending records, close the connection and release the lock."""
+        conn = getattr(self, "_conn", None)
+        if conn is not None:
+            try:
+                self.flush()
+            finally:
+                conn.close()
+            self._conn = None  # type: ignore[assignment]
+        if not self._lock_file.closed:
+            fcntl.flock(self._lock_file.fileno(), fcntl.LOCK_UN)
+            self._lock_file.close()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _journal_iv(
+    path: str | os.PathLike[str], meta: Mapping[str, str], commit_every: int,
+    commit_interval_s: float,
+) -> tuple[Path, dict[str, str]]:
+    if isinstance(commit_every, bool) or not isinstance(commit_every, int) or commit_every < 1:
+        raise JournalError(f"`commit_every` must be an integer >= 1, got {commit_every!r}")
+    if not commit_interval_s >= 0:
+        raise JournalError(f"`commit_interval_s` must be >= 0, got {commit_interval_s!r}")
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise JournalError(f"`path` folder {path.parent} does not exist; create it first")
+    clean = {str(k): str(v) for k, v in meta.items()}
+    return path, clean

