@@ -167,3 +167,28 @@ def test_evaluations_without_discard_column(positional_dir: Path) -> None:
         InputError, match=r"missing column `discard_reason`.*recaudit positional run"
     ):
         load(positional_dir)
+
+
+def test_fairness_study_run_folder(fairness_dir: Path, tmp_path: Path) -> None:
+    """The results.json of `recaudit fairness run` nests evaluations per dataset."""
+    per_model = json.loads((fairness_dir / "results.json").read_text())
+    study = {
+        "config": {"seed": 1},
+        "datasets": {
+            "ml-100k": {
+                "models": {name: {"evaluation": ev, "train_seconds": 1.0}
+                           for name, ev in per_model.items()}
+            }
+        },
+    }
+    (tmp_path / "results.json").write_text(json.dumps(study))
+    (tmp_path / "ml-100k").mkdir()
+    (tmp_path / "ml-100k" / "long_tail.parquet").write_bytes(
+        (fairness_dir / "long_tail.parquet").read_bytes()
+    )
+    run = load(tmp_path)
+    direct = load(fairness_dir)
+    assert isinstance(run, FairnessRun)
+    assert [m.name for m in run.models] == [m.name for m in direct.models]
+    assert run.long_tail == direct.long_tail
+    assert not run.missing

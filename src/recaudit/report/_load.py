@@ -638,7 +638,32 @@ def _long_tail(path: Path) -> LongTail:
     return LongTail(counts=tuple(int(n) for n in counts["n"]), head=head)
 
 
+def _study_results(results: Mapping[str, Any], folder: Path | None) -> tuple[Any, Path | None]:
+    """Unwrap the ``results.json`` of ``recaudit fairness run``.
+
+    It holds ``{"config", "datasets": {name: {"models": {model: {"evaluation": ...}}}}}``;
+    the report shows the first dataset (its folder holds the long-tail table).
+    """
+    datasets = results["datasets"]
+    if not isinstance(datasets, Mapping) or not datasets:
+        raise InputError("results.json: `datasets` is empty; rerun `recaudit fairness run`")
+    name, dataset = next(iter(datasets.items()))
+    models = _find(dataset, "models") or {}
+    evaluations = {
+        str(m): _find(entry, "evaluation")
+        for m, entry in models.items()
+        if isinstance(entry, Mapping) and _find(entry, "evaluation") is not None
+    }
+    if not evaluations:
+        raise InputError(
+            f"results.json: dataset {name!r} has no evaluated model; rerun `recaudit fairness run`"
+        )
+    return evaluations, (folder / str(name) if folder is not None else None)
+
+
 def _fairness(results: Any, *, source: str, folder: Path | None = None) -> FairnessRun:
+    if isinstance(results, Mapping) and isinstance(results.get("datasets"), Mapping):
+        results, folder = _study_results(results, folder)
     if isinstance(results, Mapping) and _find(results, "groups") is not None:
         name = _find(results, "model") or (Path(source).stem if folder is None else "model")
         results = {str(name): results}
@@ -689,6 +714,8 @@ def _detect(obj: Any) -> Kind | None:
         if isinstance(_find(item, "groups", "results"), list):
             return _detect(_find(item, "groups", "results"))
         if _find(item, "groups") is not None and _find(item, "ib", "nrd") is not None:
+            return "fairness"
+        if isinstance(item.get("datasets"), Mapping):
             return "fairness"
         if all(isinstance(v, Mapping) and _find(v, "groups") is not None for v in item.values()):
             return "fairness" if item else None
