@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "report"))
 
-from synth import (  # noqa: E402
+from report_synth import (  # noqa: E402
     MODELS,
     fairness_results,
     long_tail_frame,

@@ -8,12 +8,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from synth import fairness_results, long_tail_frame, positional_run
-
-FIXTURES = Path(__file__).parent / "fixtures"
-SCRIPT_PAYLOAD = '<script>window.__pwned=1;document.title="pwned"</script>'
-IMG_PAYLOAD = "<img src=x onerror=\"window.__pwned=2;document.title='pwned'\">"
-PAYLOADS = (SCRIPT_PAYLOAD, IMG_PAYLOAD)
+from report_synth import (
+    FIXTURES,
+    IMG_PAYLOAD,
+    SCRIPT_PAYLOAD,
+    fairness_results,
+    long_tail_frame,
+    positional_run,
+)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
+from report_synth import FIXTURES
 
 from recaudit import InputError
 from recaudit.report._load import FairnessRun, PositionalRun, load

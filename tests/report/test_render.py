@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PAYLOADS
+from report_synth import PAYLOADS
 from typer.testing import CliRunner
 
 from recaudit import InputError
@@ -160,7 +160,7 @@ def test_without_simulation_or_decoding_the_page_says_so(positional_dir: Path) -
 
 
 def test_single_configuration_renders_a_dot_plot() -> None:
-    from conftest import FIXTURES
+    from report_synth import FIXTURES
 
     one = json.loads((FIXTURES / "positional_run" / "analysis.json").read_text())[0]
     report = build_report(one)

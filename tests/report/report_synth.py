@@ -20,6 +20,13 @@ import pandas as pd
 
 from recaudit._stats import holm
 
+# Imported by the report tests (a uniquely named module: other test folders have a
+# conftest too, so `from conftest import ...` would be ambiguous).
+FIXTURES = Path(__file__).parent / "fixtures"
+SCRIPT_PAYLOAD = '<script>window.__pwned=1;document.title="pwned"</script>'
+IMG_PAYLOAD = "<img src=x onerror=\"window.__pwned=2;document.title='pwned'\">"
+PAYLOADS = (SCRIPT_PAYLOAD, IMG_PAYLOAD)
+
 __all__ = [
     "MODELS",
     "fairness_results",
