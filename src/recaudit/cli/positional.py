@@ -226,19 +226,29 @@ def _print_analysis(rows: list[dict[str, Any]], by: list[str]) -> None:
         ("k", lambda r: str(r["k"])),
         ("queries / evaluations", lambda r: f"{r['n_queries']} / {r['n_evaluations']}"),
         ("discarded generations", lambda r: str(r["n_discarded"])),
+        ("queries without PS / sPB (< 2 valid)", lambda r: str(r["n_queries_excluded_ps"])),
         (
             f"POB-ICM X2 (p{holm})",
             lambda r: (
-                f"{r['pob_icm']['statistic']:.1f} "
-                f"({r['pob_icm'].get('pvalue_holm', r['pob_icm']['pvalue']):.4g})"
+                _na(r["pob_icm"], "statistic")
+                or (
+                    f"{r['pob_icm']['statistic']:.1f} "
+                    f"({r['pob_icm'].get('pvalue_holm', r['pob_icm']['pvalue']):.4g})"
+                )
             ),
         ),
-        ("POB-ICM asymptotic p", lambda r: f"{r['pob_icm']['pvalue_asymptotic']:.3g}"),
+        (
+            "POB-ICM asymptotic p",
+            lambda r: _na(r["pob_icm"], "statistic") or f"{r['pob_icm']['pvalue_asymptotic']:.3g}",
+        ),
         (
             f"POB-UNBP L, pp (p{holm})",
             lambda r: (
-                f"{100 * r['pob_unbp']['L']:.2f} "
-                f"({r['pob_unbp'].get('pvalue_holm', r['pob_unbp']['pvalue']):.3g})"
+                _na(r["pob_unbp"], "L")
+                or (
+                    f"{100 * r['pob_unbp']['L']:.2f} "
+                    f"({r['pob_unbp'].get('pvalue_holm', r['pob_unbp']['pvalue']):.3g})"
+                )
             ),
         ),
         ("PS [95% CI]", lambda r: _fmt(r["ps"])),
@@ -262,8 +272,13 @@ def _print_analysis(rows: list[dict[str, Any]], by: list[str]) -> None:
         console.print(f"[bold green]No positional bias detected[/] ({verdict})")
 
 
-def _fmt(est: dict[str, float]) -> str:
-    return f"{est['value']:.3f} [{est['ci_low']:.3f}, {est['ci_high']:.3f}]"
+def _fmt(est: dict[str, Any]) -> str:
+    return _na(est, "value") or f"{est['value']:.3f} [{est['ci_low']:.3f}, {est['ci_high']:.3f}]"
+
+
+def _na(stat: dict[str, Any], key: str) -> str:
+    """``"n/a"`` when the statistic was not computed (its ``key`` is null), else ``""``."""
+    return "n/a" if stat[key] is None else ""
 
 
 # -- run and demo (llm-runner) -------------------------------------------------------

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -28,20 +28,49 @@ from ._metrics import (
     positional_bias,
     strong_positional_bias,
 )
-from ._unbp import PobUnbpResult, pob_unbp
+from ._unbp import MSG_TWO_QUERIES, PobUnbpResult, _pob_unbp_iv, pob_unbp
 
-__all__ = ["GroupedAnalysis", "PositionalAnalysis", "analyze", "analyze_groups"]
+__all__ = ["Coverage", "GroupedAnalysis", "PositionalAnalysis", "analyze", "analyze_groups"]
 
 MSG_IN_GROUP = "group {group}: {error}"
 MSG_BY_EMPTY = "`by` must name at least one column (e.g. {choices})"
+REASON_FEW_EVALUATIONS = "no query has >= 2 valid evaluations ({what} needs >= 2 per query)"
+REASON_DECODING = (
+    "not applicable to condition 'decoding' (identity order on every evaluation: "
+    "positions are the original indices)"
+)
+DECODING = "decoding"
+#: Statistics computed only on queries with >= 2 valid evaluations.
+NEEDS_TWO = ("ps", "ps_pairwise", "spb")
+STATISTICS = ("pob_icm", "pob_unbp", "ps", "ps_pairwise", "pb", "spb")
 
 Source: TypeAlias = Evaluations | pd.DataFrame | str | Path
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Which queries one statistic used.
+
+    Attributes
+    ----------
+    n_queries : int
+        Queries the statistic was computed on (0 when it was not computed).
+    reason : str or None
+        Why the statistic is missing (``None`` when it was computed).
+    """
+
+    n_queries: int
+    reason: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
 class PositionalAnalysis:
     """Every positional statistic of one analysis group.
 
+    A statistic that no query of the group can support (PS and sPB need >= 2 valid
+    evaluations per query, POB-UNBP >= 2 queries; POB-ICM and POB-UNBP do not apply
+    to ``condition == "decoding"``) is ``None``; ``coverage[name]`` gives the number
+    of queries each statistic used and the reason for a missing one.
     ``to_dict()`` gives the JSON object of ``recaudit positional analyze --json``.
     """
 
@@ -50,25 +79,77 @@ class PositionalAnalysis:
     n_evaluations: int
     n_discarded: int
     n_queries_all_discarded: int
+    n_queries_excluded_ps: int
     alpha: float
     epsilon: float
-    pob_icm: PobIcmResult
-    pob_unbp: PobUnbpResult
-    ps: Estimate
-    ps_pairwise: Estimate
+    pob_icm: PobIcmResult | None
+    pob_unbp: PobUnbpResult | None
+    ps: Estimate | None
+    ps_pairwise: Estimate | None
     pb: Estimate
-    spb: StrongBiasResult
+    spb: StrongBiasResult | None
     position_distribution: tuple[Estimate, ...]
     selection_rate_matrix: npt.NDArray[np.float64] = field(repr=False)
+    coverage: Mapping[str, Coverage] = field(default_factory=dict)
     group: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def pob_icm_pvalue(self) -> float:
+        """The POB-ICM p-value (``nan`` when the test was not run)."""
+        return np.nan if self.pob_icm is None else self.pob_icm.pvalue
+
+    @property
+    def pob_unbp_pvalue(self) -> float:
+        """The POB-UNBP p-value (``nan`` when the test was not run)."""
+        return np.nan if self.pob_unbp is None else self.pob_unbp.pvalue
 
     @property
     def rejects(self) -> bool:
         """True when POB-ICM (p <= alpha) or POB-UNBP (L > eps) rejects."""
-        return bool(self.pob_icm.pvalue <= self.alpha or self.pob_unbp.reject)
+        return bool(
+            self.pob_icm_pvalue <= self.alpha
+            or (self.pob_unbp is not None and self.pob_unbp.reject)
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON shape of the CLI (rates and shares are fractions in [0, 1])."""
+        """The JSON shape of the CLI (rates and shares are fractions in [0, 1]).
+
+        Every statistic object carries ``n_queries`` (queries it used) and ``reason``
+        (``null``, or why its values are ``null``).
+        """
+        icm, unbp = self.pob_icm, self.pob_unbp
+        stats: dict[str, dict[str, Any]] = {
+            "pob_icm": {
+                "statistic": None if icm is None else icm.statistic,
+                "pvalue": None if icm is None else icm.pvalue,
+                "pvalue_asymptotic": None if icm is None else icm.pvalue_asymptotic,
+                "df": None if icm is None else icm.df,
+                "n_columns": None if icm is None else icm.n_columns,
+                "n_resamples": None if icm is None else icm.n_resamples,
+                "reject": None if icm is None else icm.pvalue <= self.alpha,
+            },
+            "pob_unbp": {
+                "L": None if unbp is None else unbp.L,
+                "L_under": None if unbp is None else unbp.L_under,
+                "L_over": None if unbp is None else unbp.L_over,
+                "epsilon": self.epsilon,
+                "pvalue": None if unbp is None else unbp.pvalue,
+                "reject": None if unbp is None else unbp.reject,
+                "variance": None if unbp is None else unbp.variance,
+            },
+            "ps": _estimate_dict(self.ps),
+            "ps_pairwise": _estimate_dict(self.ps_pairwise),
+            "pb": self.pb.to_dict(),
+            "spb": (
+                self.spb.to_dict()
+                if self.spb is not None
+                else {**_estimate_dict(None), "tau": None, "p_hat": None}
+            ),
+        }
+        for name, obj in stats.items():
+            cov = self.coverage.get(name, Coverage(self.n_queries))
+            obj["n_queries"] = cov.n_queries
+            obj["reason"] = cov.reason
         return {
             **self.group,
             "k": self.k,
@@ -76,29 +157,9 @@ class PositionalAnalysis:
             "n_evaluations": self.n_evaluations,
             "n_discarded": self.n_discarded,
             "n_queries_all_discarded": self.n_queries_all_discarded,
+            "n_queries_excluded_ps": self.n_queries_excluded_ps,
             "alpha": self.alpha,
-            "pob_icm": {
-                "statistic": self.pob_icm.statistic,
-                "pvalue": self.pob_icm.pvalue,
-                "pvalue_asymptotic": self.pob_icm.pvalue_asymptotic,
-                "df": self.pob_icm.df,
-                "n_columns": self.pob_icm.n_columns,
-                "n_resamples": self.pob_icm.n_resamples,
-                "reject": self.pob_icm.pvalue <= self.alpha,
-            },
-            "pob_unbp": {
-                "L": self.pob_unbp.L,
-                "L_under": self.pob_unbp.L_under,
-                "L_over": self.pob_unbp.L_over,
-                "epsilon": self.epsilon,
-                "pvalue": self.pob_unbp.pvalue,
-                "reject": self.pob_unbp.reject,
-                "variance": self.pob_unbp.variance,
-            },
-            "ps": self.ps.to_dict(),
-            "ps_pairwise": self.ps_pairwise.to_dict(),
-            "pb": self.pb.to_dict(),
-            "spb": self.spb.to_dict(),
+            **stats,
             "position_distribution": [e.value for e in self.position_distribution],
             "position_distribution_ci": [[e.ci.low, e.ci.high] for e in self.position_distribution],
             "selection_rate_matrix": self.selection_rate_matrix.tolist(),
@@ -120,17 +181,19 @@ class GroupedAnalysis:
         return any(
             self.pob_icm_pvalue_holm[i] <= g.alpha or self.pob_unbp_pvalue_holm[i] < g.alpha
             for i, g in enumerate(self.groups)
-        )
+        )  # nan (test not run) compares False
 
     def to_list(self) -> list[dict[str, Any]]:
         """One JSON object per group, with ``pvalue_holm`` and ``reject_holm`` added."""
         out = []
         for i, g in enumerate(self.groups):
             d = g.to_dict()
-            d["pob_icm"]["pvalue_holm"] = float(self.pob_icm_pvalue_holm[i])
-            d["pob_icm"]["reject_holm"] = bool(self.pob_icm_pvalue_holm[i] <= g.alpha)
-            d["pob_unbp"]["pvalue_holm"] = float(self.pob_unbp_pvalue_holm[i])
-            d["pob_unbp"]["reject_holm"] = bool(self.pob_unbp_pvalue_holm[i] < g.alpha)
+            icm, unbp = self.pob_icm_pvalue_holm[i], self.pob_unbp_pvalue_holm[i]
+            ok_icm, ok_unbp = g.pob_icm is not None, g.pob_unbp is not None
+            d["pob_icm"]["pvalue_holm"] = float(icm) if ok_icm else None
+            d["pob_icm"]["reject_holm"] = bool(icm <= g.alpha) if ok_icm else None
+            d["pob_unbp"]["pvalue_holm"] = float(unbp) if ok_unbp else None
+            d["pob_unbp"]["reject_holm"] = bool(unbp < g.alpha) if ok_unbp else None
             out.append(d)
         return out
 
@@ -146,6 +209,11 @@ def analyze(
     rng: np.random.Generator | int | None = None,
 ) -> PositionalAnalysis:
     """Analyse one group: POB-ICM, POB-UNBP, PS, PB, sPB, distribution, S matrix.
+
+    Each statistic uses the queries it can: PS (modal and pairwise) and sPB only the
+    queries with >= 2 valid evaluations (``n_queries_excluded_ps`` counts the others),
+    every other statistic all queries with a valid evaluation. A statistic no query
+    supports is ``None`` with a reason in ``coverage`` -- never an exception.
 
     Parameters
     ----------
@@ -185,7 +253,9 @@ def analyze_groups(
 
     Holm's step-down adjustment (Holm 1979) is applied to the POB-ICM p-values of all
     groups, and separately to the POB-UNBP p-values. ``progress`` is called with 1
-    after each group.
+    after each group. In a group whose ``condition`` is ``"decoding"`` (identity order
+    on every evaluation, the noise floor of sPB) POB-ICM and POB-UNBP are not
+    applicable: they are ``None`` with a reason and left out of the Holm family.
     """
     if not by:
         raise InputError(MSG_BY_EMPTY.format(choices=", ".join(GROUP_COLUMNS)))
@@ -207,8 +277,8 @@ def analyze_groups(
     return GroupedAnalysis(
         by=tuple(by),
         groups=tuple(results),
-        pob_icm_pvalue_holm=holm([r.pob_icm.pvalue for r in results]),
-        pob_unbp_pvalue_holm=holm([r.pob_unbp.pvalue for r in results]),
+        pob_icm_pvalue_holm=holm([r.pob_icm_pvalue for r in results]),
+        pob_unbp_pvalue_holm=holm([r.pob_unbp_pvalue for r in results]),
     )
 
 
@@ -222,34 +292,87 @@ def _analyze_group(
     confidence_level: float,
     gen: np.random.Generator,
 ) -> PositionalAnalysis:
-    unbp = pob_unbp(evals, alpha=alpha, epsilon=epsilon)
+    # Validated here too: POB-UNBP, their first user, may not run.
+    alpha, epsilon, _ = _pob_unbp_iv(alpha, epsilon, "pooled", "both")
     g_icm, g_ps, g_ps2, g_pb, g_spb, g_dist = gen.spawn(6)
+    two = evals.evaluations_per_query() >= 2
+    sub = _subset(evals, two)
+    n_two = int(two.sum())
+    coverage = {name: Coverage(evals.n_queries) for name in STATISTICS}
+    ps: Estimate | None = None
+    ps_pairwise: Estimate | None = None
+    spb: StrongBiasResult | None = None
+    if sub is None:
+        for name, what in zip(NEEDS_TWO, ("PS", "pairwise PS", "sPB"), strict=True):
+            coverage[name] = Coverage(0, REASON_FEW_EVALUATIONS.format(what=what))
+    else:
+        coverage.update({name: Coverage(n_two) for name in NEEDS_TWO})
+        ps = permutation_sensitivity(
+            sub, rng=g_ps, n_boot=n_boot, confidence_level=confidence_level
+        )
+        ps_pairwise = permutation_sensitivity(
+            sub, kind="pairwise", rng=g_ps2, n_boot=n_boot, confidence_level=confidence_level
+        )
+        spb = strong_positional_bias(
+            sub, rng=g_spb, n_boot=n_boot, confidence_level=confidence_level
+        )
+    icm: PobIcmResult | None = None
+    unbp: PobUnbpResult | None = None
+    if keys.get("condition") == DECODING:
+        coverage["pob_icm"] = coverage["pob_unbp"] = Coverage(0, REASON_DECODING)
+    else:
+        icm = pob_icm(evals, n_resamples=n_resamples, rng=g_icm)
+        if evals.n_queries >= 2:
+            unbp = pob_unbp(evals, alpha=alpha, epsilon=epsilon)
+        else:
+            coverage["pob_unbp"] = Coverage(0, MSG_TWO_QUERIES.format(n=evals.n_queries))
     return PositionalAnalysis(
         k=evals.k,
         n_queries=evals.n_queries,
         n_evaluations=evals.n_evaluations,
         n_discarded=evals.n_discarded,
         n_queries_all_discarded=evals.n_queries_all_discarded,
-        alpha=unbp.alpha,
-        epsilon=unbp.epsilon,
-        pob_icm=pob_icm(evals, n_resamples=n_resamples, rng=g_icm),
+        n_queries_excluded_ps=evals.n_queries - n_two,
+        alpha=alpha,
+        epsilon=epsilon,
+        pob_icm=icm,
         pob_unbp=unbp,
-        ps=permutation_sensitivity(
-            evals, rng=g_ps, n_boot=n_boot, confidence_level=confidence_level
-        ),
-        ps_pairwise=permutation_sensitivity(
-            evals, kind="pairwise", rng=g_ps2, n_boot=n_boot, confidence_level=confidence_level
-        ),
+        ps=ps,
+        ps_pairwise=ps_pairwise,
         pb=positional_bias(evals, rng=g_pb, n_boot=n_boot, confidence_level=confidence_level),
-        spb=strong_positional_bias(
-            evals, rng=g_spb, n_boot=n_boot, confidence_level=confidence_level
-        ),
+        spb=spb,
         position_distribution=position_distribution(
             evals, rng=g_dist, n_boot=n_boot, confidence_level=confidence_level
         ),
         selection_rate_matrix=selection_rate_matrix(evals),
+        coverage=coverage,
         group=keys,
     )
+
+
+def _subset(evals: Evaluations, keep: npt.NDArray[np.bool_]) -> Evaluations | None:
+    """The evaluations of the queries ``keep`` (query codes renumbered); None if none."""
+    if not keep.any():
+        return None
+    if keep.all():
+        return evals
+    code = np.cumsum(keep) - 1
+    rows = keep[evals.query]
+    return replace(
+        evals,
+        query_ids=evals.query_ids[keep],
+        query=code[evals.query[rows]].astype(np.int64),
+        orders=evals.orders[rows],
+        position=evals.position[rows],
+        item=evals.item[rows],
+        rows=evals.rows[rows],
+    )
+
+
+def _estimate_dict(est: Estimate | None) -> dict[str, float | None]:
+    if est is None:
+        return {"value": None, "ci_low": None, "ci_high": None}
+    return {**est.to_dict()}
 
 
 def _plain(keys: dict[str, Any]) -> dict[str, Any]:

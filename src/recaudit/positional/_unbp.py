@@ -126,7 +126,7 @@ def pob_unbp(
     Peláez-González, Herrera, Herrera-Poyatos, arXiv 2610.37962, Proposition 2 and
     Theorem 1 (TV of the position law is at most eps under eps-absence of bias).
     """
-    alpha, epsilon, n_sides = _pob_unbp_iv(evals, alpha, epsilon, variance, side)
+    alpha, epsilon, n_sides = _pob_unbp_iv(alpha, epsilon, variance, side, evals.n_queries)
     k = evals.k
     shares = query_position_shares(evals)
     n = shares.shape[0]
@@ -207,7 +207,7 @@ def _z_star(c: npt.NDArray[np.float64], h: npt.NDArray[np.float64], eps: float) 
 
 
 def _pob_unbp_iv(
-    evals: Evaluations, alpha: float, epsilon: float, variance: str, side: str
+    alpha: float, epsilon: float, variance: str, side: str, n_queries: int = 2
 ) -> tuple[float, float, int]:
     if not 0.0 < float(alpha) < 1.0:
         raise InputError(MSG_ALPHA.format(value=alpha))
@@ -217,6 +217,6 @@ def _pob_unbp_iv(
         raise InputError(MSG_VARIANCE.format(value=variance))
     if side not in ("both", "under", "over"):
         raise InputError(MSG_SIDE.format(value=side))
-    if evals.n_queries < 2:
-        raise InputError(MSG_TWO_QUERIES.format(n=evals.n_queries))
+    if n_queries < 2:
+        raise InputError(MSG_TWO_QUERIES.format(n=n_queries))
     return float(alpha), float(epsilon), 2 if side == "both" else 1
