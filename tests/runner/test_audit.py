@@ -124,3 +124,33 @@ def test_endpoint_down_then_resume(tmp_path, retriever, emb_cache):
     assert df["prompt_tokens"].eq(100).all() and df["completion_tokens"].eq(9).all()
     assert prompts[0]["model"] == "tiny" and prompts[0]["max_tokens"] == 96
     assert prompts[0]["messages"][0]["role"] == "system"
+
+
+LOCAL_MODEL = """\
+[[models]]
+name = "smollm2"
+backend = "local"
+batch_size = 2
+
+[prompt]
+constrained = true
+"""
+
+
+def test_local_constrained_audit_has_no_discards(tmp_path, retriever, emb_cache):
+    """The packaged SmolLM2 in constrained mode: every answer parses."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("gguf")
+    from recaudit.exceptions import InputError
+    from recaudit.llm.backends import default_model_path
+
+    try:
+        default_model_path()
+    except InputError as exc:
+        pytest.skip(str(exc))
+    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=2, n_perms=2,
+                                   models=LOCAL_MODEL))
+    res = run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever)
+    assert res.planned == res.ok == 4 and res.discarded == 0
+    resolved = json.loads((tmp_path / "run" / "config.resolved.json").read_text())
+    assert resolved["prompt"]["constrained"] is True

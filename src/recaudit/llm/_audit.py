@@ -149,7 +149,10 @@ def build_backends(cfg: AuditConfig, *, transport: Any = None
         elif isinstance(p, LocalParams):
             from .backends._local import LocalBackend
 
-            local = LocalBackend(p.model, n_threads=p.n_threads)
+            # `[prompt] constrained` selects the backend's constrained mode (its
+            # equivalent of a JSON-schema `response_format`)
+            local = LocalBackend(p.model, n_threads=p.n_threads,
+                                 constrained=cfg.prompt.constrained)
             shared = local if p.batch_size == 1 else BatchingBackend(local,
                                                                      max_batch=p.batch_size)
         for k in cfg.retrieval.k:
@@ -219,8 +222,10 @@ def build_tasks(
                     idents = tuple(random_labels(k, rng=_rng("labels", cfg.seed, k,
                                                              q.query_id, pi, si))) \
                         if labelled else tuple(positional_identifiers(k))
-                    fmt = answer_schema(idents) if cfg.prompt.constrained else None
+                    schema = answer_schema(idents) if cfg.prompt.constrained else None
                     for model in cfg.models:
+                        # a constrained local backend enforces the schema itself
+                        fmt = None if model.backend == "local" else schema
                         for t in cfg.temperatures:
                             key = EvalKey(model.name, k, t, condition, q.query_id, pi, si)
                             req = render_request(
