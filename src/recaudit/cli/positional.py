@@ -431,8 +431,8 @@ def _demo_config(catalog: Path, queries: int, perms: int, k: int) -> Any:
 @exit_on_error
 def demo_command(
     catalog: Annotated[Path, typer.Option(help="Product catalog (Myntra CSV).")] = DEMO_CATALOG,
-    queries: Annotated[int, typer.Option(help="Number of generated queries.", min=1)] = 30,
-    perms: Annotated[int, typer.Option(help="Random orders per query.", min=1)] = 10,
+    queries: Annotated[int, typer.Option(help="Number of generated queries.", min=1)] = 20,
+    perms: Annotated[int, typer.Option(help="Random orders per query.", min=1)] = 8,
     k: Annotated[int, typer.Option(help="Candidates per query.", min=2)] = 5,
     out: Annotated[Path, typer.Option(help="Run folder.")] = Path("runs/demo"),
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
