@@ -6,6 +6,7 @@ Thin: each command parses its options, calls :mod:`recaudit.positional` and prin
 from __future__ import annotations
 
 import importlib.resources
+import json
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +30,7 @@ from rich.text import Text
 from typer.core import TyperCommand
 
 from ..exceptions import ConfigError, InputError, RecauditError
-from ._common import err_console, exit_on_error, print_json
+from ._common import err_console, exit_on_error, print_json, to_jsonable
 
 __all__ = ["analyze_command", "app", "demo_command", "run_command", "simulate_command"]
 
@@ -384,7 +385,13 @@ def _analyze_run(path: Path, *, seed: int, quiet: bool) -> list[dict[str, Any]] 
         err_console.print(f"[yellow]analysis skipped:[/] {exc}; inspect the table and run "
                           f"`recaudit positional analyze {path}`", highlight=False)
         return None
-    return grouped.to_list()
+    analysis = grouped.to_list()
+    # Beside the evaluations, for `recaudit report RUN_DIR`; written whole, then renamed.
+    target = path.parent / "analysis.json"
+    tmp = target.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(to_jsonable(analysis), indent=2, allow_nan=False), encoding="utf-8")
+    tmp.replace(target)
+    return analysis
 
 
 @app.command("run")

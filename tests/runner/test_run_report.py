@@ -1,0 +1,34 @@
+"""`positional run` leaves a folder that `recaudit report` renders without extra steps."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from runner_helpers import write_config
+from typer.testing import CliRunner
+
+from recaudit.cli import app
+from recaudit.llm._audit import run_audit
+from recaudit.llm._config import load_config
+from recaudit.report import build_report
+
+
+def test_run_writes_analysis_json_for_the_report(tmp_path, retriever, emb_cache):
+    path = write_config(tmp_path, cache_dir=emb_cache, n_queries=6, n_perms=5)
+    run = tmp_path / "run"
+    # prepare the run folder in process (no embedder load in the CLI), empty its journal
+    run_audit(load_config(path), out_dir=run, retriever=retriever)
+    with sqlite3.connect(run / "journal.sqlite") as conn:
+        conn.execute("DELETE FROM evaluations")
+    result = CliRunner().invoke(
+        app, ["positional", "run", str(path), "--out", str(run), "--resume", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout)["analysis"]
+    written = json.loads((run / "analysis.json").read_text(encoding="utf-8"))
+    assert written == printed
+    assert written[0]["n_evaluations"] + written[0]["n_discarded"] == 30
+    report = build_report(run)
+    assert "POB-UNBP" in report.html
+    assert report.data["kind"] == "positional"
