@@ -34,7 +34,6 @@ import json
 import math
 import os
 import time
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from importlib import resources
@@ -44,6 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._toml import read_toml
 from ..exceptions import ConfigError
 from ._dataset import (
     ITEM_ID,
@@ -349,13 +349,7 @@ def default_config_path() -> Path:
 def load_config(path: str | Path) -> StudyConfig:
     """Read and validate a study TOML file (relative paths: from the working directory)."""
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file not found: {path}")
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
-    return parse_config(raw, source=str(path))
+    return parse_config(read_toml(path), source=str(path))
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from .._toml import read_toml
 from ..exceptions import ConfigError, InputError
 from ._designs import design_orders
 
@@ -192,13 +192,7 @@ def load_config(path: str | Path) -> AuditConfig:
         files that do not exist.
     """
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file {path} does not exist")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
-    return parse_config(data, base_dir=path.resolve().parent)
+    return parse_config(read_toml(path), base_dir=path.resolve().parent)
 
 
 def parse_config(data: Mapping[str, Any], *, base_dir: Path) -> AuditConfig:
