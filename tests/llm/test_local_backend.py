@@ -208,6 +208,23 @@ def test_constrained_sampling_is_seeded(constrained, candidate_sets):
     assert {parse_answer(t, req.identifiers).position for t in texts} == {1, 2, 3}
 
 
+def test_constrained_probabilities_are_memoised_exactly(constrained, candidate_sets):
+    query, cands = candidate_sets[0]
+    first = constrained.complete_sync(_request(cands, query, order=(3, 1, 2), seed=1))
+    # the same prompt at another temperature and seed: a memo hit, same distribution
+    again = constrained.complete_sync(
+        _request(cands, query, order=(3, 1, 2), temperature=0.6, seed=2))
+    other = constrained.complete_sync(_request(cands, query, order=(2, 3, 1), seed=1))
+    assert not first.extra["memo_hit"] and again.extra["memo_hit"]
+    assert not other.extra["memo_hit"]
+    assert again.choice_probs == first.choice_probs
+    assert other.choice_probs != first.choice_probs
+    constrained._memo.clear()  # recomputed from scratch: bit-identical
+    fresh = constrained.complete_sync(_request(cands, query, order=(3, 1, 2), seed=1))
+    assert not fresh.extra["memo_hit"]
+    assert fresh.choice_probs == first.choice_probs and fresh.text == first.text
+
+
 def test_rejects_unsupported_requests(backend, candidate_sets):
     query, cands = candidate_sets[0]
     req = _request(cands, query)

