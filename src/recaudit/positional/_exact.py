@@ -215,8 +215,9 @@ class ExactAnalysis:
         unbp = self.pob_unbp
 
         def est(e: Estimate | None) -> dict[str, float | None]:
-            return {"value": None, "ci_low": None, "ci_high": None} if e is None \
-                else e.to_dict()
+            if e is None:
+                return {"value": None, "ci_low": None, "ci_high": None}
+            return {**e.to_dict()}
 
         return {
             **self.group,

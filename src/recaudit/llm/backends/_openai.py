@@ -100,15 +100,19 @@ def choice_probabilities_from_logprobs(
     The answer slot is the first generated token AFTER the text ``article_number``
     (the template's answer key; anywhere in the output when the key never appears)
     whose text, stripped of spaces and quotes, is one of ``identifiers`` -- so an
-    identifier-like token before the key (e.g. a "1" in a preamble) is not taken. Its ``top_logprobs`` are mapped to
-    identifiers the same way (several spellings of one identifier, e.g. ``"3"`` and
+    identifier-like token before the key (e.g. a "1" in a preamble) is not taken.
+    Its ``top_logprobs`` are mapped to identifiers the same way (several spellings
+    of one identifier, e.g. ``"3"`` and
     ``" 3"``, are summed), renormalised over the identifiers.
 
     Returns
     -------
     (probs, outside_mass) or None
         ``probs[p-1]`` for position p; ``outside_mass`` = top-logprob mass on other
-        tokens plus the mass beyond the returned top list. ``None`` when no token
+        tokens plus the mass beyond the returned top list. An identifier absent
+        from the top list gets probability 0: its true mass is part of
+        ``outside_mass`` (unknown), so request enough ``top_logprobs`` (>= k).
+        ``None`` when no token
         matches an identifier (e.g. multi-token identifiers) or no top list is given.
     """
     if not content:
