@@ -100,7 +100,8 @@ def type_one(reps: int, gen: np.random.Generator) -> None:
 
 def efficiency(reps: int, gen: np.random.Generator) -> None:
     print(f"\n## B2. Evaluations to detect: sequential vs fixed-sample POB-UNBP at 80% power "
-          f"({reps} replications, looks after every query block of {PERMS})\n")
+          f"({reps} replications, crossing at any evaluation, paid to the end of its query "
+          f"block of {PERMS})\n")
     print("| k | p_bias | fixed POB-UNBP: evaluations for 80% | sequential: budget for 80% | "
           "sequential: expected evaluations | saving |")
     print("|---|---|---|---|---|---|")
