@@ -170,9 +170,10 @@ def _evidence(cell_rounds: list[list[EvalTask]], n_done: int, status: dict[EvalK
                                      method=method)  # type: ignore[arg-type]
     evidence = res.to_dict()
     # keep the JSON small: the path at round ends (and at the crossing)
-    ends = np.flatnonzero(np.diff(np.r_[round_end, np.inf]) > 0) + 1 if positions else []
-    looks = sorted({int(t) for t in ends if t <= res.stopped_at} | {res.stopped_at}) \
-        if positions else []
+    looks: list[int] = []
+    if positions:
+        ends = np.flatnonzero(np.diff(np.r_[round_end, np.inf]) > 0) + 1
+        looks = sorted({int(t) for t in ends if t <= res.stopped_at} | {res.stopped_at})
     evidence["checkpoints"] = looks
     evidence["log_e_path"] = [float(res.log_e_path[t - 1]) for t in looks]
     evidence["evaluations_at_checkpoints"] = [round_end[t - 1] for t in looks]
