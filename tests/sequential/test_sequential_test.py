@@ -111,3 +111,24 @@ def test_beta_cs_against_a_grid():
 def test_input_validation(kwargs, msg):
     with pytest.raises(InputError, match=re.escape(msg)):
         sequential_uniformity_test(**kwargs)
+
+
+def _favoured_reference(pos, k, shrink=50.0, cap=0.6):
+    """The plug-in e-process written out, one evaluation at a time."""
+    counts, log_e, out = [0] * k, 0.0, []
+    for t, p in enumerate(pos):
+        if t:
+            best = max(range(k), key=lambda q: (counts[q], -q))
+            b = min(max((counts[best] - t / k) / (t * (1 - 1 / k) + shrink), 0.0), cap)
+            log_e += np.log(1 + b * (k - 1)) if p == best else np.log(1 - b)
+        counts[p] += 1
+        out.append(log_e)
+    return np.array(out)
+
+
+def test_favoured_kernel_against_python_reference():
+    rng = np.random.default_rng(8)
+    pos = np.where(rng.random((3, 400)) < 0.15, 2, rng.integers(0, 6, (3, 400)))
+    got = log_e_values(pos, 6, method="favoured")
+    for r in range(3):
+        np.testing.assert_allclose(got[r], _favoured_reference(pos[r].tolist(), 6))
