@@ -36,9 +36,20 @@ def _cfg(tmp_path, emb_cache, n_queries=30):
 def test_biased_cell_stops_early_null_cell_spends_its_budget(tmp_path, retriever, emb_cache):
     cfg = _cfg(tmp_path, emb_cache)
     opts = SequentialOptions(alpha=0.05, max_evaluations=100, round_evaluations=10)
-    res = run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever, sequential=opts)
+    seen = {}
+
+    class Recorder:
+        def start(self, total):
+            seen["total"] = total
+
+        def update(self, *, done, discarded, failed, retries):
+            seen["done"] = done
+
+    res = run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever, sequential=opts,
+                    progress=Recorder())
     doc = json.loads((tmp_path / "run" / SEQUENTIAL_FILE).read_text())
     cells = {c["model"]: c for c in doc["cells"]}
+    assert seen["total"] == 200 and seen["done"] == res.ran_now
     assert doc["alpha_per_cell"] == pytest.approx(0.025) and doc["n_cells"] == 2
     b, n = cells["biased"], cells["null"]
     assert b["decision"] == "rejected" and b["e_value"] >= 40

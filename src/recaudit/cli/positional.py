@@ -353,6 +353,10 @@ def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
     else:
         result = run_audit(cfg, out_dir=out, resume=resume, sequential=sequential)
     seq_doc = _sequential_summary(out, live) if sequential is not None else None
+    if seq_doc is not None and analyze and live:
+        err_console.print("[yellow]note:[/] after a sequential stop the fixed-sample "
+                          "p-values below are descriptive only; the sequential decision "
+                          "above is the valid test", highlight=False)
     if live:
         err_console.print(
             f"[green]done:[/] {result.planned} evaluations ({result.ok} valid, "

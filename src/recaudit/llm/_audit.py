@@ -393,7 +393,7 @@ def run_audit(
                 summary = asyncio.run(_run(todo, backends, journal, cfg, progress))
             else:
                 summary = asyncio.run(_run_sequential(sequential, tasks, backends, journal,
-                                                      cfg, run_dir, say))
+                                                      cfg, run_dir, say, progress))
             counts = journal.counts()
             if counts["failed"]:
                 raise EndpointError(
@@ -428,15 +428,16 @@ async def _run(todo: list[EvalTask], backends: dict[tuple[str, int], Backend],
 
 async def _run_sequential(options: SequentialOptions, tasks: list[EvalTask],
                           backends: dict[tuple[str, int], Backend], journal: Journal,
-                          cfg: AuditConfig, run_dir: Path, say: Callable[[str], None]
-                          ) -> RunSummary:
+                          cfg: AuditConfig, run_dir: Path, say: Callable[[str], None],
+                          progress: RunProgress | None) -> RunSummary:
     async def batch(todo: list[EvalTask]) -> RunSummary:
         return await run_tasks(todo, backends=backends, sink=journal, parse=_parse,
                                concurrency=cfg.concurrency,
                                max_consecutive_failures=cfg.max_consecutive_failures)
 
     try:
-        return await drive_sequential(options, cfg, tasks, journal, run_dir, batch, say)
+        return await drive_sequential(options, cfg, tasks, journal, run_dir, batch, say,
+                                      progress)
     finally:
         await _close(backends)
 

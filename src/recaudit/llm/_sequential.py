@@ -40,7 +40,7 @@ from ..exceptions import ConfigError
 from ..positional._sequential import METHODS, sequential_uniformity_test
 from ._config import AuditConfig
 from ._journal import EvalKey, Journal
-from ._runner import EvalTask, RunSummary
+from ._runner import EvalTask, RunProgress, RunSummary
 from .backends._simulated import stable_words
 
 __all__ = ["SEQUENTIAL_FILE", "SequentialOptions", "cell_order", "drive_sequential"]
@@ -190,12 +190,14 @@ async def drive_sequential(
     run_dir: Path,
     run_batch: Callable[[list[EvalTask]], Awaitable[RunSummary]],
     say: Callable[[str], None] = lambda _m: None,
+    progress: RunProgress | None = None,
 ) -> RunSummary:
     """Run ``tasks`` in rounds until every cell rejected or spent its budget.
 
     ``run_batch`` evaluates a list of tasks (journaling each result); the journal is
     re-read after every round. Writes ``run_dir / sequential.json`` after every round
-    (atomically) and returns a summary of everything run by this call.
+    (atomically) and returns a summary of everything run by this call. ``progress``
+    counts against the sum of the cells' budgets (a stop ends below it).
     """
     check_sequential_config(cfg)
     ordered = cell_order(tasks, cfg.seed)
@@ -206,6 +208,8 @@ async def drive_sequential(
     state: dict[Cell, dict[str, Any]] = {}
     totals = {"ok": 0, "discarded": 0, "failed": 0, "retries": 0, "elapsed": 0.0}
     n_round = {c: 0 for c in cells}
+    if progress is not None:
+        progress.start(sum(len(r) for c in cells for r in plan[c]))
     while True:
         status = _journal_positions(journal)
         # advance every active cell over rounds already complete in the journal
@@ -228,11 +232,16 @@ async def drive_sequential(
                  if t.key not in status]
         if not active or not batch:
             break
-        say(f"round: {len(batch)} evaluations in {len(active)} active cell(s)")
+        if progress is None:
+            say(f"round: {len(batch)} evaluations in {len(active)} active cell(s)")
         summary = await run_batch(batch)
         for name in ("ok", "discarded", "failed", "retries"):
             totals[name] += getattr(summary, name)
         totals["elapsed"] += summary.elapsed_s
+        if progress is not None:
+            progress.update(done=int(totals["ok"] + totals["discarded"] + totals["failed"]),
+                            discarded=int(totals["discarded"]), failed=int(totals["failed"]),
+                            retries=int(totals["retries"]))
         if summary.failed:
             break  # run_audit reports the failures; --resume retries exactly them
     done = int(totals["ok"] + totals["discarded"] + totals["failed"])
