@@ -335,7 +335,7 @@ def _progress_display() -> Progress:
 
 
 def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
-             analyze: bool) -> None:
+             analyze: bool, sequential: Any = None) -> None:
     """Run the audit with a progress display, then analyse (shared by run and demo)."""
     from ..llm._audit import run_audit
 
@@ -348,9 +348,15 @@ def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
     if live:
         with _progress_display() as display:
             result = run_audit(cfg, out_dir=out, resume=resume,
-                               progress=_RichProgress(display), on_phase=say)
+                               progress=_RichProgress(display), on_phase=say,
+                               sequential=sequential)
     else:
-        result = run_audit(cfg, out_dir=out, resume=resume)
+        result = run_audit(cfg, out_dir=out, resume=resume, sequential=sequential)
+    seq_doc = _sequential_summary(out, live) if sequential is not None else None
+    if seq_doc is not None and analyze and live:
+        err_console.print("[yellow]note:[/] after a sequential stop the fixed-sample "
+                          "p-values below are descriptive only; the sequential decision "
+                          "above is the valid test", highlight=False)
     if live:
         err_console.print(
             f"[green]done:[/] {result.planned} evaluations ({result.ok} valid, "
@@ -361,12 +367,30 @@ def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
     analysis = _analyze_run(result.evaluations_path, seed=cfg.seed,
                             quiet=not live) if analyze else None
     if as_json:
-        print_json({"run": result.to_dict(), "analysis": analysis})
+        doc = {"run": result.to_dict(), "analysis": analysis}
+        if seq_doc is not None:
+            doc["sequential"] = seq_doc
+        print_json(doc)
     elif analysis is not None:
         _print_analysis(analysis, list(GROUP_BY))
     elif live and not analyze:
         err_console.print(f"analyse with `recaudit positional analyze "
                           f"{result.evaluations_path}`", highlight=False)
+
+
+def _sequential_summary(run_dir: Path, live: bool) -> dict[str, Any]:
+    """Read RUN_DIR/sequential.json; print one line per cell when live."""
+    from ..llm._sequential import SEQUENTIAL_FILE
+
+    doc: dict[str, Any] = json.loads((run_dir / SEQUENTIAL_FILE).read_text(encoding="utf-8"))
+    if live:
+        for c in doc["cells"]:
+            err_console.print(
+                f"[bold]sequential[/] {c['model']} k={c['k']} t={c['temperature']} "
+                f"{c['condition']}: {c['decision']} after {c.get('evaluations_used', 0)} "
+                f"evaluations (E = {c.get('e_value', 1.0):.3g}, threshold "
+                f"{1 / doc['alpha_per_cell']:.3g})", highlight=False)
+    return doc
 
 
 def _analyze_run(path: Path, *, seed: int, quiet: bool) -> list[dict[str, Any]] | None:
@@ -406,16 +430,27 @@ def run_command(
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
     analyze: Annotated[bool, typer.Option(
         "--analyze/--no-analyze", help="Run the statistics after the run.")] = True,
+    sequential: Annotated[bool, typer.Option(
+        "--sequential", help="Evaluate in rounds; stop each (model, k, temperature, "
+        "condition) cell when an anytime-valid test rejects uniformity.")] = False,
+    alpha: Annotated[float, typer.Option(
+        "--alpha", help="Family-wise level of --sequential (Bonferroni over cells).")] = 0.05,
+    max_evaluations: Annotated[int, typer.Option(
+        "--max-evaluations", min=1, help="Budget per cell of --sequential.")] = 2000,
 ) -> None:
     """Run an audit from CONFIG: every evaluation journaled, resumable after a crash.
 
-    Writes RUN_DIR/evaluations.parquet and prints the positional statistics.
+    Writes RUN_DIR/evaluations.parquet and prints the positional statistics; with
+    --sequential also RUN_DIR/sequential.json (decision and evidence per cell).
     """
     from ..llm._config import load_config
+    from ..llm._sequential import SequentialOptions
 
     cfg = load_config(config)
+    seq = SequentialOptions(alpha=alpha, max_evaluations=max_evaluations) \
+        if sequential else None
     _execute(cfg, out=out or Path("runs") / config.stem, resume=resume, as_json=as_json,
-             quiet=quiet, analyze=analyze)
+             quiet=quiet, analyze=analyze, sequential=seq)
 
 
 # -- demo -------------------------------------------------------------------------

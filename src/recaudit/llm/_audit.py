@@ -46,6 +46,7 @@ from ._prompt import PromptTemplate, positional_identifiers, random_labels, rend
 from ._queries import Query, generate_queries, load_queries
 from ._retrieval import Retriever, candidates_from_frame, candidates_to_frame
 from ._runner import BatchingBackend, EvalTask, RunProgress, RunSummary, run_tasks
+from ._sequential import SequentialOptions, check_sequential_config, drive_sequential
 from ._types import Backend, Candidate
 from .backends._openai import OpenAIBackend
 from .backends._simulated import SimulatedBackend, SimulationProfile, stable_words
@@ -301,6 +302,7 @@ def run_audit(
     transport: Any = None,
     retriever: Retriever | None = None,
     on_phase: Callable[[str], None] | None = None,
+    sequential: SequentialOptions | None = None,
 ) -> AuditResult:
     """Run (or resume) an audit and write its evaluations table.
 
@@ -321,6 +323,10 @@ def run_audit(
         Reuse a loaded retriever (default: one built from ``[retrieval]``).
     on_phase : callable, optional
         Called with a short description of each preparation step.
+    sequential : SequentialOptions, optional
+        Run in rounds and stop each cell when an anytime-valid test rejects
+        uniformity or its budget is spent (:mod:`recaudit.llm._sequential`; writes
+        ``sequential.json``); the evaluations table then holds the keys run.
 
     Returns
     -------
@@ -337,6 +343,8 @@ def run_audit(
         An endpoint kept failing: what was obtained is journaled; ``resume`` later.
     """
     run_dir = _run_audit_iv(cfg, out_dir, resume)
+    if sequential is not None:
+        check_sequential_config(cfg)
     say = on_phase or (lambda _msg: None)
     say("loading the catalog")
     columns = ColumnMap.myntra() if isinstance(cfg.catalog.columns, str) \
@@ -381,7 +389,11 @@ def run_audit(
             todo = [t for t in tasks if t.key not in done]
             say(f"running {len(todo)} of {len(tasks)} evaluations")
             closed = True
-            summary = asyncio.run(_run(todo, backends, journal, cfg, progress))
+            if sequential is None:
+                summary = asyncio.run(_run(todo, backends, journal, cfg, progress))
+            else:
+                summary = asyncio.run(_run_sequential(sequential, tasks, backends, journal,
+                                                      cfg, run_dir, say, progress))
             counts = journal.counts()
             if counts["failed"]:
                 raise EndpointError(
@@ -396,7 +408,7 @@ def run_audit(
         run_dir=run_dir,
         evaluations_path=run_dir / EVALUATIONS,
         planned=len(tasks),
-        ran_now=len(todo),
+        ran_now=len(todo) if sequential is None else summary.total,
         ok=counts["ok"],
         discarded=counts["discarded"],
         summary=summary,
@@ -410,6 +422,22 @@ async def _run(todo: list[EvalTask], backends: dict[tuple[str, int], Backend],
         return await run_tasks(todo, backends=backends, sink=journal, parse=_parse,
                                concurrency=cfg.concurrency, progress=progress,
                                max_consecutive_failures=cfg.max_consecutive_failures)
+    finally:
+        await _close(backends)
+
+
+async def _run_sequential(options: SequentialOptions, tasks: list[EvalTask],
+                          backends: dict[tuple[str, int], Backend], journal: Journal,
+                          cfg: AuditConfig, run_dir: Path, say: Callable[[str], None],
+                          progress: RunProgress | None) -> RunSummary:
+    async def batch(todo: list[EvalTask]) -> RunSummary:
+        return await run_tasks(todo, backends=backends, sink=journal, parse=_parse,
+                               concurrency=cfg.concurrency,
+                               max_consecutive_failures=cfg.max_consecutive_failures)
+
+    try:
+        return await drive_sequential(options, cfg, tasks, journal, run_dir, batch, say,
+                                      progress)
     finally:
         await _close(backends)
 

@@ -77,6 +77,7 @@ EVALUATION_COLUMNS = (
     "completion_tokens",
     "retries",
     "choice_probs",
+    "outside_mass",
 )
 
 _SCHEMA = """
@@ -108,6 +109,7 @@ CREATE TABLE IF NOT EXISTS evaluations (
     retries INTEGER NOT NULL DEFAULT 0,
     choice_probs TEXT,
     attempts INTEGER NOT NULL DEFAULT 1,
+    outside_mass REAL,
     PRIMARY KEY (model, k, temperature, condition, query_id, perm_index, sample_index)
 );
 """
@@ -117,7 +119,7 @@ INSERT INTO evaluations VALUES (
     :model, :k, :temperature, :condition, :query_id, :perm_index, :sample_index,
     :status, :order, :identifiers, :selected_position, :selected_original_index,
     :selected_item_id, :raw_response, :discard_reason, :error_class, :error_message,
-    :latency_s, :prompt_tokens, :completion_tokens, :retries, :choice_probs, 1
+    :latency_s, :prompt_tokens, :completion_tokens, :retries, :choice_probs, 1, :outside_mass
 )
 ON CONFLICT (model, k, temperature, condition, query_id, perm_index, sample_index)
 DO UPDATE SET
@@ -130,6 +132,7 @@ DO UPDATE SET
     error_message = excluded.error_message, latency_s = excluded.latency_s,
     prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,
     retries = excluded.retries, choice_probs = excluded.choice_probs,
+    outside_mass = excluded.outside_mass,
     attempts = evaluations.attempts + 1
 WHERE evaluations.status = 'failed'
 """
@@ -188,6 +191,9 @@ class EvalRecord:
         Retries the call needed.
     choice_probs : tuple of float or None
         Identifier probabilities at the answer slot (prompt-position order).
+    outside_mass : float or None
+        Probability mass at the answer slot outside the identifiers (journals
+        written before this column existed read it as missing).
     """
 
     key: EvalKey
@@ -206,6 +212,7 @@ class EvalRecord:
     completion_tokens: int | None = None
     retries: int = 0
     choice_probs: tuple[float, ...] | None = None
+    outside_mass: float | None = None
 
     def to_row(self) -> dict[str, object]:
         """Flatten to the journal's column names."""
@@ -226,6 +233,7 @@ class EvalRecord:
             completion_tokens=self.completion_tokens,
             retries=self.retries,
             choice_probs=None if self.choice_probs is None else json.dumps(self.choice_probs),
+            outside_mass=self.outside_mass,
         )
         return row
 
@@ -266,6 +274,8 @@ def records_to_frame(rows: Iterable[Mapping[str, object]]) -> pd.DataFrame:
     df = pd.DataFrame(list(rows))
     if df.empty:
         df = pd.DataFrame(columns=[*EVALUATION_COLUMNS, "status"])
+    if "outside_mass" not in df.columns:  # rows of a journal older than the column
+        df["outside_mass"] = None
     df = df.sort_values(list(KEY_FIELDS), kind="mergesort").reset_index(drop=True)
     out = df.loc[:, list(EVALUATION_COLUMNS)].copy()
     for col in ("selected_position", "selected_original_index", "prompt_tokens",
@@ -273,7 +283,7 @@ def records_to_frame(rows: Iterable[Mapping[str, object]]) -> pd.DataFrame:
         out[col] = pd.array(out[col].astype("float").round(), dtype="Int64")
     for col in ("k", "perm_index", "sample_index", "retries"):
         out[col] = out[col].astype("int64")
-    for col in ("temperature", "latency_s"):
+    for col in ("temperature", "latency_s", "outside_mass"):
         out[col] = out[col].astype("float64")
     for col in ("query_id", "order", "model", "condition", "identifiers"):
         out[col] = out[col].astype("string")
@@ -333,6 +343,7 @@ class Journal:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(_SCHEMA)
+            self._add_missing_columns()
             if resume:
                 self._check_meta(meta)
             else:
@@ -345,6 +356,12 @@ class Journal:
         except JournalError:
             self.close()
             raise
+
+    def _add_missing_columns(self) -> None:
+        """Journals written before ``outside_mass`` existed gain it (NULL) on open."""
+        cols = {row[1] for row in self._conn.execute("PRAGMA table_info(evaluations)")}
+        if "outside_mass" not in cols:
+            self._conn.execute("ALTER TABLE evaluations ADD COLUMN outside_mass REAL")
 
     def _check_meta(self, meta: Mapping[str, str]) -> None:
         stored = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())

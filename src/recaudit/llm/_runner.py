@@ -317,6 +317,7 @@ async def _evaluate(task: EvalTask, backend: Backend, parse: ParseFn) -> EvalRec
         completion_tokens=resp.completion_tokens,
         retries=resp.retries,
         choice_probs=resp.choice_probs,
+        outside_mass=resp.outside_mass,
     )
 
 

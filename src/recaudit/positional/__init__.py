@@ -3,12 +3,21 @@
 Read an evaluations table (:func:`evaluations_from_table`), then run everything with
 :func:`analyze` (one group) or :func:`analyze_groups` (``by`` columns, Holm across
 groups), or call each statistic. :func:`power_study` runs the simulation study.
+:func:`analyze_exact` computes the statistics from choice-probability vectors (logprob
+mode); :func:`sequential_uniformity_test` is the anytime-valid test of sequential
+audits (docs/exact-and-sequential.md).
 See docs/positional-statistics.md for every formula, its reference and our choices.
 """
 
 from ._analyze import GroupedAnalysis, PositionalAnalysis, analyze, analyze_groups
 from ._distribution import position_distribution, selection_rate_matrix
 from ._evaluations import Evaluations, evaluations_from_table, group_table, read_table
+from ._exact import (
+    ExactAnalysis,
+    ExactEvaluations,
+    analyze_exact,
+    exact_evaluations_from_table,
+)
 from ._icm import PobIcmResult, contingency_table, pob_icm
 from ._metrics import (
     StrongBiasResult,
@@ -16,32 +25,44 @@ from ._metrics import (
     positional_bias,
     strong_positional_bias,
 )
+from ._sequential import (
+    SequentialResult,
+    position_confidence_sequences,
+    sequential_uniformity_test,
+)
 from ._simulation import PowerRow, PowerStudy, power_study, simulate_evaluations
 from ._unbp import PobUnbpResult, pob_unbp, query_position_shares
 
 __all__ = [
     "Evaluations",
+    "ExactAnalysis",
+    "ExactEvaluations",
     "GroupedAnalysis",
     "PobIcmResult",
     "PobUnbpResult",
     "PositionalAnalysis",
     "PowerRow",
     "PowerStudy",
+    "SequentialResult",
     "StrongBiasResult",
     "analyze",
+    "analyze_exact",
     "analyze_groups",
     "contingency_table",
     "evaluations_from_table",
+    "exact_evaluations_from_table",
     "group_table",
     "permutation_sensitivity",
     "pob_icm",
     "pob_unbp",
+    "position_confidence_sequences",
     "position_distribution",
     "positional_bias",
     "power_study",
     "query_position_shares",
     "read_table",
     "selection_rate_matrix",
+    "sequential_uniformity_test",
     "simulate_evaluations",
     "strong_positional_bias",
 ]

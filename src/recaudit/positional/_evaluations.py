@@ -75,8 +75,9 @@ class Evaluations:
 
     Notes
     -----
-    Per-evaluation choice-probability vectors (logprob-based) can be added later as an
-    optional ``(n, k)`` array beside ``item``; every statistic reads the arrays above.
+    Per-evaluation choice-probability vectors (logprob-based) are read by
+    :func:`~recaudit.positional.exact_evaluations_from_table` into
+    :class:`~recaudit.positional.ExactEvaluations` (exact mode).
     """
 
     k: int

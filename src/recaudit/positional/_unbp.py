@@ -127,9 +127,17 @@ def pob_unbp(
     Theorem 1 (TV of the position law is at most eps under eps-absence of bias).
     """
     alpha, epsilon, n_sides = _pob_unbp_iv(alpha, epsilon, variance, side, evals.n_queries)
-    k = evals.k
-    shares = query_position_shares(evals)
-    n = shares.shape[0]
+    return _pob_unbp_shares(query_position_shares(evals), alpha, epsilon, variance, side,
+                            n_sides)
+
+
+def _pob_unbp_shares(
+    shares: npt.NDArray[np.float64], alpha: float, epsilon: float, variance: str,
+    side: str, n_sides: int,
+) -> PobUnbpResult:
+    """POB-UNBP from per-query position shares (n, k) (validated arguments); also
+    used with per-query mean choice probabilities (recaudit.positional._exact)."""
+    n, k = shares.shape
     mean = shares.mean(axis=0)
     var = shares.var(axis=0, ddof=1)
     sd = np.full(k, np.sqrt(var.mean())) if variance == "pooled" else np.sqrt(var)

@@ -37,6 +37,8 @@ from .._types import ChatRequest, ChatResponse
 
 __all__ = ["OpenAIBackend", "choice_probabilities_from_logprobs"]
 
+#: The JSON key whose value is the answer slot (the default template's).
+ANSWER_KEY = "article_number"
 RETRY_STATUS = frozenset({408, 409, 429})
 #: Connections per httpx pool (see ``OpenAIBackend.__init__``).
 POOL_SIZE = 4
@@ -95,22 +97,38 @@ def choice_probabilities_from_logprobs(
 ) -> tuple[tuple[float, ...], float] | None:
     """Identifier probabilities at the answer slot from OpenAI ``logprobs.content``.
 
-    The answer slot is the first generated token whose text, stripped of spaces and
-    quotes, is one of ``identifiers``. Its ``top_logprobs`` are mapped to
-    identifiers the same way (several spellings of one identifier, e.g. ``"3"`` and
+    The answer slot is the first generated token AFTER the text ``article_number``
+    (the template's answer key; anywhere in the output when the key never appears)
+    whose text, stripped of spaces and quotes, is one of ``identifiers`` -- so an
+    identifier-like token before the key (e.g. a "1" in a preamble) is not taken.
+    Its ``top_logprobs`` are mapped to identifiers the same way (several spellings
+    of one identifier, e.g. ``"3"`` and
     ``" 3"``, are summed), renormalised over the identifiers.
 
     Returns
     -------
     (probs, outside_mass) or None
         ``probs[p-1]`` for position p; ``outside_mass`` = top-logprob mass on other
-        tokens plus the mass beyond the returned top list. ``None`` when no token
+        tokens plus the mass beyond the returned top list. An identifier absent
+        from the top list gets probability 0: its true mass is part of
+        ``outside_mass`` (unknown), so request enough ``top_logprobs`` (>= k).
+        ``None`` when no token
         matches an identifier (e.g. multi-token identifiers) or no top list is given.
     """
     if not content:
         return None
     index = {ident: p for p, ident in enumerate(identifiers)}
-    for tok in content:
+    texts = [str(tok.get("token", "")) for tok in content]
+    joined = "".join(texts)
+    key_end = joined.find(ANSWER_KEY)
+    start = 0
+    if key_end >= 0:
+        key_end += len(ANSWER_KEY)
+        seen = 0
+        while start < len(texts) and seen + len(texts[start]) <= key_end:
+            seen += len(texts[start])
+            start += 1
+    for tok in content[start:]:
         text = str(tok.get("token", "")).strip().strip("\"'")
         if text not in index:
             continue

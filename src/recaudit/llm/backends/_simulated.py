@@ -174,6 +174,16 @@ class SimulatedBackend:
         original = int(relevant[int(rng.integers(len(relevant)))])
         return request.order.index(original) + 1
 
+    def choice_probabilities(self, request: ChatRequest) -> tuple[float, ...]:
+        """The EXACT probability of each prompt position (prompt-position order),
+        conditional on a parsable answer: ``p_bias * w_p + (1 - p_bias) *
+        1{order[p] in R} / |R|``; the discard rate is the mass outside them."""
+        relevant = set(self.relevance_set(request.query_id))
+        inside = np.array([o in relevant for o in request.order], dtype=float)
+        probs = self.profile.p_bias * self._weights + \
+            (1.0 - self.profile.p_bias) * inside / inside.sum()
+        return tuple(float(x) for x in probs)
+
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """Answer ``request`` with the JSON object the parser accepts."""
         t0 = time.perf_counter()
@@ -186,8 +196,10 @@ class SimulatedBackend:
             ident = request.identifiers[position - 1]
             value: int | str = int(ident) if ident.isdigit() else ident
             text = json.dumps({"article_number": value, "recommendation": "simulated"})
+        probs = self.choice_probabilities(request) if request.choice_probabilities else None
         return ChatResponse(text=text, latency_s=time.perf_counter() - t0,
-                            prompt_tokens=None, completion_tokens=None)
+                            prompt_tokens=None, completion_tokens=None, choice_probs=probs,
+                            outside_mass=self.profile.discard_rate if probs else None)
 
     async def aclose(self) -> None:
         """Nothing to release."""

@@ -1,0 +1,291 @@
+"""Sequential (anytime-valid) audits: evaluate in rounds, stop when bias is proven.
+
+``recaudit positional run CONFIG --sequential --alpha 0.05 --max-evaluations N`` goes
+through :func:`~recaudit.llm._audit.run_audit` with :class:`SequentialOptions`; the
+plan is built as usual, then this driver runs it round by round:
+
+- CELLS are the (model, k, temperature, condition) groups; each cell has its own
+  e-process (:func:`recaudit.positional.sequential_uniformity_test`) at level
+  ``alpha / n_cells`` (Bonferroni across cells, so the run's family-wise type-I error
+  is <= alpha, anytime) and its own budget of ``max_evaluations`` evaluations.
+- The TASK ORDER of a cell is deterministic: its queries shuffled by a generator
+  seeded from ``(seed, "sequential", cell)``, each query's evaluations kept together
+  (a query block). A round takes the next whole query blocks of every active cell,
+  ``round_evaluations`` evaluations per cell (rounded up to whole blocks, truncated at
+  the budget); rounds of all active cells run together.
+- After each round the e-process of every active cell is recomputed FROM THE JOURNAL
+  in the deterministic order, looked at after each completed round, and a cell stops
+  at the first look with E >= n_cells / alpha or when its budget is spent. A resumed
+  run recomputes the same path (same order, same looks) and continues where the
+  journal ends; ``sequential.json`` in the run folder holds the evidence.
+
+Validity needs a fresh uniformly random order per evaluation: the ``sampled`` design
+with ``samples_per_order = 1`` and the ``permutation`` / ``labels_permutation``
+conditions (checked; see docs/exact-and-sequential.md for the proof).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..exceptions import ConfigError
+from ..positional._sequential import METHODS, sequential_uniformity_test
+from ._config import AuditConfig
+from ._journal import EvalKey, Journal
+from ._runner import EvalTask, RunProgress, RunSummary
+from .backends._simulated import stable_words
+
+__all__ = ["SEQUENTIAL_FILE", "SequentialOptions", "cell_order", "drive_sequential"]
+
+SEQUENTIAL_FILE = "sequential.json"
+SEQUENTIAL_CONDITIONS = ("permutation", "labels_permutation")
+
+MSG_DESIGN = (
+    "--sequential needs a fresh uniformly random order per evaluation: set [design] "
+    "kind = \"sampled\" and samples_per_order = 1 (got kind = {kind!r}, "
+    "samples_per_order = {spo})"
+)
+MSG_CONDITION = (
+    "--sequential tests permutation conditions only ({allowed}); remove {bad} from "
+    "`conditions` (identity orders make the selected position the item itself)"
+)
+
+Cell = tuple[str, int, float, str]
+
+
+@dataclass(frozen=True)
+class SequentialOptions:
+    """How a sequential run stops.
+
+    Attributes
+    ----------
+    alpha : float
+        Family-wise level over all cells (each cell gets ``alpha / n_cells``).
+    max_evaluations : int
+        Budget per cell (evaluations sent, discarded ones included).
+    method : str
+        The e-process (``recaudit.positional.sequential_uniformity_test``).
+    round_evaluations : int
+        Evaluations per cell per round (rounded up to whole query blocks).
+    """
+
+    alpha: float = 0.05
+    max_evaluations: int = 2000
+    method: str = "favoured"
+    round_evaluations: int = 20
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.alpha < 1.0:
+            raise ConfigError(f"`--alpha` must be in (0, 1), got {self.alpha!r}")
+        for name in ("max_evaluations", "round_evaluations"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"`{name}` must be an integer >= 1, got {value!r}")
+        if self.method not in METHODS:
+            raise ConfigError(f"`method` must be one of {METHODS}, got {self.method!r}")
+
+
+def check_sequential_config(cfg: AuditConfig) -> None:
+    """Raise :class:`ConfigError` when the design breaks the validity argument."""
+    if cfg.design.kind != "sampled" or cfg.design.samples_per_order != 1:
+        raise ConfigError(MSG_DESIGN.format(kind=cfg.design.kind,
+                                            spo=cfg.design.samples_per_order))
+    bad = [c for c in cfg.conditions if c not in SEQUENTIAL_CONDITIONS]
+    if bad:
+        raise ConfigError(MSG_CONDITION.format(allowed=", ".join(SEQUENTIAL_CONDITIONS),
+                                               bad=", ".join(bad)))
+
+
+def _cell(key: EvalKey) -> Cell:
+    return (key.model, key.k, key.temperature, key.condition)
+
+
+def cell_order(tasks: Sequence[EvalTask], seed: int) -> dict[Cell, list[list[EvalTask]]]:
+    """Per cell: its query blocks in the deterministic sequential order.
+
+    Queries are shuffled by a generator seeded from ``(seed, "sequential", cell)``;
+    inside a block, tasks keep their plan order (perm_index, sample_index).
+    """
+    blocks: dict[Cell, dict[str, list[EvalTask]]] = {}
+    for t in tasks:
+        blocks.setdefault(_cell(t.key), {}).setdefault(t.key.query_id, []).append(t)
+    out: dict[Cell, list[list[EvalTask]]] = {}
+    for cell, by_query in blocks.items():
+        ids = sorted(by_query)
+        rng = np.random.default_rng(np.random.SeedSequence(
+            stable_words("sequential", seed, *cell)))
+        out[cell] = [sorted(by_query[ids[i]], key=lambda t: t.key)
+                     for i in rng.permutation(len(ids))]
+    return out
+
+
+def _rounds(blocks: list[list[EvalTask]], options: SequentialOptions) -> list[list[EvalTask]]:
+    """The cell's rounds: whole query blocks, >= round_evaluations each, truncated at
+    the budget."""
+    rounds: list[list[EvalTask]] = []
+    current: list[EvalTask] = []
+    used = 0
+    for block in blocks:
+        for task in block:
+            if used == options.max_evaluations:
+                break
+            current.append(task)
+            used += 1
+        if used == options.max_evaluations or len(current) >= options.round_evaluations:
+            if current:
+                rounds.append(current)
+            current = []
+        if used == options.max_evaluations:
+            break
+    if current:
+        rounds.append(current)
+    return rounds
+
+
+def _evidence(cell_rounds: list[list[EvalTask]], n_done: int, status: dict[EvalKey, Any],
+              k: int, alpha: float, method: str) -> tuple[dict[str, Any], bool]:
+    """Test over the first ``n_done`` completed rounds; returns (evidence, rejected).
+
+    E is looked at after EVERY valid evaluation (Ville's inequality bounds the
+    supremum over all of them); a crossing inside a round is acted on at the end of
+    that round, so ``evaluations_used`` counts up to that round's end.
+    """
+    positions: list[int] = []
+    round_end: list[int] = []  # evaluations sent up to the end of each valid one's round
+    used = 0
+    for rnd in cell_rounds[:n_done]:
+        valid = [status[t.key] for t in rnd if status[t.key] is not None]
+        used += len(rnd)
+        positions.extend(int(p) - 1 for p in valid)
+        round_end.extend([used] * len(valid))
+    res = sequential_uniformity_test(np.asarray(positions, dtype=np.int64), k=k, alpha=alpha,
+                                     method=method)  # type: ignore[arg-type]
+    evidence = res.to_dict()
+    # keep the JSON small: the path at round ends (and at the crossing)
+    looks: list[int] = []
+    if positions:
+        ends = np.flatnonzero(np.diff(np.r_[round_end, np.inf]) > 0) + 1
+        looks = sorted({int(t) for t in ends if t <= res.stopped_at} | {res.stopped_at})
+    evidence["checkpoints"] = looks
+    evidence["log_e_path"] = [float(res.log_e_path[t - 1]) for t in looks]
+    evidence["evaluations_at_checkpoints"] = [round_end[t - 1] for t in looks]
+    evidence["valid_evaluations"] = res.stopped_at if positions else 0
+    evidence["evaluations_used"] = round_end[res.stopped_at - 1] if res.reject else used
+    return evidence, res.reject
+
+
+async def drive_sequential(
+    options: SequentialOptions,
+    cfg: AuditConfig,
+    tasks: Sequence[EvalTask],
+    journal: Journal,
+    run_dir: Path,
+    run_batch: Callable[[list[EvalTask]], Awaitable[RunSummary]],
+    say: Callable[[str], None] = lambda _m: None,
+    progress: RunProgress | None = None,
+) -> RunSummary:
+    """Run ``tasks`` in rounds until every cell rejected or spent its budget.
+
+    ``run_batch`` evaluates a list of tasks (journaling each result); the journal is
+    re-read after every round. Writes ``run_dir / sequential.json`` after every round
+    (atomically) and returns a summary of everything run by this call. ``progress``
+    counts against the sum of the cells' budgets (a stop ends below it).
+    """
+    check_sequential_config(cfg)
+    ordered = cell_order(tasks, cfg.seed)
+    cells = sorted(ordered)
+    level = options.alpha / len(cells)
+    plan = {c: _rounds(ordered[c], options) for c in cells}
+    active = set(cells)
+    state: dict[Cell, dict[str, Any]] = {}
+    totals = {"ok": 0, "discarded": 0, "failed": 0, "retries": 0, "elapsed": 0.0}
+    n_round = {c: 0 for c in cells}
+    if progress is not None:
+        progress.start(sum(len(r) for c in cells for r in plan[c]))
+    while True:
+        status = _journal_positions(journal)
+        # advance every active cell over rounds already complete in the journal
+        for c in sorted(active):
+            while n_round[c] < len(plan[c]) and all(t.key in status
+                                                    for t in plan[c][n_round[c]]):
+                n_round[c] += 1
+                evidence, rejected = _evidence(plan[c], n_round[c], status, c[1], level,
+                                               options.method)
+                state[c] = evidence
+                if rejected:
+                    break
+            ev = state.get(c)
+            if ev is not None and ev["reject"]:
+                active.discard(c)
+            elif n_round[c] >= len(plan[c]):
+                active.discard(c)
+        _write(run_dir, options, cfg, cells, level, plan, state, ordered, n_round)
+        batch = [t for c in sorted(active) for t in plan[c][n_round[c]]
+                 if t.key not in status]
+        if not active or not batch:
+            break
+        if progress is None:
+            say(f"round: {len(batch)} evaluations in {len(active)} active cell(s)")
+        summary = await run_batch(batch)
+        for name in ("ok", "discarded", "failed", "retries"):
+            totals[name] += getattr(summary, name)
+        totals["elapsed"] += summary.elapsed_s
+        if progress is not None:
+            progress.update(done=int(totals["ok"] + totals["discarded"] + totals["failed"]),
+                            discarded=int(totals["discarded"]), failed=int(totals["failed"]),
+                            retries=int(totals["retries"]))
+        if summary.failed:
+            break  # run_audit reports the failures; --resume retries exactly them
+    done = int(totals["ok"] + totals["discarded"] + totals["failed"])
+    return RunSummary(total=done, ok=int(totals["ok"]), discarded=int(totals["discarded"]),
+                      failed=int(totals["failed"]), retries=int(totals["retries"]),
+                      elapsed_s=float(totals["elapsed"]), aborted=False)
+
+
+def _journal_positions(journal: Journal) -> dict[EvalKey, Any]:
+    """Completed keys -> selected position (1-based) or None for a discard."""
+    df = journal.to_frame()
+    out: dict[EvalKey, Any] = {}
+    for row in df.itertuples(index=False):
+        key = EvalKey(str(row.model), int(row.k), float(row.temperature),
+                      str(row.condition), str(row.query_id), int(row.perm_index),
+                      int(row.sample_index))
+        pos = row.selected_position
+        out[key] = None if pd.isna(pos) else int(pos)
+    return out
+
+
+def _write(run_dir: Path, options: SequentialOptions, cfg: AuditConfig, cells: list[Cell],
+           level: float, plan: dict[Cell, list[list[EvalTask]]],
+           state: dict[Cell, dict[str, Any]],
+           ordered: dict[Cell, list[list[EvalTask]]], n_round: dict[Cell, int]) -> None:
+    out_cells = []
+    for c in cells:
+        ev = state.get(c)
+        planned = sum(len(b) for b in ordered[c])
+        budget = sum(len(r) for r in plan[c])
+        if ev is None:
+            decision = "running"
+        elif ev["reject"]:
+            decision = "rejected"
+        elif n_round[c] >= len(plan[c]):
+            decision = "budget_spent" if budget < planned else "plan_exhausted"
+        else:
+            decision = "running"
+        out_cells.append({"model": c[0], "k": c[1], "temperature": c[2], "condition": c[3],
+                          "decision": decision, "planned_evaluations": planned,
+                          "budget": budget, **(ev or {})})
+    doc = {"options": asdict(options), "alpha_per_cell": level, "n_cells": len(cells),
+           "seed": cfg.seed, "cells": out_cells}
+    target = run_dir / SEQUENTIAL_FILE
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=2, allow_nan=False), encoding="utf-8")
+    os.replace(tmp, target)

@@ -1,0 +1,384 @@
+r"""Exact choice distributions (logprob mode): the statistics on probability vectors.
+
+When the backend reports, for each evaluation e, the probability :math:`\pi_e(p)` of
+every identifier at the answer slot (renormalised over the k identifiers, prompt-
+position order; the ``choice_probs`` column of the evaluations table), every
+statistic can use the vector instead of the one sampled choice. The sampled indicator
+:math:`1\{P_e = p\}` is one draw from :math:`\pi_e` (exactly so when the choice is
+sampled from the same distribution, e.g. the local backend at temperature 1 and the
+simulated backend), so :math:`E[1\{P_e = p\} \mid \pi_e] = \pi_e(p)`: replacing the
+indicator by its conditional expectation keeps every mean and removes the decoding
+noise (Rao-Blackwell). docs/exact-and-sequential.md says which guarantees hold.
+
+- POB-UNBP on the per-query mean probabilities
+  :math:`\bar\pi_j(p) = \frac1{l_j}\sum_{e \in j} \pi_e(p)`: i.i.d. over queries with
+  mean q_p, so the same t-based bound (Student t over queries, pooled variance)
+  applies -- with a smaller variance.
+- PS on expected counts :math:`c_{ji} = \sum_{e \in j} \pi_e(\sigma_e(i))`: modal
+  :math:`1 - \max_i c_{ji}/l_j` (a plug-in), pairwise
+  :math:`1 - \sum_i (c_{ji}^2 - \sum_e \pi_e(\sigma_e(i))^2) / (l_j(l_j - 1))` (the
+  EXACT probability that two distinct evaluations' draws disagree).
+- PB: TV of :math:`\frac1n\sum_j \bar\pi_j` from uniform.
+- sPB: the cross-validated rule of :func:`strong_positional_bias` on expected counts.
+- Selection-rate matrix :math:`S[i, p] = \sum_e \pi_e(p) 1\{\sigma_e^{-1}(p) = i\} /
+  \#(i \text{ shown at } p)`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from .._stats import Estimate, as_generator
+from ..exceptions import InputError
+from ._bootstrap import bootstrap_ci, check_bootstrap_args
+from ._evaluations import _parse_orders, _with_row_numbers, read_table
+from ._unbp import PobUnbpResult, _pob_unbp_iv, _pob_unbp_shares
+
+__all__ = [
+    "ExactAnalysis",
+    "ExactEvaluations",
+    "analyze_exact",
+    "exact_evaluations_from_table",
+]
+
+MSG_NO_COLUMN = (
+    "the evaluations table has no column `choice_probs`; run the audit with "
+    "`[prompt] choice_probabilities = true` on a backend that reports them"
+)
+MSG_NO_PROBS = "no row has a `choice_probs` vector ({n} rows, all empty)"
+MSG_BAD_VECTOR = (
+    "row {row}, column `choice_probs`: {value!r} is not a list of {k} non-negative "
+    "probabilities summing to 1"
+)
+MSG_QUERY_ID = "row {row}, column `query_id`: missing query id"
+_SUM_TOL = 1e-3
+
+
+@dataclass(frozen=True, eq=False)
+class ExactEvaluations:
+    """One analysis group with a choice-probability vector per evaluation.
+
+    Attributes
+    ----------
+    k : int
+        Positions.
+    query_ids : ndarray
+        Query ids with at least one probability vector.
+    query : ndarray of int64, shape (n,)
+        Query code of each evaluation.
+    orders : ndarray of int64, shape (n, k)
+        0-based original index shown at each prompt position.
+    probs : ndarray of float, shape (n, k)
+        :math:`\\pi_e(p)`, prompt-position order, rows sum to 1.
+    outside_mass : ndarray of float, shape (n,)
+        Mass outside the identifiers (``nan`` when not recorded).
+    rows : ndarray of int64
+        1-based rows of the source table.
+    n_missing : int
+        Rows without a probability vector (left out; counted, never guessed).
+    """
+
+    k: int
+    query_ids: npt.NDArray[Any]
+    query: npt.NDArray[np.int64]
+    orders: npt.NDArray[np.int64]
+    probs: npt.NDArray[np.float64]
+    outside_mass: npt.NDArray[np.float64]
+    rows: npt.NDArray[np.int64]
+    n_missing: int = 0
+
+    @property
+    def n_queries(self) -> int:
+        """Queries with a probability vector."""
+        return int(self.query_ids.size)
+
+    @property
+    def n_evaluations(self) -> int:
+        """Evaluations with a probability vector."""
+        return int(self.query.size)
+
+    def evaluations_per_query(self) -> npt.NDArray[np.int64]:
+        """l_j."""
+        return np.bincount(self.query, minlength=self.n_queries)
+
+    def query_shares(self) -> npt.NDArray[np.float64]:
+        r""":math:`\bar\pi_j(p)`, shape (n_queries, k)."""
+        sums = np.zeros((self.n_queries, self.k))
+        np.add.at(sums, self.query, self.probs)
+        return sums / self.evaluations_per_query()[:, None]
+
+    def item_probs(self) -> npt.NDArray[np.float64]:
+        """Probability of each ORIGINAL index per evaluation, shape (n, k)."""
+        out = np.empty_like(self.probs)
+        np.put_along_axis(out, self.orders, self.probs, axis=1)
+        return out
+
+
+def exact_evaluations_from_table(table: pd.DataFrame | str | Path) -> ExactEvaluations:
+    """Validate one analysis group's ``query_id``, ``order`` and ``choice_probs``.
+
+    ``choice_probs`` holds a JSON list (or a sequence) of k probabilities in prompt-
+    position order; empty cells (no vector reported) are counted in ``n_missing``. A
+    discarded generation keeps its vector: the model's distribution at the answer
+    slot exists even when its free text did not parse. ``outside_mass`` is read when
+    present.
+
+    Raises
+    ------
+    InputError
+        Missing column, malformed order or vector (naming row and column).
+    """
+    table = _with_row_numbers(read_table(table))
+    if "choice_probs" not in table.columns:
+        raise InputError(MSG_NO_COLUMN)
+    raw = table["choice_probs"].tolist()
+    has = np.array([_present(v) for v in raw])
+    if not has.any():
+        raise InputError(MSG_NO_PROBS.format(n=len(raw)))
+    part = table.loc[has]
+    rows = part["_row"].to_numpy(dtype=np.int64)
+    orders = _parse_orders(part["order"].tolist(), rows)
+    k = orders.shape[1]
+    probs = np.empty((rows.size, k))
+    for i, (value, row) in enumerate(zip(part["choice_probs"].tolist(), rows, strict=True)):
+        probs[i] = _vector(value, row, k)
+    qid = part["query_id"]
+    missing = np.flatnonzero(qid.isna().to_numpy())
+    if missing.size:
+        raise InputError(MSG_QUERY_ID.format(row=rows[missing[0]]))
+    codes, ids = pd.factorize(qid, sort=False)
+    outside = (pd.to_numeric(part["outside_mass"], errors="coerce").to_numpy(dtype=float)
+               if "outside_mass" in part.columns else np.full(rows.size, np.nan))
+    return ExactEvaluations(
+        k=k, query_ids=np.asarray(ids), query=codes.astype(np.int64), orders=orders,
+        probs=probs, outside_mass=outside, rows=rows, n_missing=int((~has).sum()),
+    )
+
+
+def _present(value: Any) -> bool:
+    if value is None:
+        return False
+    if isinstance(value, float) and np.isnan(value):
+        return False
+    if value is pd.NA:
+        return False
+    return not (isinstance(value, str) and not value.strip())
+
+
+def _vector(value: Any, row: int, k: int) -> npt.NDArray[np.float64]:
+    try:
+        vec = np.asarray(json.loads(value) if isinstance(value, str) else value, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(MSG_BAD_VECTOR.format(row=row, value=value, k=k)) from None
+    if (vec.shape != (k,) or not np.all(np.isfinite(vec)) or np.any(vec < 0)
+            or abs(vec.sum() - 1.0) > _SUM_TOL):
+        raise InputError(MSG_BAD_VECTOR.format(row=row, value=value, k=k))
+    return vec / vec.sum()
+
+
+@dataclass(frozen=True, eq=False)
+class ExactAnalysis:
+    """The positional statistics of one group computed from choice probabilities.
+
+    Same meaning as :class:`~recaudit.positional.PositionalAnalysis` (POB-ICM is not
+    defined on probabilities and is absent); ``outside_mass`` is the mean mass
+    outside the identifiers (``None`` when not recorded) and ``n_missing`` the rows
+    without a vector.
+    """
+
+    k: int
+    n_queries: int
+    n_evaluations: int
+    n_missing: int
+    alpha: float
+    epsilon: float
+    pob_unbp: PobUnbpResult | None
+    ps: Estimate | None
+    ps_pairwise: Estimate | None
+    pb: Estimate
+    spb: Estimate | None
+    outside_mass: float | None
+    position_distribution: tuple[Estimate, ...]
+    selection_rate_matrix: npt.NDArray[np.float64] = field(repr=False)
+    group: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (fractions in [0, 1]); ``choice`` is ``"probabilities"``."""
+        unbp = self.pob_unbp
+
+        def est(e: Estimate | None) -> dict[str, float | None]:
+            if e is None:
+                return {"value": None, "ci_low": None, "ci_high": None}
+            return {**e.to_dict()}
+
+        return {
+            **self.group,
+            "choice": "probabilities",
+            "k": self.k,
+            "n_queries": self.n_queries,
+            "n_evaluations": self.n_evaluations,
+            "n_missing": self.n_missing,
+            "alpha": self.alpha,
+            "outside_mass": self.outside_mass,
+            "pob_unbp": {
+                "L": None if unbp is None else unbp.L,
+                "L_under": None if unbp is None else unbp.L_under,
+                "L_over": None if unbp is None else unbp.L_over,
+                "epsilon": self.epsilon,
+                "pvalue": None if unbp is None else unbp.pvalue,
+                "reject": None if unbp is None else unbp.reject,
+            },
+            "ps": est(self.ps),
+            "ps_pairwise": est(self.ps_pairwise),
+            "pb": self.pb.to_dict(),
+            "spb": est(self.spb),
+            "position_distribution": [e.value for e in self.position_distribution],
+            "position_distribution_ci": [[e.ci.low, e.ci.high]
+                                         for e in self.position_distribution],
+            "selection_rate_matrix": self.selection_rate_matrix.tolist(),
+        }
+
+
+def analyze_exact(
+    data: ExactEvaluations | pd.DataFrame | str | Path,
+    *,
+    alpha: float = 0.05,
+    epsilon: float = 0.0,
+    n_boot: int = 2000,
+    confidence_level: float = 0.95,
+    rng: np.random.Generator | int | None = None,
+) -> ExactAnalysis:
+    r"""POB-UNBP, PS, PB, sPB, position distribution and S matrix from probabilities.
+
+    The exact-mode counterpart of :func:`~recaudit.positional.analyze` (module
+    docstring for the formulas). POB-UNBP uses the per-query mean probabilities with
+    the pooled-variance Student-t bound of :func:`~recaudit.positional.pob_unbp`
+    (valid: the means are i.i.d. over queries with mean q_p, and under H0(0) a
+    uniform random order keeps their k coordinates exchangeable). PS and sPB use the
+    queries with >= 2 evaluations. Every CI is a percentile bootstrap over queries.
+
+    Parameters
+    ----------
+    data : ExactEvaluations, DataFrame or path
+        One analysis group with a ``choice_probs`` column.
+    alpha, epsilon : float
+        Level and tolerated TV drift of POB-UNBP.
+    n_boot, confidence_level : int, float
+        Bootstrap resamples and CI level.
+    rng : numpy.random.Generator or int, optional
+        Bootstrap and fold randomness.
+
+    References
+    ----------
+    Peláez-González, Herrera, Herrera-Poyatos, arXiv 2610.37962 (the statistics).
+    Blackwell, D. (1947). Conditional expectation and unbiased sequential estimation.
+    """
+    ev, alpha, epsilon, n_boot, confidence_level = _analyze_exact_iv(
+        data, alpha, epsilon, n_boot, confidence_level)
+    gen = as_generator(rng)
+    g_pb, g_dist, g_ps, g_ps2, g_spb = gen.spawn(5)
+    k = ev.k
+    shares = ev.query_shares()
+    unbp = (_pob_unbp_shares(shares, alpha, epsilon, "pooled", "both", 2)
+            if ev.n_queries >= 2 else None)
+
+    def tv(means: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        return 0.5 * np.abs(means - 1.0 / k).sum(axis=1, keepdims=True)
+
+    pb_value = float(tv(shares.mean(axis=0, keepdims=True))[0, 0])
+    (pb_ci,) = bootstrap_ci(shares, tv, n_boot=n_boot, confidence_level=confidence_level,
+                            rng=g_pb)
+    dist_ci = bootstrap_ci(shares, lambda m: m, n_boot=n_boot,
+                           confidence_level=confidence_level, rng=g_dist)
+    dist = tuple(Estimate(float(v), c) for v, c in zip(shares.mean(axis=0), dist_ci,
+                                                       strict=True))
+    size = ev.evaluations_per_query()
+    two = size >= 2
+    item = ev.item_probs()
+    counts = np.zeros((ev.n_queries, k))
+    np.add.at(counts, ev.query, item)
+    squares = np.zeros((ev.n_queries, k))
+    np.add.at(squares, ev.query, item**2)
+    ps = ps2 = spb = None
+    if two.any():
+        c, sq, ln = counts[two], squares[two], size[two].astype(float)
+        modal = 1.0 - c.max(axis=1) / ln
+        pair = 1.0 - (c**2 - sq).sum(axis=1) / (ln * (ln - 1.0))
+        ps = _mean(modal, n_boot, confidence_level, g_ps)
+        ps2 = _mean(pair, n_boot, confidence_level, g_ps2)
+        p_hat = min(1.0, pb_value / (1.0 - 1.0 / k))
+        threshold = 1.0 - p_hat * (k - np.arange(1, k + 1)) / k
+        outside = _cv_outside(ev, item, threshold, 5, g_spb)[two]
+        spb = _mean(outside, n_boot, confidence_level, g_spb)
+    om = ev.outside_mass[np.isfinite(ev.outside_mass)]
+    return ExactAnalysis(
+        k=k, n_queries=ev.n_queries, n_evaluations=ev.n_evaluations, n_missing=ev.n_missing,
+        alpha=alpha, epsilon=epsilon, pob_unbp=unbp, ps=ps, ps_pairwise=ps2,
+        pb=Estimate(pb_value, pb_ci), spb=spb,
+        outside_mass=float(om.mean()) if om.size else None,
+        position_distribution=dist, selection_rate_matrix=exact_selection_rate_matrix(ev),
+    )
+
+
+def exact_selection_rate_matrix(ev: ExactEvaluations) -> npt.NDArray[np.float64]:
+    r"""S[i, p] = sum_e pi_e(p) 1{sigma_e^{-1}(p) = i} / #(i shown at p) (nan if never)."""
+    k = ev.k
+    cells = (ev.orders * k + np.arange(k)).ravel()
+    chosen = np.bincount(cells, weights=ev.probs.ravel(), minlength=k * k).reshape(k, k)
+    shown = np.bincount(cells, minlength=k * k).reshape(k, k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(shown > 0, chosen / shown, np.nan)
+
+
+def _cv_outside(
+    ev: ExactEvaluations, item: npt.NDArray[np.float64], threshold: npt.NDArray[np.float64],
+    n_folds: int, gen: np.random.Generator,
+) -> npt.NDArray[np.float64]:
+    """Per query: expected held-out selections outside the training folds' R / l_j
+    (the rule of ``_metrics._cross_validated_outside`` on expected counts)."""
+    k, nq = ev.k, ev.n_queries
+    size = ev.evaluations_per_query()
+    folds = np.maximum(np.minimum(n_folds, size), 1)
+    order = np.lexsort((gen.random(ev.query.size), ev.query))
+    starts = np.concatenate([[0], np.cumsum(size)[:-1]])
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size) - np.repeat(starts, size)
+    fold = rank % folds[ev.query]
+    held = np.zeros((nq, n_folds, k))
+    np.add.at(held, (ev.query, fold), item)
+    train = held.sum(axis=1, keepdims=True) - held
+    srt = np.argsort(-train, axis=2, kind="stable")
+    sorted_counts = np.take_along_axis(train, srt, axis=2)
+    total = train.sum(axis=2, keepdims=True)
+    reached = np.cumsum(sorted_counts, axis=2) >= threshold * total - 1e-9
+    done = np.cumsum(reached, axis=2) > 0
+    member = np.concatenate([np.ones_like(done[..., :1]), ~done[..., :-1]], axis=2)
+    relevant = np.zeros_like(member)
+    np.put_along_axis(relevant, srt, member, axis=2)
+    return np.asarray((held * ~relevant).sum(axis=(1, 2)) / size, dtype=float)
+
+
+def _mean(values: npt.NDArray[np.float64], n_boot: int, level: float,
+          gen: np.random.Generator) -> Estimate:
+    (ci,) = bootstrap_ci(values[:, None], lambda m: m, n_boot=n_boot,
+                         confidence_level=level, rng=gen)
+    return Estimate(float(values.mean()), ci)
+
+
+def _analyze_exact_iv(
+    data: ExactEvaluations | pd.DataFrame | str | Path, alpha: float, epsilon: float,
+    n_boot: int, confidence_level: float,
+) -> tuple[ExactEvaluations, float, float, int, float]:
+    alpha, epsilon, _ = _pob_unbp_iv(alpha, epsilon, "pooled", "both")
+    n_boot, confidence_level = check_bootstrap_args(n_boot, confidence_level)
+    ev = data if isinstance(data, ExactEvaluations) else exact_evaluations_from_table(data)
+    return ev, alpha, epsilon, n_boot, confidence_level
+

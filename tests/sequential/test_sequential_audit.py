@@ -1,0 +1,124 @@
+"""`run_audit(..., sequential=...)` / `positional run --sequential`: rounds, stop rule,
+sequential.json, resume, config checks (simulated backend)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from runner_helpers import write_config
+
+from recaudit.exceptions import ConfigError
+from recaudit.llm._audit import run_audit
+from recaudit.llm._config import DesignConfig, load_config
+from recaudit.llm._sequential import SEQUENTIAL_FILE, SequentialOptions
+
+MODELS = """\
+[[models]]
+name = "biased"
+backend = "simulated"
+p_bias = 0.6
+discard_rate = 0.05
+
+[[models]]
+name = "null"
+backend = "simulated"
+p_bias = 0.0
+"""
+
+
+def _cfg(tmp_path, emb_cache, n_queries=30):
+    return load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=n_queries,
+                                    n_perms=5, models=MODELS))
+
+
+def test_biased_cell_stops_early_null_cell_spends_its_budget(tmp_path, retriever, emb_cache):
+    cfg = _cfg(tmp_path, emb_cache)
+    opts = SequentialOptions(alpha=0.05, max_evaluations=100, round_evaluations=10)
+    seen = {}
+
+    class Recorder:
+        def start(self, total):
+            seen["total"] = total
+
+        def update(self, *, done, discarded, failed, retries):
+            seen["done"] = done
+
+    res = run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever, sequential=opts,
+                    progress=Recorder())
+    doc = json.loads((tmp_path / "run" / SEQUENTIAL_FILE).read_text())
+    cells = {c["model"]: c for c in doc["cells"]}
+    assert seen["total"] == 200 and seen["done"] == res.ran_now
+    assert doc["alpha_per_cell"] == pytest.approx(0.025) and doc["n_cells"] == 2
+    b, n = cells["biased"], cells["null"]
+    assert b["decision"] == "rejected" and b["e_value"] >= 40
+    assert b["evaluations_used"] < 100 and b["evaluations_used"] % 10 == 0
+    assert n["decision"] == "budget_spent" and n["evaluations_used"] == 100
+    assert n["e_value"] < 40
+    df = pd.read_parquet(tmp_path / "run" / "evaluations.parquet")
+    used = df.groupby("model").size().to_dict()
+    assert used == {"biased": b["evaluations_used"], "null": 100}
+    assert res.ran_now == len(df) and res.planned == 2 * 30 * 5
+    # the evidence is recomputable from the table in the deterministic order
+    assert sum(b["counts"]) == b["valid_evaluations"]
+
+
+def test_resume_recomputes_the_same_evidence_and_runs_nothing(tmp_path, retriever, emb_cache):
+    cfg = _cfg(tmp_path, emb_cache)
+    opts = SequentialOptions(alpha=0.05, max_evaluations=60, round_evaluations=10)
+    run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever, sequential=opts)
+    first = json.loads((tmp_path / "run" / SEQUENTIAL_FILE).read_text())
+    res = run_audit(cfg, out_dir=tmp_path / "run", resume=True, sequential=opts)
+    assert res.ran_now == 0
+    assert json.loads((tmp_path / "run" / SEQUENTIAL_FILE).read_text()) == first
+    # a larger budget on resume continues the null cell where the journal ends
+    more = SequentialOptions(alpha=0.05, max_evaluations=80, round_evaluations=10)
+    res = run_audit(cfg, out_dir=tmp_path / "run", resume=True, sequential=more)
+    doc = json.loads((tmp_path / "run" / SEQUENTIAL_FILE).read_text())
+    null = next(c for c in doc["cells"] if c["model"] == "null")
+    assert null["evaluations_used"] == 80 and res.ran_now == 20
+
+
+def test_interrupted_run_resumes_to_the_uninterrupted_result(tmp_path, retriever, emb_cache):
+    cfg = _cfg(tmp_path, emb_cache)
+    opts = SequentialOptions(alpha=0.05, max_evaluations=60, round_evaluations=10)
+    run_audit(cfg, out_dir=tmp_path / "a", retriever=retriever, sequential=opts)
+    # "crash" after the first 30 evaluations: a budget of 30, then resume with 60
+    run_audit(cfg, out_dir=tmp_path / "b", retriever=retriever,
+              sequential=SequentialOptions(alpha=0.05, max_evaluations=30,
+                                           round_evaluations=10))
+    run_audit(cfg, out_dir=tmp_path / "b", resume=True, sequential=opts)
+    a = json.loads((tmp_path / "a" / SEQUENTIAL_FILE).read_text())
+    b = json.loads((tmp_path / "b" / SEQUENTIAL_FILE).read_text())
+    assert a["cells"] == b["cells"]
+
+
+@pytest.mark.parametrize(("change", "msg"), [
+    ({"design": DesignConfig(kind="shared", n_perms=5)}, "kind = \"sampled\""),
+    ({"design": DesignConfig(kind="sampled", n_perms=5, samples_per_order=2)},
+     "samples_per_order = 1"),
+    ({"conditions": ("permutation", "decoding")}, "remove decoding"),
+])
+def test_designs_that_break_validity_are_refused(tmp_path, emb_cache, change, msg):
+    cfg = _cfg(tmp_path, emb_cache).with_overrides(**change)
+    with pytest.raises(ConfigError, match=msg):
+        run_audit(cfg, out_dir=tmp_path / "run", sequential=SequentialOptions())
+    assert not (tmp_path / "run").exists()
+
+
+def test_cli_flags(tmp_path, emb_cache):
+    from typer.testing import CliRunner
+
+    from recaudit.cli import app
+
+    path = write_config(tmp_path, cache_dir=emb_cache, n_queries=10, n_perms=5,
+                        models=MODELS)
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["positional", "run", str(path), "--out", str(out),
+                                      "--sequential", "--alpha", "0.05",
+                                      "--max-evaluations", "30", "--no-analyze", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert {c["model"] for c in doc["sequential"]["cells"]} == {"biased", "null"}
+    assert (out / SEQUENTIAL_FILE).exists()
