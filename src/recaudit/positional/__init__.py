@@ -19,6 +19,25 @@ from ._metrics import (
 from ._simulation import PowerRow, PowerStudy, power_study, simulate_evaluations
 from ._unbp import PobUnbpResult, pob_unbp, query_position_shares
 
+# isort: split
+# -- the study's counterfactual analyses (positional-study) --------------------------
+from ._counterfactual import (
+    CompleteCase,
+    DispersionResult,
+    InstanceSpb,
+    IoUResult,
+    WilcoxonResult,
+    complete_case,
+    dispersion_regression,
+    hodges_lehmann,
+    instance_spb,
+    paired_wilcoxon,
+    relevance_iou,
+    score_dispersion,
+    set_iou,
+)
+from ._study import STUDY_COLUMNS, StudyResult, analyze_study, analyze_study_folder
+
 __all__ = [
     "Evaluations",
     "GroupedAnalysis",
@@ -44,4 +63,22 @@ __all__ = [
     "selection_rate_matrix",
     "simulate_evaluations",
     "strong_positional_bias",
+    # positional-study
+    "STUDY_COLUMNS",
+    "CompleteCase",
+    "DispersionResult",
+    "InstanceSpb",
+    "IoUResult",
+    "StudyResult",
+    "WilcoxonResult",
+    "analyze_study",
+    "analyze_study_folder",
+    "complete_case",
+    "dispersion_regression",
+    "hodges_lehmann",
+    "instance_spb",
+    "paired_wilcoxon",
+    "relevance_iou",
+    "score_dispersion",
+    "set_iou",
 ]
