@@ -63,7 +63,7 @@ def synthetic_table(
             for cond in conditions:
                 permuted = cond in ("permutation", "labels_permutation")
                 for q in range(n_queries):
-                    for e in range(n_evals):
+                    for _e in range(n_evals):
                         order = rng.permutation(k) if permuted else np.arange(k)
                         if not permuted and t == 0:
                             item = int(rel[q][0])

@@ -161,7 +161,7 @@ def test_cli_study_resumes_a_positional_run_folder_and_reanalyses(
     run = tmp_path / "run"
     # the folder `recaudit positional run` would make (in process: the embedder is loaded)
     first = run_audit(load_config(path), out_dir=run, retriever=study_retriever)
-    assert first.ran_now == first.planned == 2 * 10 * 2 * 4 * 6
+    assert first.ran_now == first.planned == 2 * 6 * 2 * 4 * 4
     runner = CliRunner()
     res = runner.invoke(app, ["positional", "study", str(path), "--out", str(run), "--resume",
                               "--json", "--bootstrap", "100", "--resamples", "99"])
@@ -201,3 +201,20 @@ def test_local_model_study(tmp_path, study_retriever, study_cache):
     assert (tmp_path / "run" / "study.json").is_file()
     evals = pd.read_parquet(tmp_path / "run" / "evaluations.parquet")
     assert evals["choice_probs"].notna().all()
+
+
+def test_packaged_study_config_is_the_paper_grid():
+    import importlib.resources
+
+    from recaudit.exceptions import ConfigError
+    from recaudit.llm._config import load_config
+
+    path = importlib.resources.files("recaudit.llm").joinpath("configs", "study-smollm2.toml")
+    try:
+        cfg = load_config(str(path))
+    except ConfigError as exc:
+        pytest.skip(f"Myntra catalog absent: {exc}")
+    assert cfg.retrieval.k == (5, 10) and cfg.temperatures == (0.0, 0.6)
+    assert set(cfg.conditions) == {"permutation", "decoding", "labels", "labels_permutation"}
+    assert cfg.design.n_perms == 20 and cfg.prompt.constrained
+    assert cfg.prompt.choice_probabilities and cfg.models[0].backend == "local"
