@@ -112,6 +112,15 @@ def test_grid_without_decoding_records_why(tmp_path):
     assert any("candidates" in s["reason"] for s in no_cands.skipped)
 
 
+def test_fixed_tau_is_used_for_every_cell():
+    table, cands = synthetic_table(models={"m": 0.3}, conditions=("permutation", "decoding"),
+                                   temperatures=(0.6,), n_queries=10, n_evals=6)
+    study = analyze_study(table, candidates=cands, tau=0.8, rng=0, **FAST)
+    spb = _rows(study, analysis="full", metric="spb")
+    assert len(spb) == 2 and (spb["note"] == "fixed tau = 0.8").all()
+    assert {c["p_hat_a"] for c in study.comparisons} == {None}
+
+
 def test_missing_columns_are_named():
     table, _ = synthetic_table(models={"m": 0.0}, n_queries=4, n_evals=3)
     with pytest.raises(InputError, match="condition"):

@@ -33,11 +33,12 @@ class StudyRun:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON summary: the run, the files, the skipped analyses and the settings."""
+        study = self.study.to_dict()
         return {
             "run": self.audit.to_dict(),
             "files": {k: str(v) for k, v in self.paths.items()},
-            "settings": self.study.to_dict()["settings"],
-            "skipped": self.study.to_dict()["skipped"],
+            "settings": study["settings"],
+            "skipped": study["skipped"],
         }
 
 

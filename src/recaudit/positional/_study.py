@@ -397,13 +397,16 @@ class _Analysis:
         for metric, est in (("ps", res.ps), ("ps_pairwise", res.ps_pairwise), ("pb", res.pb)):
             self._row(cell, metric, res.coverage[metric].n_queries, n_e, est=est,
                       note=res.coverage[metric].reason or "")
-        if cell[3] in IDENTITY and self.tau == "auto":
+        if cell[3] in IDENTITY or self.tau != "auto":
+            # analyze_groups' sPB is the auto rule on the cell's own PB: not the
+            # study's threshold here
             inst = self.instance(cell)
             if isinstance(inst, str):
                 self._row(cell, "spb", 0, n_e, note=inst)
             else:
                 self._row(cell, "spb", inst.n_queries, n_e, est=self._mean(inst),
-                          note=f"threshold from the permuted cell (p_hat = {inst.p_hat:.3g})")
+                          note=f"fixed tau = {inst.tau:g}" if inst.p_hat is None else
+                          f"threshold from the permuted cell (p_hat = {inst.p_hat:.3g})")
         else:
             spb = res.spb
             self._row(cell, "spb", res.coverage["spb"].n_queries, n_e,
