@@ -193,3 +193,18 @@ def test_complete_case_keeps_queries_without_discards_per_model_and_k():
     kept = set(zip(cc.table["model"], cc.table["query_id"], strict=True))
     assert kept == {("m", "b"), ("m", "c"), ("n", "a")}
     assert len(cc.table) == 6
+
+
+def test_study_holm_against_statsmodels():
+    from recaudit.positional._study import _holm
+
+    rng = np.random.default_rng(8)
+    for m in (1, 2, 5, 17):
+        p = rng.uniform(0, 0.2, size=m)
+        p[rng.random(m) < 0.2] = np.nan
+        ok = np.isfinite(p)
+        got = np.array(_holm(list(p)))
+        assert np.isnan(got[~ok]).all()
+        if ok.any():
+            np.testing.assert_allclose(got[ok], multipletests(p[ok], method="holm")[1])
+    assert _holm([0.04, 0.04]) == [0.08, 0.08]
