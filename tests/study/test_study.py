@@ -170,7 +170,7 @@ def test_cli_study_resumes_a_positional_run_folder_and_reanalyses(
     run = tmp_path / "run"
     # the folder `recaudit positional run` would make (in process: the embedder is loaded)
     first = run_audit(load_config(path), out_dir=run, retriever=study_retriever)
-    assert first.ran_now == first.planned == 2 * 6 * 2 * 4 * 4
+    assert first.ran_now == first.planned == 2 * 5 * 2 * 4 * 3
     runner = CliRunner()
     res = runner.invoke(app, ["positional", "study", str(path), "--out", str(run), "--resume",
                               "--json", "--bootstrap", "100", "--resamples", "99"])
