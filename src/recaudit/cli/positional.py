@@ -487,3 +487,134 @@ def demo_command(
     cfg = _demo_config(catalog, queries, perms, k)
     _execute(cfg, out=out, resume=(out / "journal.sqlite").exists(), as_json=as_json,
              quiet=quiet, analyze=True)
+
+
+# -- study (positional-study) ---------------------------------------------------------
+
+#: Metrics shown in the study's summary table (the tidy table has all of them).
+_STUDY_SUMMARY = ("pob_unbp_L", "pb", "spb", "spb_noise_floor")
+
+
+def _fmt_row(r: Any) -> str:
+    import math
+
+    if r is None or not math.isfinite(r["estimate"]):
+        return "n/a"
+    ci = "" if not math.isfinite(r["ci_low"]) else f" [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+    p = "" if not math.isfinite(r["p_holm"]) else f" p={r['p_holm']:.3g}"
+    return f"{r['estimate']:.3f}{ci}{p}"
+
+
+def _print_study(study: Any) -> None:
+    """Rich tables: per cell (full analysis) and the comparisons, full vs complete case."""
+    frame = study.table
+    full = frame[frame["analysis"] == "full"]
+    cells = full[full["metric"].isin(_STUDY_SUMMARY)]
+    table = Table(title="Positional study: cells (full analysis)")
+    for col in ("model", "k", "T", "condition", *_STUDY_SUMMARY):
+        table.add_column(col, justify="right")
+    for key, part in cells.groupby(["model", "k", "temperature", "condition"], sort=True):
+        by_metric = {r["metric"]: r for r in part.to_dict(orient="records")}
+        table.add_row(str(key[0]), str(key[1]), f"{key[2]:g}", str(key[3]),
+                      *[_fmt_row(by_metric.get(m)) for m in _STUDY_SUMMARY])
+    console.print(table)
+    comp = frame[frame["metric"] == "spb_difference"]
+    if len(comp):
+        ctab = Table(title="Counterfactual comparisons: per-instance sPB difference "
+                     "(Hodges-Lehmann [CI], Holm p; full | complete case)")
+        for col in ("model", "k", "T", "comparison", "full", "complete case", "note"):
+            ctab.add_column(col, justify="left" if col in ("comparison", "note") else "right",
+                            overflow="fold")
+        for key, part in comp.groupby(["model", "k", "temperature", "condition"], sort=True):
+            by_analysis = {r["analysis"]: r for r in part.to_dict(orient="records")}
+            full_row = by_analysis.get("full")
+            note = ""
+            if full_row is not None and not _finite(full_row["estimate"]):
+                note = "skipped" if full_row["n_queries"] == 0 else "no change"
+            ctab.add_row(str(key[0]), str(key[1]), f"{key[2]:g}", str(key[3]),
+                         _fmt_row(full_row), _fmt_row(by_analysis.get("complete_case")), note)
+        console.print(ctab)
+    for reason in sorted({str(r["reason"]) for r in study.skipped}):
+        console.print(f"[yellow]not computed:[/] {reason}", highlight=False)
+    s = study.settings
+    console.print(f"complete cases: {s['n_queries_complete']} queries "
+                  f"({s['n_queries_with_discards']} with a discarded generation left out)")
+
+
+def _finite(x: Any) -> bool:
+    """True for a finite number."""
+    import math
+
+    return isinstance(x, int | float) and math.isfinite(x)
+
+
+@app.command("study")
+@exit_on_error
+def study_command(
+    config: Annotated[Path | None, typer.Argument(
+        help="The study config (TOML): its k, temperatures and conditions are the grid.")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Run folder (default: runs/<config name>).")] = None,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Continue the run in --out (e.g. one made by `positional run`).")
+    ] = False,
+    analyze_only: Annotated[Path | None, typer.Option(
+        "--analyze-only", help="Re-analyse this finished run folder; run nothing.")] = None,
+    bootstrap: Annotated[int, typer.Option(
+        "--bootstrap", min=1, help="Bootstrap resamples of each CI.")] = 2000,
+    resamples: Annotated[int, typer.Option(
+        "--resamples", min=1, help="POB-ICM within-query shuffles.")] = 9999,
+    seed: Annotated[int | None, typer.Option(
+        "--seed", help="Analysis seed (default: the config's seed).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
+) -> None:
+    """Run the positional study grid (k x temperature x condition) and its analyses.
+
+    Writes RUN_DIR/study.parquet, study.csv (one row per model, k, temperature,
+    condition, analysis, metric), study.json and analysis.json; `recaudit report
+    RUN_DIR` renders them.
+    """
+    from ..positional._study import analyze_study_folder
+
+    live = not (quiet or as_json)
+
+    def say(msg: str) -> None:
+        if live:
+            err_console.print(f"[dim]{msg}...[/]", highlight=False)
+
+    if analyze_only is not None:
+        if config is not None or out is not None or resume:
+            raise InputError("`--analyze-only RUN_DIR` runs nothing: drop CONFIG, `--out` "
+                             "and `--resume`")
+        study = analyze_study_folder(analyze_only, n_boot=bootstrap, n_resamples=resamples,
+                                     rng=seed, progress=say)
+        paths = study.save(analyze_only)
+        summary: dict[str, Any] = {"run": None, "files": {k: str(v) for k, v in paths.items()},
+                                   **{k: v for k, v in study.to_dict().items()
+                                      if k in ("settings", "skipped")}}
+    else:
+        if config is None:
+            raise InputError("give the study CONFIG (TOML), or `--analyze-only RUN_DIR`")
+        from ..llm._config import load_config
+        from ..llm._study import run_study
+
+        cfg = load_config(config)
+        target = out or Path("runs") / config.stem
+        options: dict[str, Any] = {"out_dir": target, "resume": resume, "n_boot": bootstrap,
+                                   "n_resamples": resamples, "seed": seed}
+        if live:
+            with _progress_display() as display:
+                result = run_study(cfg, progress=_RichProgress(display), on_phase=say,
+                                   **options)
+        else:
+            result = run_study(cfg, **options)
+        study, summary = result.study, result.to_dict()
+    if as_json:
+        print_json(summary)
+        return
+    if not quiet:
+        _print_study(study)
+        err_console.print(f"[green]written:[/] {', '.join(summary['files'].values())}",
+                          highlight=False)

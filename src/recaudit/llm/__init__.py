@@ -52,6 +52,10 @@ from ._runner import EvalTask, RunProgress, RunSummary, run_tasks
 from .backends._openai import OpenAIBackend, choice_probabilities_from_logprobs
 from .backends._simulated import SimulatedBackend, SimulationProfile
 
+# isort: split
+# -- the study driver (positional-study) --------------------------------------------
+from ._study import StudyRun, run_study
+
 __all__ = [
     "CANONICAL_COLUMNS",
     "DISCARD_REASONS",
@@ -122,4 +126,7 @@ __all__ = [
     "parse_config",
     "run_audit",
     "run_tasks",
+    # positional-study
+    "StudyRun",
+    "run_study",
 ]

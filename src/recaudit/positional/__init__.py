@@ -33,6 +33,25 @@ from ._sequential import (
 from ._simulation import PowerRow, PowerStudy, power_study, simulate_evaluations
 from ._unbp import PobUnbpResult, pob_unbp, query_position_shares
 
+# isort: split
+# -- the study's counterfactual analyses (positional-study) --------------------------
+from ._counterfactual import (
+    CompleteCase,
+    DispersionResult,
+    InstanceSpb,
+    IoUResult,
+    WilcoxonResult,
+    complete_case,
+    dispersion_regression,
+    hodges_lehmann,
+    instance_spb,
+    paired_wilcoxon,
+    relevance_iou,
+    score_dispersion,
+    set_iou,
+)
+from ._study import STUDY_COLUMNS, StudyResult, analyze_study, analyze_study_folder
+
 __all__ = [
     "Evaluations",
     "ExactAnalysis",
@@ -65,4 +84,22 @@ __all__ = [
     "sequential_uniformity_test",
     "simulate_evaluations",
     "strong_positional_bias",
+    # positional-study
+    "STUDY_COLUMNS",
+    "CompleteCase",
+    "DispersionResult",
+    "InstanceSpb",
+    "IoUResult",
+    "StudyResult",
+    "WilcoxonResult",
+    "analyze_study",
+    "analyze_study_folder",
+    "complete_case",
+    "dispersion_regression",
+    "hodges_lehmann",
+    "instance_spb",
+    "paired_wilcoxon",
+    "relevance_iou",
+    "score_dispersion",
+    "set_iou",
 ]

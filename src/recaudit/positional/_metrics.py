@@ -171,17 +171,76 @@ def strong_positional_bias(
     n_boot, confidence_level = check_bootstrap_args(n_boot, confidence_level)
     tau_value, n_folds = _strong_positional_bias_iv(evals, tau, n_folds)
     gen = as_generator(rng)
-    k = evals.k
-    if tau_value is None:
-        pb = positional_bias(evals, n_boot=1, rng=gen).value
-        p_hat = float(min(1.0, pb / (1.0 - 1.0 / k)))
-        threshold = 1.0 - p_hat * (k - np.arange(1, k + 1)) / k
-    else:
-        p_hat = None
-        threshold = np.full(k, tau_value)
-    per_query = _cross_validated_outside(evals, threshold, n_folds, gen)
+    per_query, threshold, p_hat = _per_query_spb(evals, tau_value, None, n_folds, gen)
     est = _mean_estimate(per_query, n_boot, confidence_level, gen)
     return StrongBiasResult(est.value, est.ci, tau_value, p_hat, n_folds)
+
+
+def estimate_p_hat(evals: Evaluations) -> float:
+    r"""The ``'auto'`` rule's position-driven share :math:`\hat p = \min(1, PB / (1 - 1/k))`."""
+    pb = positional_bias(evals, n_boot=1, rng=0).value
+    return float(min(1.0, pb / (1.0 - 1.0 / evals.k)))
+
+
+def spb_thresholds(k: int, tau: float | None, p_hat: float | None) -> npt.NDArray[np.float64]:
+    r"""Cumulative-share threshold of a top-m set, m = 1..k.
+
+    A fixed ``tau`` gives ``tau`` for every m; the ``'auto'`` rule (``tau=None``) gives
+    :math:`1 - \hat p (k - m) / k` (see :func:`strong_positional_bias`).
+    """
+    if tau is not None:
+        return np.full(k, float(tau))
+    if p_hat is None:
+        raise InputError("`p_hat` is needed with the 'auto' rule (tau=None)")
+    return 1.0 - float(p_hat) * (k - np.arange(1, k + 1)) / k
+
+
+def _per_query_spb(
+    evals: Evaluations,
+    tau: float | None,
+    p_hat: float | None,
+    n_folds: int,
+    gen: np.random.Generator,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], float | None]:
+    """Per-query cross-validated sPB, the thresholds used and p_hat (auto rule).
+
+    With ``tau=None`` and ``p_hat=None``, p_hat is estimated from ``evals`` (consuming
+    ``gen`` exactly as :func:`strong_positional_bias` always has).
+    """
+    if tau is None and p_hat is None:
+        pb = positional_bias(evals, n_boot=1, rng=gen).value
+        p_hat = float(min(1.0, pb / (1.0 - 1.0 / evals.k)))
+    elif tau is not None:
+        p_hat = None
+    threshold = spb_thresholds(evals.k, tau, p_hat)
+    return _cross_validated_outside(evals, threshold, n_folds, gen), threshold, p_hat
+
+
+def relevance_sets(
+    evals: Evaluations, threshold: npt.NDArray[np.float64]
+) -> npt.NDArray[np.bool_]:
+    """R_j on all of query j's evaluations: ``(n_queries, k)`` membership by original index.
+
+    The same rule as the cross-validated sets of :func:`strong_positional_bias`: the
+    smallest top-m set (by count, ties by original index) whose cumulative share
+    reaches ``threshold[m - 1]``.
+    """
+    return _top_sets(item_counts(evals)[:, None, :], threshold)[:, 0, :]
+
+
+def _top_sets(
+    counts: npt.NDArray[np.int64], threshold: npt.NDArray[np.float64]
+) -> npt.NDArray[np.bool_]:
+    """Membership of the smallest top-m set reaching ``threshold[m-1]`` along axis 2."""
+    srt = np.argsort(-counts, axis=2, kind="stable")
+    sorted_counts = np.take_along_axis(counts, srt, axis=2)
+    total = counts.sum(axis=2, keepdims=True)
+    reached = np.cumsum(sorted_counts, axis=2) >= threshold * total - 1e-9
+    done = np.cumsum(reached, axis=2) > 0
+    member_sorted = np.concatenate([np.ones_like(done[..., :1]), ~done[..., :-1]], axis=2)
+    relevant = np.zeros_like(member_sorted)
+    np.put_along_axis(relevant, srt, member_sorted, axis=2)
+    return relevant
 
 
 def _cross_validated_outside(
@@ -208,14 +267,7 @@ def _cross_validated_outside(
         (evals.query * n_folds + fold) * k + evals.item, minlength=nq * n_folds * k
     ).reshape(nq, n_folds, k)
     train = held.sum(axis=1, keepdims=True) - held
-    srt = np.argsort(-train, axis=2, kind="stable")
-    sorted_counts = np.take_along_axis(train, srt, axis=2)
-    total = train.sum(axis=2, keepdims=True)
-    reached = np.cumsum(sorted_counts, axis=2) >= threshold * total - 1e-9
-    done = np.cumsum(reached, axis=2) > 0
-    member_sorted = np.concatenate([np.ones_like(done[..., :1]), ~done[..., :-1]], axis=2)
-    relevant = np.zeros_like(member_sorted)
-    np.put_along_axis(relevant, srt, member_sorted, axis=2)
+    relevant = _top_sets(train, threshold)
     outside = (held * ~relevant).sum(axis=(1, 2))
     return outside / size
 

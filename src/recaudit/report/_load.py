@@ -212,6 +212,8 @@ class PositionalRun:
     seed: str
     versions: Mapping[str, str]
     missing: tuple[str, ...]
+    #: ``study.json`` of ``recaudit positional study`` (None when absent).
+    study: Mapping[str, Any] | None = None
 
 
 def _position_distribution(obj: Mapping[str, Any], where: str, k: int) -> tuple[Interval, ...]:
@@ -442,6 +444,8 @@ def _positional(analysis: Any, *, source: str, folder: Path | None = None) -> Po
         seed=seed or str(_find(meta, "seed") or ""),
         versions={str(k): str(v) for k, v in versions.items()},
         missing=tuple(missing),
+        study=_read_json(study_json) if folder is not None
+        and (study_json := folder / "study.json").is_file() else None,
     )
 
 

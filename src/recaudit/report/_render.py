@@ -509,6 +509,10 @@ def _render_positional(run: PositionalRun) -> tuple[dict[str, Any], list[Section
             )
         )
 
+    if run.study is not None:  # `recaudit positional study` folder (positional-study)
+        from ._study import study_sections
+
+        sections.extend(study_sections(run.study))
     verdict, summary = _positional_verdict(run, index)
     data: dict[str, Any] = {
         "alpha": run.alpha,
@@ -545,6 +549,7 @@ def _render_positional(run: PositionalRun) -> tuple[dict[str, Any], list[Section
             }
             for r in run.simulation
         ],
+        **({"study": run.study} if run.study is not None else {}),
         "reproduction": {
             "config_file": run.config_name,
             "config": run.config_text,

@@ -1,0 +1,85 @@
+"""``recaudit positional study``: run the grid through the runner, then analyse it.
+
+The run is :func:`~recaudit.llm.run_audit` itself (same journal, same keys), so a folder
+made by ``recaudit positional run CONFIG`` with the same config is resumed (nothing is
+redone) and analysed. The analysis is :func:`recaudit.positional.analyze_study_folder`:
+it only reads files, so a finished folder can be re-analysed without the LLM stack.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ..positional._study import StudyResult, analyze_study_folder
+from ._audit import AuditResult, run_audit
+from ._config import AuditConfig
+from ._retrieval import Retriever
+from ._runner import RunProgress
+
+__all__ = ["StudyRun", "run_study"]
+
+
+@dataclass(frozen=True)
+class StudyRun:
+    """What :func:`run_study` did: the run, the analyses and the files written."""
+
+    audit: AuditResult
+    study: StudyResult
+    paths: dict[str, Path]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON summary: the run, the files, the skipped analyses and the settings."""
+        study = self.study.to_dict()
+        return {
+            "run": self.audit.to_dict(),
+            "files": {k: str(v) for k, v in self.paths.items()},
+            "settings": study["settings"],
+            "skipped": study["skipped"],
+        }
+
+
+def run_study(
+    cfg: AuditConfig,
+    *,
+    out_dir: str | os.PathLike[str],
+    resume: bool = False,
+    n_boot: int = 2000,
+    n_resamples: int = 9999,
+    tau: float | Literal["auto"] = "auto",
+    seed: int | None = None,
+    progress: RunProgress | None = None,
+    on_phase: Callable[[str], None] | None = None,
+    transport: Any = None,
+    retriever: Retriever | None = None,
+) -> StudyRun:
+    """Run (or resume) the study grid of ``cfg``, analyse every cell, write the tables.
+
+    Parameters
+    ----------
+    cfg : AuditConfig
+        The study config: ``retrieval.k``, ``temperatures`` and ``conditions`` are the
+        grid (``permutation`` at T > 0 is the paper's "both", ``labels_permutation``
+        its "permutation+labels").
+    out_dir : path-like
+        The run folder; ``study.parquet``, ``study.csv``, ``study.json`` and
+        ``analysis.json`` are written beside ``evaluations.parquet``.
+    resume : bool
+        Continue the run in ``out_dir`` (see :func:`run_audit`).
+    n_boot, n_resamples, tau
+        Bootstrap resamples of every CI, POB-ICM shuffles, sPB threshold rule.
+    seed : int, optional
+        Seed of the analysis (default: the config's ``seed``).
+    progress, on_phase, transport, retriever
+        Passed to :func:`run_audit`; ``on_phase`` also hears the analysis steps.
+    """
+    audit = run_audit(cfg, out_dir=out_dir, resume=resume, progress=progress,
+                      transport=transport, retriever=retriever, on_phase=on_phase)
+    study = analyze_study_folder(
+        audit.run_dir, n_boot=n_boot, n_resamples=n_resamples, tau=tau,
+        rng=cfg.seed if seed is None else seed, progress=on_phase,
+    )
+    return StudyRun(audit=audit, study=study, paths=study.save(audit.run_dir))

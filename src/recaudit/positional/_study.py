@@ -1,0 +1,696 @@
+"""The positional study's analysis: every cell of the grid and the counterfactuals.
+
+:func:`analyze_study` takes an evaluations table (model, k, temperature, condition,
+...) and, optionally, the candidates with their retrieval scores, and computes, for
+the full table and for the complete cases side by side:
+
+- per cell (model, k, temperature, condition): POB-ICM, POB-UNBP (L and decision),
+  PS, PB, sPB with query-level bootstrap CIs, and sPB's decoding-only noise floor;
+- the counterfactual comparisons the grid allows (paired Wilcoxon on per-instance sPB,
+  Holm across models, relevance-set IoU), each skipped with a recorded reason when
+  the grid lacks a side;
+- the retrieval-score dispersion regression of every cell (WLS, HC1, Holm across all
+  slopes).
+
+It reads files only (:func:`analyze_study_folder`); running the LLM is
+:func:`recaudit.llm.run_study`'s job. Results: one tidy table (a row per model, k,
+temperature, condition, analysis, metric) and the JSON of the report.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from .._stats import Estimate, as_generator
+from ..exceptions import InputError
+from ._analyze import PositionalAnalysis, analyze_groups
+from ._counterfactual import (
+    InstanceSpb,
+    complete_case,
+    discarded_mask,
+    dispersion_regression,
+    estimate_p_hat,
+    instance_spb,
+    paired_instances,
+    paired_wilcoxon,
+    relevance_iou,
+    score_dispersion,
+)
+from ._evaluations import evaluations_from_table, group_table, read_table
+
+__all__ = [
+    "STUDY_COLUMNS",
+    "StudyResult",
+    "analyze_study",
+    "analyze_study_folder",
+]
+
+CELL = ("model", "k", "temperature", "condition")
+#: Columns of ``study.parquet`` / ``study.csv``, in order.
+STUDY_COLUMNS = (
+    "model",
+    "k",
+    "temperature",
+    "condition",
+    "analysis",
+    "metric",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "p_holm",
+    "decision",
+    "n_queries",
+    "n_evaluations",
+    "note",
+)
+PERMUTED = ("permutation", "labels_permutation")
+IDENTITY = ("decoding", "labels")
+#: (name, condition a, condition b, temperature of b: "same" or 0.0); a - b is tested.
+COMPARISONS: tuple[tuple[str, str, str, str | float], ...] = (
+    ("both_vs_decoding", "permutation", "decoding", "same"),
+    ("both_vs_permutation_only", "permutation", "permutation", 0.0),
+    ("labels_vs_permutation", "labels", "permutation", "same"),
+    ("labels_permutation_vs_permutation", "labels_permutation", "permutation", "same"),
+)
+COMPARISON_TEXT = {
+    "both_vs_decoding": "permutations + sampling (both) vs decoding-only (identity order)",
+    "both_vs_permutation_only": "permutations + sampling (T > 0) vs permutations at T = 0",
+    "labels_vs_permutation": "random labels, identity order vs positional ids, random orders",
+    "labels_permutation_vs_permutation": "random labels + random orders vs random orders",
+}
+REASON_DEGENERATE = (
+    "decoding-only at temperature 0 is degenerate (identity order, no sampling noise): "
+    "nothing to test; the noise floor needs temperature > 0"
+)
+REASON_NO_DECODING = "no `decoding` condition in the grid: no noise floor"
+REASON_NO_T0 = "no temperature 0 in the grid: no permutation-only reference"
+REASON_NO_CELL = "the grid has no {cond} cell at T = {t:g}"
+REASON_NO_P_HAT = (
+    "identity-order condition without a permuted cell at the same model, k and "
+    "temperature: the 'auto' relevance threshold is undefined (pass a fixed tau)"
+)
+REASON_NO_CANDIDATES = "no candidates table with retrieval scores (candidates.parquet)"
+REASON_LABELS_CELL = (
+    "identity order: positions are retrieval ranks, so POB-ICM/POB-UNBP measure "
+    "position and relevance together"
+)
+MSG_STUDY_COLUMNS = (
+    "the evaluations table lacks column(s) {cols}: the study groups by model, k, "
+    "temperature and condition (a `recaudit positional run` folder has them)"
+)
+MSG_NO_EVALUATIONS = (
+    "{path}: no evaluations.parquet; run `recaudit positional study CONFIG --out {path}` "
+    "or `recaudit positional run CONFIG --out {path}` first"
+)
+
+Cell = tuple[str, int, float, str]
+
+
+@dataclass(frozen=True, eq=False)
+class StudyResult:
+    """The study's analyses: the tidy table, the detailed JSON and the grouped analysis.
+
+    Attributes
+    ----------
+    table : DataFrame
+        One row per (model, k, temperature, condition, analysis, metric), columns
+        :data:`STUDY_COLUMNS`; ``analysis`` is ``"full"`` or ``"complete_case"``.
+    comparisons, dispersion : tuple of dict
+        Detailed results of the paired comparisons and the dispersion regressions.
+    skipped : tuple of dict
+        What the grid did not allow, with the reason.
+    analysis : list of dict
+        The full grouped analysis in the shape of ``analysis.json``.
+    settings : dict
+        alpha, epsilon, tau, n_boot, n_resamples, confidence level, seed, counts.
+    """
+
+    table: pd.DataFrame = field(repr=False)
+    comparisons: tuple[dict[str, Any], ...]
+    dispersion: tuple[dict[str, Any], ...]
+    skipped: tuple[dict[str, Any], ...]
+    analysis: list[dict[str, Any]] = field(repr=False)
+    settings: dict[str, Any]
+
+    def to_frame(self) -> pd.DataFrame:
+        """A copy of the tidy table."""
+        return self.table.copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``study.json`` object (NaN -> None)."""
+        return _jsonable(
+            {
+                "kind": "positional_study",
+                "settings": self.settings,
+                "rows": self.table.to_dict(orient="records"),
+                "comparisons": list(self.comparisons),
+                "dispersion": list(self.dispersion),
+                "skipped": list(self.skipped),
+            }
+        )
+
+    def save(self, folder: str | Path, *, write_analysis: bool = True) -> dict[str, Path]:
+        """Write ``study.parquet``, ``study.csv``, ``study.json`` (and ``analysis.json``).
+
+        Each file is written whole, then renamed. ``analysis.json`` (the grouped
+        analysis, the shape ``recaudit report`` reads) is rewritten with the study's
+        seed so the report and the study agree.
+        """
+        out = Path(folder)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = {
+            "parquet": out / "study.parquet",
+            "csv": out / "study.csv",
+            "json": out / "study.json",
+        }
+        _atomic(paths["parquet"], lambda p: self.table.to_parquet(p, index=False))
+        _atomic(paths["csv"], lambda p: self.table.to_csv(p, index=False))
+        text = json.dumps(self.to_dict(), indent=1, allow_nan=False)
+        _atomic(paths["json"], lambda p: p.write_text(text, encoding="utf-8"))
+        if write_analysis:
+            paths["analysis"] = out / "analysis.json"
+            atext = json.dumps(_jsonable(self.analysis), indent=2, allow_nan=False)
+            _atomic(paths["analysis"], lambda p: p.write_text(atext, encoding="utf-8"))
+        return paths
+
+
+def analyze_study_folder(
+    run_dir: str | Path,
+    *,
+    alpha: float = 0.05,
+    epsilon: float = 0.0,
+    tau: float | Literal["auto"] = "auto",
+    n_resamples: int = 9999,
+    n_boot: int = 2000,
+    confidence_level: float = 0.95,
+    rng: np.random.Generator | int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> StudyResult:
+    """Analyse a finished run folder (``evaluations.parquet`` [+ ``candidates.parquet``]).
+
+    Nothing is run; see :func:`analyze_study` for the analyses. The seed defaults to the
+    run's ``seed`` in ``config.resolved.json`` when ``rng`` is None.
+    """
+    folder = Path(run_dir)
+    evaluations = folder / "evaluations.parquet"
+    if not evaluations.is_file():
+        raise InputError(MSG_NO_EVALUATIONS.format(path=folder))
+    candidates_path = folder / "candidates.parquet"
+    candidates = pd.read_parquet(candidates_path) if candidates_path.is_file() else None
+    if rng is None:
+        resolved = folder / "config.resolved.json"
+        if resolved.is_file():
+            seed = json.loads(resolved.read_text(encoding="utf-8")).get("seed")
+            rng = int(seed) if isinstance(seed, int) else None
+    return analyze_study(
+        pd.read_parquet(evaluations),
+        candidates=candidates,
+        alpha=alpha,
+        epsilon=epsilon,
+        tau=tau,
+        n_resamples=n_resamples,
+        n_boot=n_boot,
+        confidence_level=confidence_level,
+        rng=rng,
+        progress=progress,
+    )
+
+
+def analyze_study(
+    table: pd.DataFrame | str | Path,
+    *,
+    candidates: pd.DataFrame | None = None,
+    alpha: float = 0.05,
+    epsilon: float = 0.0,
+    tau: float | Literal["auto"] = "auto",
+    n_resamples: int = 9999,
+    n_boot: int = 2000,
+    confidence_level: float = 0.95,
+    rng: np.random.Generator | int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> StudyResult:
+    r"""Analyse every cell of the study grid and the comparisons it allows.
+
+    Per cell (model, k, temperature, condition): the grouped analysis of
+    :func:`~recaudit.positional.analyze_groups` (POB-ICM, POB-UNBP with Holm across
+    cells, PS, PB, sPB with bootstrap CIs) plus sPB's noise floor (the decoding-only
+    cell at the same model, k and temperature). Identity-order cells (``decoding``,
+    ``labels``) get their sPB with the relevance threshold of the permuted cell at the
+    same model, k and temperature (their own PB measures relevance, not position).
+
+    Comparisons (``a - b`` of per-instance sPB, paired by query; Wilcoxon signed-rank
+    with zero differences excluded, Hodges-Lehmann effect, Holm across models within
+    each comparison, k and temperature; mean relevance-set IoU with a bootstrap CI):
+    ``both_vs_decoding`` (permutation vs decoding, same T > 0),
+    ``both_vs_permutation_only`` (permutation at T > 0 vs T = 0),
+    ``labels_vs_permutation`` and ``labels_permutation_vs_permutation`` (same T).
+
+    Dispersion (when ``candidates`` with ``k``, ``query_id``, ``score`` is given): per
+    cell, WLS of the % of valid evaluations outside the relevance set on the
+    standardized SD of the candidates' retrieval scores, weights = valid evaluations,
+    HC1 Wald test; Holm across every slope of the analysis.
+
+    Everything is computed twice: ``analysis = "full"`` and ``"complete_case"``
+    (queries without any discarded generation in their model and k).
+
+    References
+    ----------
+    Wilcoxon (1945); White (1980); MacKinnon & White (1985); Holm, S. (1979). A simple
+    sequentially rejective multiple test procedure. Scand. J. Statist. 6, 65-70.
+    Peláez-González, Herrera, Herrera-Poyatos, arXiv 2610.37962 (appendices).
+    """
+    data = _analyze_study_iv(table)
+    gen = as_generator(rng)
+    seed = rng if isinstance(rng, int) else None
+    say = progress or (lambda _msg: None)
+    cc = complete_case(data)
+    rows: list[dict[str, Any]] = []
+    comparisons: list[dict[str, Any]] = []
+    dispersion: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    grouped_full: list[dict[str, Any]] = []
+    options = {
+        "alpha": alpha,
+        "epsilon": epsilon,
+        "n_resamples": n_resamples,
+        "n_boot": n_boot,
+        "confidence_level": confidence_level,
+    }
+    for name, part in (("full", data), ("complete_case", cc.table)):
+        g = gen.spawn(1)[0]
+        if len(part) == 0 or discarded_mask(part).all():
+            skipped.append({"analysis": name, "what": "everything",
+                            "reason": "no query without a discarded generation"})
+            continue
+        say(f"{name}: cells")
+        run = _Analysis(name, part, candidates, tau, options, g)
+        grouped = run.cells()
+        if name == "full":
+            grouped_full = grouped
+        say(f"{name}: comparisons")
+        run.compare()
+        say(f"{name}: dispersion")
+        run.regress()
+        rows += run.rows
+        comparisons += run.comparisons
+        dispersion += run.dispersion
+        skipped += run.skipped
+    frame = pd.DataFrame(rows, columns=list(STUDY_COLUMNS))
+    frame = frame.astype({"k": "int64", "temperature": "float64", "n_queries": "Int64",
+                          "n_evaluations": "Int64"})
+    settings = {
+        **options,
+        "tau": tau,
+        "seed": seed,
+        "n_queries_complete": cc.n_queries_kept,
+        "n_queries_with_discards": cc.n_queries_dropped,
+        "complete_case_by": list(cc.by),
+    }
+    return StudyResult(
+        table=frame,
+        comparisons=tuple(comparisons),
+        dispersion=tuple(dispersion),
+        skipped=tuple(skipped),
+        analysis=grouped_full,
+        settings=settings,
+    )
+
+
+class _Analysis:
+    """One analysis ("full" or "complete_case") of the grid."""
+
+    def __init__(
+        self,
+        name: str,
+        table: pd.DataFrame,
+        candidates: pd.DataFrame | None,
+        tau: float | Literal["auto"],
+        options: Mapping[str, Any],
+        gen: np.random.Generator,
+    ) -> None:
+        self.name = name
+        self.table = table
+        self.candidates = candidates
+        self.tau = tau
+        self.options = dict(options)
+        self.gen = gen
+        self.rows: list[dict[str, Any]] = []
+        self.comparisons: list[dict[str, Any]] = []
+        self.dispersion: list[dict[str, Any]] = []
+        self.skipped: list[dict[str, Any]] = []
+        self.evals: dict[Cell, Any] = {}
+        self.n_evaluations: dict[Cell, int] = {}
+        self._instances: dict[Cell, InstanceSpb | str] = {}
+
+    # -- cells ---------------------------------------------------------------------
+    def cells(self) -> list[dict[str, Any]]:
+        usable = []
+        for keys, part in group_table(self.table, list(CELL)):
+            cell = _cell(keys)
+            try:
+                self.evals[cell] = evaluations_from_table(part)
+            except InputError as exc:
+                self._skip(cell, "cell", str(exc))
+                continue
+            usable.append(part)
+        if not usable:
+            return []
+        grouped = analyze_groups(pd.concat(usable), by=list(CELL), rng=self.gen, **self.options)
+        as_list = grouped.to_list()
+        icm_holm, unbp_holm = grouped.pob_icm_pvalue_holm, grouped.pob_unbp_pvalue_holm
+        for i, res in enumerate(grouped.groups):
+            self._cell_rows(res, float(icm_holm[i]), float(unbp_holm[i]))
+        self._noise_floor_rows()
+        return as_list
+
+    def _cell_rows(self, res: PositionalAnalysis, icm_holm: float, unbp_holm: float) -> None:
+        cell = _cell(res.group)
+        n_q, n_e = res.n_queries, res.n_evaluations
+        self.n_evaluations[cell] = n_e
+        alpha = float(self.options["alpha"])
+        labels_note = REASON_LABELS_CELL if cell[3] == "labels" else ""
+        icm, unbp = res.pob_icm, res.pob_unbp
+        self._row(cell, "pob_icm", n_q, n_e,
+                  estimate=None if icm is None else icm.statistic,
+                  p_value=None if icm is None else icm.pvalue, p_holm=icm_holm,
+                  decision=_decision(icm_holm, alpha) if icm is not None else "",
+                  note=res.coverage["pob_icm"].reason or labels_note
+                  or (f"X2 over {icm.n_columns} permutation columns, "
+                      f"{icm.n_resamples} within-query shuffles" if icm else ""))
+        self._row(cell, "pob_unbp_L", n_q, n_e,
+                  estimate=None if unbp is None else unbp.L,
+                  p_value=None if unbp is None else unbp.pvalue, p_holm=unbp_holm,
+                  decision="" if unbp is None else
+                  ("reject" if (unbp_holm <= alpha if math.isfinite(unbp_holm)
+                                else unbp.reject) else "retain"),
+                  note=res.coverage["pob_unbp"].reason or labels_note
+                  or f"L > epsilon = {res.epsilon:g} rejects")
+        for metric, est in (("ps", res.ps), ("ps_pairwise", res.ps_pairwise), ("pb", res.pb)):
+            self._row(cell, metric, res.coverage[metric].n_queries, n_e, est=est,
+                      note=res.coverage[metric].reason or "")
+        if cell[3] in IDENTITY or self.tau != "auto":
+            # analyze_groups' sPB is the auto rule on the cell's own PB: not the
+            # study's threshold here
+            inst = self.instance(cell)
+            if isinstance(inst, str):
+                self._row(cell, "spb", 0, n_e, note=inst)
+            else:
+                self._row(cell, "spb", inst.n_queries, n_e, est=self._mean(inst),
+                          note=f"fixed tau = {inst.tau:g}" if inst.p_hat is None else
+                          f"threshold from the permuted cell (p_hat = {inst.p_hat:.3g})")
+        else:
+            spb = res.spb
+            self._row(cell, "spb", res.coverage["spb"].n_queries, n_e,
+                      est=None if spb is None else Estimate(spb.value, spb.ci),
+                      note=res.coverage["spb"].reason or (
+                          "" if spb is None or spb.p_hat is None
+                          else f"auto rule, p_hat = {spb.p_hat:.3g}"))
+
+    def _noise_floor_rows(self) -> None:
+        for cell in sorted(self.evals, key=_sort_key):
+            model, k, t, cond = cell
+            if cond == "decoding":
+                continue
+            floor = (model, k, t, "decoding")
+            if floor not in self.evals:
+                continue
+            n_e = self.n_evaluations.get(floor, 0)
+            if t == 0:
+                self._row(cell, "spb_noise_floor", 0, n_e, note=REASON_DEGENERATE)
+                continue
+            inst = self.instance(floor)
+            if isinstance(inst, str):
+                self._row(cell, "spb_noise_floor", 0, n_e, note=inst)
+                continue
+            self._row(cell, "spb_noise_floor", inst.n_queries, n_e, est=self._mean(inst),
+                      note="sPB of the decoding-only cell (same model, k, T), "
+                      "same relevance threshold")
+
+    # -- per-instance sPB --------------------------------------------------------------
+    def instance(self, cell: Cell) -> InstanceSpb | str:
+        """Per-instance sPB of a cell (cached), or the reason it is unavailable."""
+        if cell not in self._instances:
+            self._instances[cell] = self._instance(cell)
+        return self._instances[cell]
+
+    def _instance(self, cell: Cell) -> InstanceSpb | str:
+        evals = self.evals[cell]
+        p_hat: float | None = None
+        if self.tau == "auto":
+            model, k, t, cond = cell
+            if cond in PERMUTED:
+                p_hat = estimate_p_hat(evals)
+            else:
+                ref = next((self.evals[(model, k, t, c)] for c in PERMUTED
+                            if (model, k, t, c) in self.evals), None)
+                if ref is None:
+                    return REASON_NO_P_HAT
+                p_hat = estimate_p_hat(ref)
+        try:
+            return instance_spb(evals, tau=self.tau, p_hat=p_hat, rng=self.gen.spawn(1)[0])
+        except InputError as exc:
+            return str(exc)
+
+    def _mean(self, inst: InstanceSpb) -> Estimate:
+        return inst.mean(n_boot=int(self.options["n_boot"]),
+                         confidence_level=float(self.options["confidence_level"]),
+                         rng=self.gen.spawn(1)[0])
+
+    # -- comparisons --------------------------------------------------------------------
+    def compare(self) -> None:
+        models = sorted({c[0] for c in self.evals})
+        ks = sorted({c[1] for c in self.evals})
+        temps = sorted({c[2] for c in self.evals})
+        conds = {c[3] for c in self.evals}
+        start = len(self.comparisons)
+        for name, ca, cb, tb in COMPARISONS:
+            if ca not in conds and cb not in conds:
+                continue
+            for model in models:
+                for k in ks:
+                    for t in temps:
+                        self._compare_one(name, model, k, t, ca, cb, tb, conds, temps)
+        # Holm across models within each (comparison, k, temperature)
+        mine = self.comparisons[start:]
+        families: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        for c in mine:
+            families.setdefault((c["comparison"], c["k"], c["temperature"]), []).append(c)
+        for fam in families.values():
+            for c, p in zip(fam, _holm([c["pvalue"] for c in fam]), strict=True):
+                c["pvalue_holm"] = float(p)
+        alpha = float(self.options["alpha"])
+        for c in mine:
+            cell = (c["model"], c["k"], c["temperature"], c["comparison"])
+            self._row(cell, "spb_difference", c["n_used"], c["n_evaluations"],
+                      estimate=c["effect"], ci_low=c["ci_low"], ci_high=c["ci_high"],
+                      p_value=c["pvalue"], p_holm=c["pvalue_holm"],
+                      decision=_decision(c["pvalue_holm"], alpha),
+                      note=(f"Wilcoxon signed-rank on sPB({c['condition_a']}, "
+                            f"T={c['temperature']:g}) - sPB({c['condition_b']}, "
+                            f"T={c['temperature_b']:g}); {c['n_pairs']} pairs, "
+                            f"{c['n_pairs'] - c['n_used']} unchanged excluded; "
+                            "estimate = Hodges-Lehmann shift; Holm across models"))
+            self._row(cell, "relevance_iou", c["iou_n_queries"], c["n_evaluations"],
+                      estimate=c["iou"], ci_low=c["iou_ci_low"], ci_high=c["iou_ci_high"],
+                      note="mean IoU of the per-query relevance sets of the two conditions")
+
+    def _compare_one(self, name: str, model: str, k: int, t: float, ca: str, cb: str,
+                     tb: str | float, conds: set[str], temps: list[float]) -> None:
+        where = {"analysis": self.name, "model": model, "k": k, "temperature": t}
+        t_b = t if tb == "same" else float(tb)
+        reason = None
+        if name == "both_vs_decoding":
+            if "decoding" not in conds:
+                reason = REASON_NO_DECODING
+            elif t == 0:
+                reason = REASON_DEGENERATE
+        elif name == "both_vs_permutation_only":
+            if t == 0:
+                return  # the reference itself
+            if 0.0 not in temps:
+                reason = REASON_NO_T0
+        a, b = (model, k, t, ca), (model, k, t_b, cb)
+        if reason is None:
+            for cell in (a, b):
+                if cell not in self.evals:
+                    reason = REASON_NO_CELL.format(cond=cell[3], t=cell[2])
+                    break
+        inst_a = inst_b = None
+        if reason is None:
+            inst_a, inst_b = self.instance(a), self.instance(b)
+            for inst in (inst_a, inst_b):
+                if isinstance(inst, str):
+                    reason = inst
+                    break
+        if reason is not None:
+            self.skipped.append({**where, "what": name, "reason": reason})
+            self._row((model, k, t, name), "spb_difference", 0, None, note=reason)
+            return
+        assert isinstance(inst_a, InstanceSpb) and isinstance(inst_b, InstanceSpb)
+        ids, ra, rb = paired_instances(inst_a, inst_b)
+        level = float(self.options["confidence_level"])
+        test = paired_wilcoxon(inst_a.spb[ra], inst_b.spb[rb], confidence_level=level)
+        iou = relevance_iou(inst_a, inst_b, n_boot=int(self.options["n_boot"]),
+                            confidence_level=level, rng=self.gen.spawn(1)[0])
+        self.comparisons.append({
+            **where,
+            "comparison": name,
+            "description": COMPARISON_TEXT[name],
+            "condition_a": ca,
+            "condition_b": cb,
+            "temperature_b": t_b,
+            "p_hat_a": inst_a.p_hat,
+            "p_hat_b": inst_b.p_hat,
+            "n_evaluations": int(inst_a.n_valid[ra].sum() + inst_b.n_valid[rb].sum()),
+            **test.to_dict(),
+            "pvalue_holm": np.nan,
+            "iou": iou.mean.value,
+            "iou_ci_low": iou.mean.ci.low,
+            "iou_ci_high": iou.mean.ci.high,
+            "iou_n_queries": iou.n_queries,
+        })
+
+    # -- dispersion ----------------------------------------------------------------------
+    def regress(self) -> None:
+        if self.candidates is None or not {"k", "query_id", "score"} <= set(
+            self.candidates.columns
+        ):
+            self.skipped.append({"analysis": self.name, "what": "dispersion",
+                                 "reason": REASON_NO_CANDIDATES})
+            return
+        start = len(self.dispersion)
+        level = float(self.options["confidence_level"])
+        for cell in sorted(self.evals, key=_sort_key):
+            model, k, t, cond = cell
+            where = {"analysis": self.name, "model": model, "k": k, "temperature": t,
+                     "condition": cond}
+            inst = self.instance(cell)
+            reason = inst if isinstance(inst, str) else None
+            if isinstance(inst, InstanceSpb):
+                cands = self.candidates[self.candidates["k"] == k]
+                disp = score_dispersion(cands)
+                ids = [str(q) for q in inst.query_ids.tolist()]
+                disp.index = disp.index.astype(str)
+                s = disp.reindex(ids).to_numpy(dtype=float)
+                ok = np.isfinite(s)
+                try:
+                    res = dispersion_regression(100.0 * inst.spb[ok], s[ok], inst.n_valid[ok],
+                                                confidence_level=level)
+                except InputError as exc:
+                    reason = str(exc)
+            if reason is not None:
+                self.skipped.append({**where, "what": "dispersion", "reason": reason})
+                self._row(cell, "dispersion_slope", 0, None, note=reason)
+                continue
+            self.dispersion.append({**where, **res.to_dict(), "pvalue_holm": np.nan})
+        mine = self.dispersion[start:]
+        for d, p in zip(mine, _holm([d["pvalue"] for d in mine]), strict=True):
+            d["pvalue_holm"] = float(p)
+        alpha = float(self.options["alpha"])
+        for d in mine:
+            cell = (d["model"], d["k"], d["temperature"], d["condition"])
+            self._row(cell, "dispersion_slope", d["n_queries"], int(d["sum_weights"]),
+                      estimate=d["slope"], ci_low=d["ci_low"], ci_high=d["ci_high"],
+                      p_value=d["pvalue"], p_holm=d["pvalue_holm"],
+                      decision=_decision(d["pvalue_holm"], alpha),
+                      note="pp outside the relevance set per SD of retrieval-score "
+                      "dispersion; WLS (weights = valid evaluations), HC1 Wald, Holm "
+                      "across all slopes")
+
+    # -- rows ----------------------------------------------------------------------------
+    def _row(self, cell: tuple[Any, ...], metric: str, n_queries: int | None,
+             n_evaluations: int | None, *, est: Estimate | None = None,
+             estimate: float | None = None, ci_low: float | None = None,
+             ci_high: float | None = None, p_value: float | None = None,
+             p_holm: float | None = None, decision: str = "", note: str = "") -> None:
+        if est is not None:
+            estimate, ci_low, ci_high = est.value, est.ci.low, est.ci.high
+        self.rows.append({
+            "model": cell[0], "k": int(cell[1]), "temperature": float(cell[2]),
+            "condition": cell[3], "analysis": self.name, "metric": metric,
+            "estimate": _num(estimate), "ci_low": _num(ci_low), "ci_high": _num(ci_high),
+            "p_value": _num(p_value), "p_holm": _num(p_holm), "decision": decision,
+            "n_queries": n_queries, "n_evaluations": n_evaluations, "note": note,
+        })
+
+    def _skip(self, cell: Cell, what: str, reason: str) -> None:
+        model, k, t, cond = cell
+        self.skipped.append({"analysis": self.name, "model": model, "k": k,
+                             "temperature": t, "condition": cond, "what": what,
+                             "reason": reason})
+
+
+def _analyze_study_iv(table: pd.DataFrame | str | Path) -> pd.DataFrame:
+    data = read_table(table)
+    missing = [c for c in CELL if c not in data.columns]
+    if missing:
+        raise InputError(MSG_STUDY_COLUMNS.format(cols=", ".join(missing)))
+    return data
+
+
+def _cell(keys: Mapping[str, Any]) -> Cell:
+    return (str(keys["model"]), int(keys["k"]), float(keys["temperature"]),
+            str(keys["condition"]))
+
+
+def _sort_key(cell: tuple[Any, ...]) -> tuple[Any, ...]:
+    return (str(cell[0]), int(cell[1]), float(cell[2]), str(cell[3]))
+
+
+def _holm(pvalues: list[float]) -> list[float]:
+    """Holm step-down adjusted p-values (Holm 1979); ``nan`` stays out of the family.
+
+    :math:`\\tilde p_{(i)} = \\max_{j \\le i} \\min(1, (m - j + 1) p_{(j)})` over the m
+    finite p-values sorted ascending. The same numbers as :func:`recaudit._stats.holm`
+    (statsmodels; the tests check it), computed here because statsmodels'
+    ``multipletests`` runs ``gc.collect()`` on every call (1-2 s in a process that has
+    loaded torch; the study adjusts dozens of families).
+    """
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(np.isfinite(p))
+    if ok.size:
+        order = ok[np.argsort(p[ok], kind="stable")]
+        m = order.size
+        stepped = np.minimum(1.0, (m - np.arange(m)) * p[order])
+        out[order] = np.maximum.accumulate(stepped)
+    return [float(x) for x in out]
+
+
+def _decision(p: float, alpha: float) -> str:
+    return "" if p is None or not math.isfinite(p) else ("reject" if p <= alpha else "retain")
+
+
+def _num(x: Any) -> float:
+    return np.nan if x is None else float(x)
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        return _jsonable(obj.item())
+    if obj is pd.NA:
+        return None
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def _atomic(path: Path, write: Callable[[Path], object]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    write(tmp)
+    tmp.replace(path)

@@ -1,0 +1,189 @@
+"""The report's study section: a positional run folder with ``study.json``.
+
+``recaudit positional study`` writes ``study.json`` beside ``analysis.json``; when it is
+there, the positional report gains the per-cell metrics with CIs, sPB beside its
+decoding-only noise floor, and the Wilcoxon, IoU and dispersion tables. Every number
+cell points into the sidecar's ``study`` object (``data-path``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from ._render import Cell, Section, Table
+
+__all__ = ["study_sections"]
+
+_CELL_METRICS = ("pob_icm", "pob_unbp_L", "ps", "pb", "spb", "spb_noise_floor")
+_CELL_LABELS = {
+    "pob_icm": "POB-ICM p (Holm)",
+    "pob_unbp_L": "POB-UNBP L (Holm p)",
+    "ps": "PS [95% CI]",
+    "pb": "PB [95% CI]",
+    "spb": "sPB [95% CI]",
+    "spb_noise_floor": "sPB noise floor [95% CI]",
+}
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _fmt(x: Any, digits: int = 3) -> str:
+    return f"{x:.{digits}f}" if _finite(x) else "n/a"
+
+
+def _fmt_p(p: Any) -> str:
+    if not _finite(p):
+        return "n/a"
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _est_cell(path: str, row: Mapping[str, Any] | None) -> Cell:
+    if row is None:
+        return Cell("-")
+    est, lo, hi = row.get("estimate"), row.get("ci_low"), row.get("ci_high")
+    if not _finite(est):
+        return Cell("n/a", f"{path}/estimate", None)
+    digits = 1 if abs(float(est or 0.0)) >= 10 else 3
+    text = _fmt(est, digits) + (f" [{_fmt(lo, digits)}, {_fmt(hi, digits)}]"
+                                if _finite(lo) and _finite(hi) else "")
+    return Cell(text, f"{path}/estimate", est)
+
+
+def _p_cell(path: str, row: Mapping[str, Any] | None) -> Cell:
+    if row is None:
+        return Cell("-")
+    p = row.get("p_holm")
+    if _finite(p):
+        return Cell(_fmt_p(p), f"{path}/p_holm", p)
+    return Cell(_fmt_p(row.get("p_value")), f"{path}/p_value", row.get("p_value"))
+
+
+def _cell_value(metric: str, path: str, row: Mapping[str, Any] | None) -> Cell:
+    if metric == "pob_icm":
+        return _p_cell(path, row)
+    if metric == "pob_unbp_L" and row is not None and _finite(row.get("estimate")):
+        p = row.get("p_holm") if _finite(row.get("p_holm")) else row.get("p_value")
+        return Cell(f"{100 * row['estimate']:.2f} pp ({_fmt_p(p)})", f"{path}/estimate",
+                    row["estimate"])
+    return _est_cell(path, row)
+
+
+def study_sections(study: Mapping[str, Any], *, base: str = "study") -> list[Section]:
+    """The study's sections (cells, noise floor, comparisons, dispersion, skipped)."""
+    rows = list(study.get("rows") or [])
+    index: dict[tuple[Any, ...], int] = {}
+    for i, r in enumerate(rows):
+        index[(r["analysis"], r["model"], r["k"], r["temperature"], r["condition"],
+               r["metric"])] = i
+
+    def get(analysis: str, cell: tuple[Any, ...], metric: str
+            ) -> tuple[str, Mapping[str, Any] | None]:
+        i = index.get((analysis, *cell, metric))
+        return (f"{base}/rows/{i}", None) if i is None else (f"{base}/rows/{i}", rows[i])
+
+    cells = sorted({(r["model"], r["k"], r["temperature"], r["condition"]) for r in rows
+                    if r["metric"] == "pb"}, key=lambda c: (str(c[0]), c[1], c[2], str(c[3])))
+    cell_rows = []
+    for cell in cells:
+        out = [Cell(str(cell[0])), Cell(str(cell[1]), value=cell[1]),
+               Cell(f"{cell[2]:g}"), Cell(str(cell[3]))]
+        for metric in _CELL_METRICS:
+            path, row = get("full", cell, metric)
+            out.append(_cell_value(metric, path, row))
+        path, row = get("complete_case", cell, "spb")
+        out.append(_est_cell(path, row))
+        path, row = get("full", cell, "pb")
+        out.append(Cell(str(row["n_queries"]) if row else "-"))
+        cell_rows.append(tuple(out))
+    tables = [Table(
+        "tab-study-cells",
+        "Every cell of the study grid (full analysis): POB-ICM and POB-UNBP with Holm across "
+        "cells, PS, PB and sPB with query-level bootstrap CIs; the sPB noise floor is the "
+        "decoding-only cell at the same model, k and temperature (same relevance threshold); "
+        "the complete-case sPB drops queries with any discarded generation.",
+        ("model", "k", "T", "condition", *(_CELL_LABELS[m] for m in _CELL_METRICS),
+         "sPB, complete case", "queries"),
+        tuple(cell_rows),
+    )]
+    comps = list(study.get("comparisons") or [])
+    comp_rows = []
+    for i, c in enumerate(comps):
+        p = f"{base}/comparisons/{i}"
+        hl = {"estimate": c.get("effect"), "ci_low": c.get("ci_low"),
+              "ci_high": c.get("ci_high")}
+        iou = {"estimate": c.get("iou"), "ci_low": c.get("iou_ci_low"),
+               "ci_high": c.get("iou_ci_high")}
+        comp_rows.append((
+            Cell(str(c["analysis"])), Cell(str(c["model"])), Cell(str(c["k"]), value=c["k"]),
+            Cell(f"{c['temperature']:g}"), Cell(str(c["comparison"])),
+            Cell(f"{c['n_used']} / {c['n_pairs']}", f"{p}/n_used", c["n_used"]),
+            Cell(f"{_fmt(c.get('mean_a'))} vs {_fmt(c.get('mean_b'))}", f"{p}/mean_a",
+                 c.get("mean_a")),
+            Cell(_est_cell(p, hl).text, f"{p}/effect", c.get("effect")),
+            Cell(_fmt_p(c.get("pvalue")), f"{p}/pvalue", c.get("pvalue")),
+            Cell(_fmt_p(c.get("pvalue_holm")), f"{p}/pvalue_holm", c.get("pvalue_holm")),
+            Cell(_est_cell(p, iou).text, f"{p}/iou", c.get("iou")),
+        ))
+    comp_section = Section(
+        "study-comparisons",
+        "Counterfactual comparisons (paired, per instance)",
+        tables=(Table(
+            "tab-study-comparisons",
+            "Paired Wilcoxon signed-rank tests (Wilcoxon 1945) of per-instance sPB "
+            "differences a - b, unchanged instances excluded (n used / pairs), Holm across "
+            "models; effect = Hodges-Lehmann shift with its signed-rank CI. IoU: mean overlap "
+            "of the per-query relevance sets of the two conditions (1 = same sets).",
+            ("analysis", "model", "k", "T", "comparison", "n used / pairs", "mean sPB a vs b",
+             "HL shift [95% CI]", "p", "p (Holm)", "relevance IoU [95% CI]"),
+            tuple(comp_rows),
+        ),) if comp_rows else (),
+        notes=() if comp_rows else ("The grid allows no paired comparison (see below).",),
+    )
+    disp = list(study.get("dispersion") or [])
+    disp_rows = []
+    for i, d in enumerate(disp):
+        p = f"{base}/dispersion/{i}"
+        slope = {"estimate": d.get("slope"), "ci_low": d.get("ci_low"),
+                 "ci_high": d.get("ci_high")}
+        disp_rows.append((
+            Cell(str(d["analysis"])), Cell(str(d["model"])), Cell(str(d["k"]), value=d["k"]),
+            Cell(f"{d['temperature']:g}"), Cell(str(d["condition"])),
+            Cell(_est_cell(p, slope).text, f"{p}/slope", d.get("slope")),
+            Cell(_fmt_p(d.get("pvalue")), f"{p}/pvalue", d.get("pvalue")),
+            Cell(_fmt_p(d.get("pvalue_holm")), f"{p}/pvalue_holm", d.get("pvalue_holm")),
+            Cell(str(d["n_queries"]), f"{p}/n_queries", d["n_queries"]),
+        ))
+    disp_section = Section(
+        "study-dispersion",
+        "Retrieval-score dispersion",
+        tables=(Table(
+            "tab-study-dispersion",
+            "Weighted least squares of the % of a query's valid evaluations outside its "
+            "relevance set on the standardized SD of its candidates' retrieval scores "
+            "(weights = valid evaluations); slope in percentage points per SD, two-sided Wald "
+            "tests with HC1 standard errors (White 1980; MacKinnon & White 1985), Holm across "
+            "all slopes of an analysis.",
+            ("analysis", "model", "k", "T", "condition", "slope, pp per SD [95% CI]", "p",
+             "p (Holm)", "queries"),
+            tuple(disp_rows),
+        ),) if disp_rows else (),
+        notes=() if disp_rows else ("No dispersion regression (see below).",),
+    )
+    skipped = list(study.get("skipped") or [])
+    reasons = sorted({f"{s.get('what')}: {s.get('reason')}" for s in skipped})
+    settings = study.get("settings") or {}
+    notes = (
+        f"Complete cases: {settings.get('n_queries_complete', 'n/a')} queries; "
+        f"{settings.get('n_queries_with_discards', 'n/a')} with a discarded generation are "
+        "left out of the complete-case analysis.",
+        *(f"Not computed - {r}" for r in reasons),
+    )
+    return [
+        Section("study-cells", "Study grid: every cell", tables=tuple(tables), notes=notes),
+        comp_section,
+        disp_section,
+    ]
