@@ -29,7 +29,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from .._stats import Estimate, as_generator
+from .._stats import Estimate, as_generator, holm
 from ..exceptions import InputError
 from ._analyze import PositionalAnalysis, analyze_groups
 from ._counterfactual import (
@@ -485,7 +485,7 @@ class _Analysis:
         for c in mine:
             families.setdefault((c["comparison"], c["k"], c["temperature"]), []).append(c)
         for fam in families.values():
-            for c, p in zip(fam, _holm([c["pvalue"] for c in fam]), strict=True):
+            for c, p in zip(fam, holm([c["pvalue"] for c in fam]), strict=True):
                 c["pvalue_holm"] = float(p)
         alpha = float(self.options["alpha"])
         for c in mine:
@@ -593,7 +593,7 @@ class _Analysis:
                 continue
             self.dispersion.append({**where, **res.to_dict(), "pvalue_holm": np.nan})
         mine = self.dispersion[start:]
-        for d, p in zip(mine, _holm([d["pvalue"] for d in mine]), strict=True):
+        for d, p in zip(mine, holm([d["pvalue"] for d in mine]), strict=True):
             d["pvalue_holm"] = float(p)
         alpha = float(self.options["alpha"])
         for d in mine:
@@ -644,26 +644,6 @@ def _cell(keys: Mapping[str, Any]) -> Cell:
 
 def _sort_key(cell: tuple[Any, ...]) -> tuple[Any, ...]:
     return (str(cell[0]), int(cell[1]), float(cell[2]), str(cell[3]))
-
-
-def _holm(pvalues: list[float]) -> list[float]:
-    """Holm step-down adjusted p-values (Holm 1979); ``nan`` stays out of the family.
-
-    :math:`\\tilde p_{(i)} = \\max_{j \\le i} \\min(1, (m - j + 1) p_{(j)})` over the m
-    finite p-values sorted ascending. The same numbers as :func:`recaudit._stats.holm`
-    (statsmodels; the tests check it), computed here because statsmodels'
-    ``multipletests`` runs ``gc.collect()`` on every call (1-2 s in a process that has
-    loaded torch; the study adjusts dozens of families).
-    """
-    p = np.asarray(pvalues, dtype=float)
-    out = np.full(p.shape, np.nan)
-    ok = np.flatnonzero(np.isfinite(p))
-    if ok.size:
-        order = ok[np.argsort(p[ok], kind="stable")]
-        m = order.size
-        stepped = np.minimum(1.0, (m - np.arange(m)) * p[order])
-        out[order] = np.maximum.accumulate(stepped)
-    return [float(x) for x in out]
 
 
 def _decision(p: float, alpha: float) -> str:
