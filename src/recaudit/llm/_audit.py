@@ -44,6 +44,7 @@ from ._journal import EvalKey, Journal
 from ._parse import parse_answer
 from ._prompt import PromptTemplate, positional_identifiers, random_labels, render_request
 from ._queries import Query, generate_queries, load_queries
+from ._ray_executor import check_executor, run_tasks_ray
 from ._retrieval import Retriever, candidates_from_frame, candidates_to_frame
 from ._runner import BatchingBackend, EvalTask, RunProgress, RunSummary, run_tasks
 from ._types import Backend, Candidate
@@ -301,6 +302,8 @@ def run_audit(
     transport: Any = None,
     retriever: Retriever | None = None,
     on_phase: Callable[[str], None] | None = None,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> AuditResult:
     """Run (or resume) an audit and write its evaluations table.
 
@@ -321,6 +324,11 @@ def run_audit(
         Reuse a loaded retriever (default: one built from ``[retrieval]``).
     on_phase : callable, optional
         Called with a short description of each preparation step.
+    executor : {"local", "ray"}
+        Where evaluations run: this process's asyncio runner, or the workers of a Ray
+        cluster (:mod:`recaudit.llm._ray_executor`; the journal is still written here).
+    ray_address : str, optional
+        Ray cluster address for ``executor="ray"`` (default: a new local cluster).
 
     Returns
     -------
@@ -337,6 +345,7 @@ def run_audit(
         An endpoint kept failing: what was obtained is journaled; ``resume`` later.
     """
     run_dir = _run_audit_iv(cfg, out_dir, resume)
+    check_executor(executor, ray_address)
     say = on_phase or (lambda _msg: None)
     say("loading the catalog")
     columns = ColumnMap.myntra() if isinstance(cfg.catalog.columns, str) \
@@ -345,7 +354,8 @@ def run_audit(
     template = PromptTemplate.default() if cfg.prompt.template is None \
         else PromptTemplate.from_file(cfg.prompt.template)
     say("starting the backends")
-    backends = build_backends(cfg, transport=transport)
+    # the Ray executor builds the backends on its workers
+    backends = build_backends(cfg, transport=transport) if executor == "local" else {}
     meta = {"config_hash": config_hash(cfg), "catalog_sha256": catalog.sha256}
     closed = False
     try:
@@ -381,7 +391,11 @@ def run_audit(
             todo = [t for t in tasks if t.key not in done]
             say(f"running {len(todo)} of {len(tasks)} evaluations")
             closed = True
-            summary = asyncio.run(_run(todo, backends, journal, cfg, progress))
+            if executor == "ray":
+                summary = run_tasks_ray(todo, cfg=cfg, sink=journal, parse=_parse,
+                                        address=ray_address, progress=progress)
+            else:
+                summary = asyncio.run(_run(todo, backends, journal, cfg, progress))
             counts = journal.counts()
             if counts["failed"]:
                 raise EndpointError(
