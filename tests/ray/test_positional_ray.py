@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
+import numpy as np
 import pandas as pd
+import pytest
 from runner_helpers import write_config
 
+from recaudit.exceptions import InputError
 from recaudit.llm._audit import run_audit
 from recaudit.llm._config import load_config
 
@@ -74,3 +78,39 @@ def test_killed_worker_loses_nothing_and_duplicates_nothing(tmp_path, ray_cluste
     got, want = _table(dist.evaluations_path), _table(local.evaluations_path)
     pd.testing.assert_frame_equal(got.drop(columns="retries"), want.drop(columns="retries"))
     assert (got["retries"] >= want["retries"]).all()
+
+
+LOCAL_MODEL = """\
+[prompt]
+constrained = true
+
+[[models]]
+name = "smol"
+backend = "local"
+batch_size = 1
+"""
+
+
+@pytest.mark.slow
+def test_local_smollm2_constrained_matches_local(tmp_path, ray_cluster, retriever, emb_cache):
+    """The packaged SmolLM2, constrained at T=0 (deterministic): same answers on Ray."""
+    pytest.importorskip("transformers")
+    from recaudit.llm.backends._local import default_model_path
+
+    try:
+        default_model_path()
+    except InputError as exc:
+        pytest.skip(str(exc))
+    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=3, n_perms=2,
+                                   models=LOCAL_MODEL))
+    local = run_audit(cfg, out_dir=tmp_path / "local", retriever=retriever)
+    dist = run_audit(cfg, out_dir=tmp_path / "ray", retriever=retriever, executor="ray")
+    assert dist.ran_now == local.ran_now == 6
+    got, want = _table(dist.evaluations_path), _table(local.evaluations_path)
+    assert got["selected_position"].notna().all()  # constrained: every answer parses
+    pd.testing.assert_frame_equal(got.drop(columns="choice_probs"),
+                                  want.drop(columns="choice_probs"))
+    if want["choice_probs"].notna().any():
+        np.testing.assert_allclose(np.array(got["choice_probs"].map(json.loads).tolist()),
+                                   np.array(want["choice_probs"].map(json.loads).tolist()),
+                                   atol=1e-6)
