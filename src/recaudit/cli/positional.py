@@ -335,7 +335,7 @@ def _progress_display() -> Progress:
 
 
 def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
-             analyze: bool) -> None:
+             analyze: bool, executor: str = "local", ray_address: str | None = None) -> None:
     """Run the audit with a progress display, then analyse (shared by run and demo)."""
     from ..llm._audit import run_audit
 
@@ -348,9 +348,11 @@ def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
     if live:
         with _progress_display() as display:
             result = run_audit(cfg, out_dir=out, resume=resume,
-                               progress=_RichProgress(display), on_phase=say)
+                               progress=_RichProgress(display), on_phase=say,
+                               executor=executor, ray_address=ray_address)
     else:
-        result = run_audit(cfg, out_dir=out, resume=resume)
+        result = run_audit(cfg, out_dir=out, resume=resume, executor=executor,
+                           ray_address=ray_address)
     if live:
         err_console.print(
             f"[green]done:[/] {result.planned} evaluations ({result.ok} valid, "
@@ -406,6 +408,12 @@ def run_command(
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
     analyze: Annotated[bool, typer.Option(
         "--analyze/--no-analyze", help="Run the statistics after the run.")] = True,
+    executor: Annotated[str, typer.Option(
+        "--executor", help="Where evaluations run: local (asyncio) or ray (a Ray cluster; "
+        "needs the `ray` extra).")] = "local",
+    ray_address: Annotated[str | None, typer.Option(
+        "--ray-address", help="Ray cluster address with --executor ray (default: start "
+        "a local cluster).")] = None,
 ) -> None:
     """Run an audit from CONFIG: every evaluation journaled, resumable after a crash.
 
@@ -415,7 +423,7 @@ def run_command(
 
     cfg = load_config(config)
     _execute(cfg, out=out or Path("runs") / config.stem, resume=resume, as_json=as_json,
-             quiet=quiet, analyze=analyze)
+             quiet=quiet, analyze=analyze, executor=executor, ray_address=ray_address)
 
 
 # -- demo -------------------------------------------------------------------------
