@@ -252,6 +252,9 @@ def run_tasks_ray(
     t0 = time.perf_counter()
     if progress is not None:
         progress.start(len(todo))
+    if not todo:  # a finished run resumed: nothing to send, no cluster needed
+        return RunSummary(total=0, ok=0, discarded=0, failed=0, retries=0,
+                          elapsed_s=time.perf_counter() - t0, aborted=False)
     with ray_session(address) as ray:
         n_actors, size = _run_tasks_ray_iv(
             cfg, options, int(ray.cluster_resources().get("CPU", 1)), len(todo))
