@@ -53,9 +53,36 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+class Clock:
+    """A RunProgress that timestamps every record count (steady-state rate)."""
+
+    def __init__(self) -> None:
+        self.marks: list[tuple[float, int]] = []
+        self.t0 = 0.0
+
+    def start(self, total: int) -> None:
+        self.t0 = time.perf_counter()
+
+    def update(self, *, done: int, discarded: int, failed: int, retries: int) -> None:
+        self.marks.append((time.perf_counter(), done))
+
+    def first_s(self) -> float:
+        """Seconds from the runner's start to the first record (start-up cost)."""
+        return self.marks[0][0] - self.t0
+
+    def steady(self) -> float:
+        """Records per second between the first and the last record."""
+        (t1, n1), (t2, n2) = self.marks[0], self.marks[-1]
+        return (n2 - n1) / (t2 - t1) if t2 > t1 else float("nan")
+
+
 def _timed_audit(cfg, out: Path, retriever: Retriever, executor: str):
+    clock = Clock()
     t0 = time.perf_counter()
-    res = run_audit(cfg, out_dir=out, retriever=retriever, executor=executor)
+    cpu0 = time.process_time()
+    res = run_audit(cfg, out_dir=out, retriever=retriever, executor=executor, progress=clock)
+    res.clock = clock  # type: ignore[attr-defined]
+    res.driver_cpu_s = time.process_time() - cpu0  # type: ignore[attr-defined]
     return res, time.perf_counter() - t0
 
 
@@ -69,14 +96,16 @@ def bench_local_model(tmp: Path, retriever: Retriever, queries: int, perms: int)
     print(f"\n== CPU-bound: constrained SmolLM2-135M, {n} evaluations, load {_load()}")
     local, t_local = _timed_audit(cfg, tmp / "local", retriever, "local")
     print(f"local : wall {t_local:6.1f} s   runner {local.summary.elapsed_s:6.1f} s   "
-          f"({n / local.summary.elapsed_s:.2f} eval/s in the runner)")
+          f"steady {local.clock.steady():.3f} eval/s   "
+          f"driver CPU {local.driver_cpu_s:.0f} s; load {_load()}")
     dist, t_ray = _timed_audit(cfg, tmp / "ray", retriever, "ray")
     print(f"ray   : wall {t_ray:6.1f} s   runner {dist.summary.elapsed_s:6.1f} s   "
-          f"(2 actors, model load included)")
+          f"steady {dist.clock.steady():.3f} eval/s   first record after "
+          f"{dist.clock.first_s():.0f} s (actor start + model load); load {_load()}")
     same = _table(local).equals(_table(dist))
     print(f"speed-up local/ray: wall {t_local / t_ray:.2f}x, runner "
-          f"{local.summary.elapsed_s / dist.summary.elapsed_s:.2f}x; identical tables: {same}"
-          f"; load {_load()}")
+          f"{local.summary.elapsed_s / dist.summary.elapsed_s:.2f}x, steady state "
+          f"{dist.clock.steady() / local.clock.steady():.2f}x; identical tables: {same}")
 
 
 def _serve(latency_ms: float) -> tuple[subprocess.Popen, str]:
@@ -116,8 +145,13 @@ def bench_http(tmp: Path, retriever: Retriever, calls: int, latency_ms: float) -
             print(f"{name:6}: runner {res.summary.elapsed_s:6.2f} s  {rate:6.1f} eval/s "
                   f"({rate / limit:.2f} of the limit)")
         over = (dist.summary.elapsed_s - local.summary.elapsed_s) / n * 1000
-        print(f"Ray overhead per evaluation (runner phase): {over:.2f} ms; "
-              f"whole run: {(t_ray - t_local) / n * 1000:.2f} ms; load {_load()}")
+        steady = (1 / dist.clock.steady() - 1 / local.clock.steady()) * 1000
+        print(f"Ray start-up (runner start -> first record): {dist.clock.first_s():.1f} s "
+              f"(local {local.clock.first_s():.2f} s)")
+        print(f"Ray overhead per evaluation: steady state {steady:.2f} ms "
+              f"(local {local.clock.steady():.1f}/s, ray {dist.clock.steady():.1f}/s); "
+              f"runner phase incl. start-up {over:.2f} ms; whole run "
+              f"{(t_ray - t_local) / n * 1000:.2f} ms; load {_load()}")
     finally:
         server.terminate()
         server.wait()

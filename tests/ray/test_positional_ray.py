@@ -101,11 +101,11 @@ def test_local_smollm2_constrained_matches_local(tmp_path, ray_cluster, retrieve
         default_model_path()
     except InputError as exc:
         pytest.skip(str(exc))
-    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=3, n_perms=2,
+    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=2, n_perms=2,
                                    models=LOCAL_MODEL))
     local = run_audit(cfg, out_dir=tmp_path / "local", retriever=retriever)
     dist = run_audit(cfg, out_dir=tmp_path / "ray", retriever=retriever, executor="ray")
-    assert dist.ran_now == local.ran_now == 6
+    assert dist.ran_now == local.ran_now == 4
     got, want = _table(dist.evaluations_path), _table(local.evaluations_path)
     assert got["selected_position"].notna().all()  # constrained: every answer parses
     pd.testing.assert_frame_equal(got.drop(columns="choice_probs"),
@@ -114,3 +114,23 @@ def test_local_smollm2_constrained_matches_local(tmp_path, ray_cluster, retrieve
         np.testing.assert_allclose(np.array(got["choice_probs"].map(json.loads).tolist()),
                                    np.array(want["choice_probs"].map(json.loads).tolist()),
                                    atol=1e-6)
+
+
+def test_ray_resumes_a_local_run_exactly(tmp_path, ray_cluster, retriever, emb_cache):
+    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=5, n_perms=6))
+    reference = run_audit(cfg, out_dir=tmp_path / "a", retriever=retriever)
+    run_audit(cfg, out_dir=tmp_path / "b", retriever=retriever)
+    # lose 11 rows and turn 4 into failures, as if the local process had died mid-run
+    conn = sqlite3.connect(tmp_path / "b" / "journal.sqlite")
+    conn.execute("DELETE FROM evaluations WHERE rowid IN "
+                 "(SELECT rowid FROM evaluations ORDER BY random() LIMIT 11)")
+    conn.execute("UPDATE evaluations SET status = 'failed', selected_position = NULL "
+                 "WHERE rowid IN (SELECT rowid FROM evaluations LIMIT 4)")
+    conn.commit()
+    conn.close()
+    res = run_audit(cfg, out_dir=tmp_path / "b", resume=True, executor="ray")
+    assert res.ran_now == 15 and res.planned == 30
+    pd.testing.assert_frame_equal(_table(res.evaluations_path),
+                                  _table(reference.evaluations_path))
+    again = run_audit(cfg, out_dir=tmp_path / "b", resume=True, executor="ray")
+    assert again.ran_now == 0 and again.summary.total == 0
