@@ -32,8 +32,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -81,9 +82,24 @@ def _timed_audit(cfg, out: Path, retriever: Retriever, executor: str):
     t0 = time.perf_counter()
     cpu0 = time.process_time()
     res = run_audit(cfg, out_dir=out, retriever=retriever, executor=executor, progress=clock)
-    res.clock = clock  # type: ignore[attr-defined]
-    res.driver_cpu_s = time.process_time() - cpu0  # type: ignore[attr-defined]
-    return res, time.perf_counter() - t0
+    return Timed(res, clock, time.process_time() - cpu0), time.perf_counter() - t0
+
+
+@dataclass(frozen=True)
+class Timed:
+    """An AuditResult with its record timestamps and the driver's CPU seconds."""
+
+    res: Any
+    clock: Clock
+    driver_cpu_s: float
+
+    @property
+    def summary(self) -> Any:
+        return self.res.summary
+
+    @property
+    def evaluations_path(self) -> Path:
+        return Path(self.res.evaluations_path)
 
 
 def _table(res) -> pd.DataFrame:

@@ -271,15 +271,14 @@ def run_tasks_ray(
         actors = [new_actor() for _ in range(n_actors)]
         queue = _batches(todo, size)
         queue.reverse()  # pop() from the end = submission order
-        in_flight: dict[Any, tuple[int, list[EvalTask], bool]] = {}
+        in_flight: dict[Any, tuple[int, list[EvalTask]]] = {}
         resubmitted: set[Any] = set()
         written: set[Any] = set()
         replaced = 0
 
         def submit(slot: int) -> None:
             batch = queue.pop()
-            retry = any(t.key in resubmitted for t in batch)
-            in_flight[actors[slot].run.remote(batch)] = (slot, batch, retry)
+            in_flight[actors[slot].run.remote(batch)] = (slot, batch)
 
         for _ in range(IN_FLIGHT_PER_ACTOR):
             for slot in range(n_actors):
@@ -289,7 +288,7 @@ def run_tasks_ray(
             while in_flight:
                 ready, _ = ray.wait(list(in_flight), num_returns=1)
                 ref = ready[0]
-                slot, batch, _retry = in_flight.pop(ref)
+                slot, batch = in_flight.pop(ref)
                 try:
                     records, aborted = ray.get(ref)
                 except ray.exceptions.RayActorError:
