@@ -44,7 +44,7 @@ from ._journal import EvalKey, Journal
 from ._parse import parse_answer
 from ._prompt import PromptTemplate, positional_identifiers, random_labels, render_request
 from ._queries import Query, generate_queries, load_queries
-from ._ray_executor import check_executor, run_tasks_ray
+from ._ray_executor import RayPool, check_executor, run_tasks_ray
 from ._retrieval import Retriever, candidates_from_frame, candidates_to_frame
 from ._runner import BatchingBackend, EvalTask, RunProgress, RunSummary, run_tasks
 from ._types import Backend, Candidate
@@ -354,8 +354,9 @@ def run_audit(
     template = PromptTemplate.default() if cfg.prompt.template is None \
         else PromptTemplate.from_file(cfg.prompt.template)
     say("starting the backends")
-    # the Ray executor builds the backends on its workers
+    # the Ray executor builds the backends on its workers, while this process plans
     backends = build_backends(cfg, transport=transport) if executor == "local" else {}
+    pool = RayPool(cfg, parse=_parse, address=ray_address) if executor == "ray" else None
     meta = {"config_hash": config_hash(cfg), "catalog_sha256": catalog.sha256}
     closed = False
     try:
@@ -393,7 +394,7 @@ def run_audit(
             closed = True
             if executor == "ray":
                 summary = run_tasks_ray(todo, cfg=cfg, sink=journal, parse=_parse,
-                                        address=ray_address, progress=progress)
+                                        pool=pool, progress=progress)
             else:
                 summary = asyncio.run(_run(todo, backends, journal, cfg, progress))
             counts = journal.counts()
@@ -404,6 +405,8 @@ def run_audit(
             table = journal.to_frame()
         _write_atomic(run_dir / EVALUATIONS, lambda p: table.to_parquet(p, index=False))
     finally:
+        if pool is not None:
+            pool.close()
         if not closed:
             asyncio.run(_close(backends))
     return AuditResult(

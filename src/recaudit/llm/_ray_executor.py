@@ -4,9 +4,11 @@
 run exactly as the local executor does (:func:`recaudit.llm._audit.run_audit`); only the
 step "evaluate the missing keys" differs:
 
-- one :class:`EvalActor` per worker CPU (``num_cpus=1`` each). An actor builds the
-  backends of the config ONCE, lazily per model (a local model is loaded once per
-  actor, with ``n_threads=1``), and answers batches of :class:`~._runner.EvalTask`
+- one :class:`EvalActor` per worker CPU (``num_cpus=1`` each), started by
+  :class:`RayPool` as soon as ``run_audit`` has validated the config, so actor start-up
+  and model loading overlap the driver's catalog, retrieval and planning. An actor
+  builds the backends of the config ONCE (a local model is loaded once per actor, with
+  ``n_threads=1``), and answers batches of :class:`~._runner.EvalTask`
   with the ordinary asyncio runner (:func:`~._runner.run_tasks`) into an in-memory
   sink, returning the :class:`~._journal.EvalRecord` list;
 - the driver keeps two batches in flight per actor, streams finished batches back with
@@ -29,7 +31,7 @@ import math
 import os
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -38,7 +40,7 @@ from ._config import AuditConfig, OpenAIParams
 from ._journal import EvalRecord, MemorySink, ResultSink
 from ._runner import MSG_ABORT, EvalTask, ParseFn, RunProgress, RunSummary, _count, _Counters
 
-__all__ = ["EXECUTORS", "RayOptions", "import_ray", "ray_session", "run_tasks_ray"]
+__all__ = ["EXECUTORS", "RayOptions", "RayPool", "import_ray", "ray_session", "run_tasks_ray"]
 
 #: Accepted values of ``--executor``.
 EXECUTORS = ("local", "ray")
@@ -158,6 +160,15 @@ class EvalActor:
         """The worker process id (tests kill it)."""
         return os.getpid()
 
+    def warm(self) -> int:
+        """Build every model's backends now (loads local models); returns the pid."""
+        from ._audit import build_backends
+
+        for model in self.cfg.models:
+            if model.name not in {m for m, _ in self.backends}:
+                self.backends.update(build_backends(replace(self.cfg, models=(model,))))
+        return os.getpid()
+
     def _backends_for(self, tasks: Sequence[EvalTask]) -> dict[tuple[str, int], Any]:
         from ._audit import build_backends
 
@@ -191,16 +202,161 @@ def _batches(tasks: list[EvalTask], size: int) -> list[list[EvalTask]]:
             for i in range(0, len(group), size)]
 
 
-def _run_tasks_ray_iv(cfg: AuditConfig, options: RayOptions, n_cpus: int,
-                      n_tasks: int) -> tuple[int, int]:
+def _pool_iv(options: RayOptions, n_cpus: int) -> int:
     n_actors = options.n_actors if options.n_actors is not None else max(1, n_cpus)
     if isinstance(n_actors, bool) or not isinstance(n_actors, int) or n_actors < 1:
         raise InputError(f"`n_actors` must be an integer >= 1, got {options.n_actors!r}")
-    size = options.batch_size if options.batch_size is not None else \
-        max(1, min(32, math.ceil(n_tasks / (4 * n_actors))))
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise InputError(f"`batch_size` must be an integer >= 1, got {options.batch_size!r}")
-    return n_actors, size
+    size = options.batch_size
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+        raise InputError(f"`batch_size` must be an integer >= 1, got {size!r}")
+    return n_actors
+
+
+class RayPool:
+    """The evaluation actors of one audit, started early and reused across calls.
+
+    Creating the pool connects to Ray (:class:`ray_session`), starts one
+    :class:`EvalActor` per cluster CPU and asks each to build its backends at once
+    (``warm``), so actor start-up and model loading overlap whatever the driver does
+    next (catalog, retrieval, planning). :meth:`run` may be called several times
+    (e.g. rounds of a sequential audit) with the same warm actors. Use as a context
+    manager or call :meth:`close`.
+
+    Parameters
+    ----------
+    cfg : AuditConfig
+        Backends are built from it on each actor (see :func:`worker_config`).
+    parse : callable
+        ``parse(text, identifiers) -> (position, discard_reason)``, run on the actors.
+    address : str, optional
+        Ray address (``None``: the current connection or a new local cluster).
+    options : RayOptions, optional
+        Actors and batch size.
+    """
+
+    def __init__(self, cfg: AuditConfig, *, parse: ParseFn, address: str | None = None,
+                 options: RayOptions | None = None) -> None:
+        self.cfg = cfg
+        self.options = options or RayOptions()
+        self._session = ray_session(address)
+        ray = self._ray = self._session.__enter__()
+        try:
+            self.n_actors = _pool_iv(self.options, int(ray.cluster_resources().get("CPU", 1)))
+            self._wcfg = worker_config(cfg, self.n_actors)
+            self._parse = parse
+            self._remote = ray.remote(num_cpus=1, max_restarts=0)(EvalActor)
+            self._run_id = uuid.uuid4().hex[:8]
+            self._serial = 0
+            self.actors = [self._new_actor() for _ in range(self.n_actors)]
+        except BaseException:
+            self._session.__exit__(None, None, None)
+            raise
+        self.replaced = 0
+
+    def _new_actor(self) -> Any:
+        actor = self._remote.options(name=f"eval-{self._run_id}-{self._serial}",
+                                     namespace=NAMESPACE).remote(self._wcfg, self._parse)
+        self._serial += 1
+        actor.warm.remote()  # load the models now; a failure shows on the first batch
+        return actor
+
+    def __enter__(self) -> RayPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the actors and disconnect (if this pool connected)."""
+        for actor in self.actors:
+            self._ray.kill(actor)
+        self.actors = []
+        self._session.__exit__(None, None, None)
+
+    def run(self, tasks: Sequence[EvalTask], *, sink: ResultSink,
+            progress: RunProgress | None = None) -> RunSummary:
+        """Evaluate ``tasks`` on the actors; write every record to ``sink`` here.
+
+        Returns
+        -------
+        RunSummary
+            ``retries`` includes one per resubmitted evaluation.
+
+        Raises
+        ------
+        EndpointError
+            An endpoint failed ``max_consecutive_failures`` times in a row, or the
+            cluster kept killing actors; every result obtained is already in ``sink``.
+        """
+        ray, cfg = self._ray, self.cfg
+        todo = list(tasks)
+        counters = _Counters()
+        t0 = time.perf_counter()
+        if progress is not None:
+            progress.start(len(todo))
+        size = self.options.batch_size or max(
+            1, min(32, math.ceil(len(todo) / (4 * self.n_actors))))
+        queue = _batches(todo, size)
+        queue.reverse()  # pop() from the end = submission order
+        in_flight: dict[Any, tuple[int, list[EvalTask]]] = {}
+        resubmitted: set[Any] = set()
+        written: set[Any] = set()
+
+        def submit(slot: int) -> None:
+            batch = queue.pop()
+            in_flight[self.actors[slot].run.remote(batch)] = (slot, batch)
+
+        for _ in range(IN_FLIGHT_PER_ACTOR):
+            for slot in range(self.n_actors):
+                if queue:
+                    submit(slot)
+        while in_flight:
+            ready, _ = ray.wait(list(in_flight), num_returns=1)
+            ref = ready[0]
+            slot, batch = in_flight.pop(ref)
+            try:
+                records, aborted = ray.get(ref)
+            except ray.exceptions.RayActorError:
+                # the actor died: replace it (once per death) and requeue what is not
+                # journaled yet; its other in-flight batch fails the same way
+                if not _alive(ray, self.actors[slot]):
+                    self.replaced += 1
+                    if self.replaced > MAX_REPLACEMENTS:
+                        raise EndpointError(MSG_REPLACED.format(n=self.replaced - 1)) from None
+                    self.actors[slot] = self._new_actor()
+                lost = [t for t in batch if t.key not in written]
+                resubmitted.update(t.key for t in lost)
+                if lost:
+                    queue.append(lost)
+                if counters.abort_model is None and queue:
+                    submit(slot)
+                continue
+            for record in records:
+                if record.key in resubmitted:
+                    record = replace(record, retries=record.retries + 1)
+                sink.write(record)
+                written.add(record.key)
+                _count(counters, record, cfg.max_consecutive_failures)
+            if aborted and counters.abort_model is None:
+                counters.abort_model = batch[0].key.model
+            if progress is not None:
+                progress.update(done=counters.ok + counters.discarded + counters.failed,
+                                discarded=counters.discarded, failed=counters.failed,
+                                retries=counters.retries)
+            if counters.abort_model is None and queue:
+                submit(slot)
+        summary = RunSummary(
+            total=len(todo), ok=counters.ok, discarded=counters.discarded,
+            failed=counters.failed, retries=counters.retries,
+            elapsed_s=time.perf_counter() - t0, aborted=counters.abort_model is not None,
+        )
+        if counters.abort_model is not None:
+            raise EndpointError(MSG_ABORT.format(
+                model=counters.abort_model, n=cfg.max_consecutive_failures,
+                last=counters.last_error or "the endpoint kept failing",
+                missing=summary.total - summary.ok - summary.discarded, total=summary.total,
+                failed=summary.failed))
+        return summary
 
 
 def run_tasks_ray(
@@ -212,7 +368,7 @@ def run_tasks_ray(
     address: str | None = None,
     options: RayOptions | None = None,
     progress: RunProgress | None = None,
-    on_replace: Callable[[int], None] | None = None,
+    pool: RayPool | None = None,
 ) -> RunSummary:
     """Evaluate ``tasks`` on Ray actors; write every record to ``sink`` on the driver.
 
@@ -232,8 +388,8 @@ def run_tasks_ray(
         Actors and batch size.
     progress : RunProgress, optional
         Live counts.
-    on_replace : callable, optional
-        Called with the running count of replaced actors.
+    pool : RayPool, optional
+        Warm actors to use (and leave running); default: a pool for this call.
 
     Returns
     -------
@@ -243,100 +399,17 @@ def run_tasks_ray(
     Raises
     ------
     EndpointError
-        An endpoint failed ``max_consecutive_failures`` times in a row, or the cluster
-        kept killing actors; every result obtained is already in ``sink``.
+        See :meth:`RayPool.run`.
     """
-    options = options or RayOptions()
-    todo = list(tasks)
-    counters = _Counters()
-    t0 = time.perf_counter()
-    if progress is not None:
-        progress.start(len(todo))
-    if not todo:  # a finished run resumed: nothing to send, no cluster needed
-        return RunSummary(total=0, ok=0, discarded=0, failed=0, retries=0,
-                          elapsed_s=time.perf_counter() - t0, aborted=False)
-    with ray_session(address) as ray:
-        n_actors, size = _run_tasks_ray_iv(
-            cfg, options, int(ray.cluster_resources().get("CPU", 1)), len(todo))
-        n_actors = min(n_actors, max(1, math.ceil(len(todo) / size)))
-        wcfg = worker_config(cfg, n_actors)
-        remote_actor = ray.remote(num_cpus=1, max_restarts=0)(EvalActor)
-        run_id = uuid.uuid4().hex[:8]
-        serial = iter(range(10**9))
-
-        def new_actor() -> Any:
-            return remote_actor.options(name=f"eval-{run_id}-{next(serial)}",
-                                        namespace=NAMESPACE).remote(wcfg, parse)
-
-        actors = [new_actor() for _ in range(n_actors)]
-        queue = _batches(todo, size)
-        queue.reverse()  # pop() from the end = submission order
-        in_flight: dict[Any, tuple[int, list[EvalTask]]] = {}
-        resubmitted: set[Any] = set()
-        written: set[Any] = set()
-        replaced = 0
-
-        def submit(slot: int) -> None:
-            batch = queue.pop()
-            in_flight[actors[slot].run.remote(batch)] = (slot, batch)
-
-        for _ in range(IN_FLIGHT_PER_ACTOR):
-            for slot in range(n_actors):
-                if queue:
-                    submit(slot)
-        try:
-            while in_flight:
-                ready, _ = ray.wait(list(in_flight), num_returns=1)
-                ref = ready[0]
-                slot, batch = in_flight.pop(ref)
-                try:
-                    records, aborted = ray.get(ref)
-                except ray.exceptions.RayActorError:
-                    # the actor died: replace it (once per death) and requeue what is
-                    # not journaled yet; its other in-flight batch fails the same way
-                    if not _alive(ray, actors[slot]):
-                        replaced += 1
-                        if replaced > MAX_REPLACEMENTS:
-                            raise EndpointError(MSG_REPLACED.format(n=replaced - 1)) from None
-                        actors[slot] = new_actor()
-                        if on_replace is not None:
-                            on_replace(replaced)
-                    lost = [t for t in batch if t.key not in written]
-                    resubmitted.update(t.key for t in lost)
-                    if lost:
-                        queue.append(lost)
-                    if counters.abort_model is None and queue:
-                        submit(slot)
-                    continue
-                for record in records:
-                    if record.key in resubmitted:
-                        record = replace(record, retries=record.retries + 1)
-                    sink.write(record)
-                    written.add(record.key)
-                    _count(counters, record, cfg.max_consecutive_failures)
-                if aborted and counters.abort_model is None:
-                    counters.abort_model = batch[0].key.model
-                if progress is not None:
-                    progress.update(done=counters.ok + counters.discarded + counters.failed,
-                                    discarded=counters.discarded, failed=counters.failed,
-                                    retries=counters.retries)
-                if counters.abort_model is None and queue:
-                    submit(slot)
-        finally:
-            for actor in actors:
-                ray.kill(actor)
-    summary = RunSummary(
-        total=len(todo), ok=counters.ok, discarded=counters.discarded,
-        failed=counters.failed, retries=counters.retries,
-        elapsed_s=time.perf_counter() - t0, aborted=counters.abort_model is not None,
-    )
-    if counters.abort_model is not None:
-        raise EndpointError(MSG_ABORT.format(
-            model=counters.abort_model, n=cfg.max_consecutive_failures,
-            last=counters.last_error or "the endpoint kept failing",
-            missing=summary.total - summary.ok - summary.discarded, total=summary.total,
-            failed=summary.failed))
-    return summary
+    if pool is not None:
+        return pool.run(tasks, sink=sink, progress=progress)
+    if not tasks:  # a finished run resumed: nothing to send, no cluster needed
+        if progress is not None:
+            progress.start(0)
+        return RunSummary(total=0, ok=0, discarded=0, failed=0, retries=0, elapsed_s=0.0,
+                          aborted=False)
+    with RayPool(cfg, parse=parse, address=address, options=options) as own:
+        return own.run(tasks, sink=sink, progress=progress)
 
 
 def _alive(ray: Any, actor: Any) -> bool:
