@@ -206,6 +206,12 @@ def run(
         bool, typer.Option("--json", help="Print the results JSON on stdout.")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
+    executor: Annotated[str, typer.Option(
+        "--executor", help="Where models train: local, or ray (each grid point a one-CPU "
+        "Ray task; needs the `ray` extra).")] = "local",
+    ray_address: Annotated[str | None, typer.Option(
+        "--ray-address", help="Ray cluster address with --executor ray (default: start "
+        "a local cluster).")] = None,
 ) -> None:
     """Train the study's models, write top-N lists and results (resumable)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -254,7 +260,8 @@ def run(
             bars.console.print(f"  {fields['name']}: {fields['seconds']:.1f} s")
 
     with bars:
-        result = run_study(study, progress=on_event)
+        result = run_study(study, progress=on_event, executor=executor,
+                           ray_address=ray_address)
     if json_output:
         print_json(result.to_dict())
     elif not quiet:

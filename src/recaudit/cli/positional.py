@@ -335,7 +335,8 @@ def _progress_display() -> Progress:
 
 
 def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
-             analyze: bool, sequential: Any = None) -> None:
+             analyze: bool, sequential: Any = None, executor: str = "local",
+             ray_address: str | None = None) -> None:
     """Run the audit with a progress display, then analyse (shared by run and demo)."""
     from ..llm._audit import run_audit
 
@@ -349,9 +350,11 @@ def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
         with _progress_display() as display:
             result = run_audit(cfg, out_dir=out, resume=resume,
                                progress=_RichProgress(display), on_phase=say,
-                               sequential=sequential)
+                               sequential=sequential, executor=executor,
+                               ray_address=ray_address)
     else:
-        result = run_audit(cfg, out_dir=out, resume=resume, sequential=sequential)
+        result = run_audit(cfg, out_dir=out, resume=resume, sequential=sequential,
+                           executor=executor, ray_address=ray_address)
     seq_doc = _sequential_summary(out, live) if sequential is not None else None
     if seq_doc is not None and analyze and live:
         err_console.print("[yellow]note:[/] after a sequential stop the fixed-sample "
@@ -437,6 +440,12 @@ def run_command(
         "--alpha", help="Family-wise level of --sequential (Bonferroni over cells).")] = 0.05,
     max_evaluations: Annotated[int, typer.Option(
         "--max-evaluations", min=1, help="Budget per cell of --sequential.")] = 2000,
+    executor: Annotated[str, typer.Option(
+        "--executor", help="Where evaluations run: local (asyncio) or ray (a Ray cluster; "
+        "needs the `ray` extra).")] = "local",
+    ray_address: Annotated[str | None, typer.Option(
+        "--ray-address", help="Ray cluster address with --executor ray (default: start "
+        "a local cluster).")] = None,
 ) -> None:
     """Run an audit from CONFIG: every evaluation journaled, resumable after a crash.
 
@@ -450,7 +459,8 @@ def run_command(
     seq = SequentialOptions(alpha=alpha, max_evaluations=max_evaluations) \
         if sequential else None
     _execute(cfg, out=out or Path("runs") / config.stem, resume=resume, as_json=as_json,
-             quiet=quiet, analyze=analyze, sequential=seq)
+             quiet=quiet, analyze=analyze, sequential=seq, executor=executor,
+             ray_address=ray_address)
 
 
 # -- demo -------------------------------------------------------------------------

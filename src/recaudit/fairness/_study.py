@@ -29,6 +29,7 @@ again, so an interrupted run resumes where it stopped.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -410,7 +411,8 @@ def _run_iv(config: StudyConfig) -> Path:
     return output
 
 
-def run_study(config: StudyConfig, *, progress: Progress | None = None) -> StudyResult:
+def run_study(config: StudyConfig, *, progress: Progress | None = None,
+              executor: str = "local", ray_address: str | None = None) -> StudyResult:
     """Run (or resume) the study described by ``config``.
 
     Parameters
@@ -419,25 +421,42 @@ def run_study(config: StudyConfig, *, progress: Progress | None = None) -> Study
         From :func:`load_config` or :func:`parse_config`.
     progress : callable, optional
         Receives progress events (the CLI draws rich progress bars from them).
+    executor : {"local", "ray"}
+        ``"ray"`` trains every (dataset, model, grid point) as a one-CPU Ray task
+        (:mod:`recaudit.fairness._ray`); the run folder is the same.
+    ray_address : str, optional
+        Ray cluster address for ``executor="ray"`` (default: a new local cluster).
 
     Returns
     -------
     StudyResult
     """
+    from ..llm._ray_executor import check_executor, ray_session
+
+    check_executor(executor, ray_address)
     output = _run_iv(config)
     report = progress or (lambda event, fields: None)
     results: dict[str, Any] = {"config": config.to_dict(), "datasets": {}}
-    for dconf in config.datasets:
-        report("dataset", {"name": dconf.name})
-        results["datasets"][dconf.name] = _run_dataset(config, dconf, output / dconf.name, report)
+    with contextlib.ExitStack() as stack:
+        trainer = None
+        if executor == "ray":
+            from ._ray import RayGridTrainer
+
+            trainer = RayGridTrainer(stack.enter_context(ray_session(ray_address)))
+        for dconf in config.datasets:
+            report("dataset", {"name": dconf.name})
+            results["datasets"][dconf.name] = _run_dataset(
+                config, dconf, output / dconf.name, report, trainer)
     _write_atomic(output / "results.json", json.dumps(results, indent=2, default=str))
     return StudyResult(output=output, results=results)
 
 
 def _run_dataset(
-    config: StudyConfig, dconf: DatasetConfig, folder: Path, report: Progress
+    config: StudyConfig, dconf: DatasetConfig, folder: Path, report: Progress,
+    trainer: Any = None,
 ) -> dict[str, Any]:
-    from .models._recbole import recommend, train_model, write_atomic_split
+    from .models._recbole import recommend, write_atomic_split
+    from .models._recbole import train_model as train_local
 
     folder.mkdir(parents=True, exist_ok=True)
     sample_seed, split_seed, random_seed = np.random.SeedSequence(dconf.seed).spawn(3)
@@ -479,21 +498,21 @@ def _run_dataset(
     recs_dir.mkdir(exist_ok=True)
     data_path = folder / "recbole"
     write_atomic_split(split, data_path)
+    train_model = train_local if trainer is None else trainer
+    if trainer is not None:  # Ray: start every unfinished model's grid points now
+        for mconf in config.models:
+            stamp = _fingerprint(_model_settings(config, mconf))
+            if _finished(folder / "models" / mconf.name / "done.json", stamp,
+                         recs_dir / f"{mconf.name}.parquet") is None:
+                trainer.submit(mconf.name, data_path, **_train_kwargs(config, mconf,
+                                                                        folder))
     for mconf in config.models:
         mdir = folder / "models" / mconf.name
         done = mdir / "done.json"
-        epochs = mconf.epochs or config.epochs
-        settings: dict[str, Any] = {
-            "grid": {k: list(v) for k, v in mconf.grid.items()},
-            "epochs": epochs,
-            "settings": mconf.settings,
-            "valid_metric": config.valid_metric,
-            "list_length": config.list_length,
-        }
-        stamp = _fingerprint(settings)
+        stamp = _fingerprint(_model_settings(config, mconf))
         if done.exists():
-            info = json.loads(done.read_text(encoding="utf-8"))
-            if info.get("fingerprint") == stamp and (recs_dir / f"{mconf.name}.parquet").exists():
+            info = _finished(done, stamp, recs_dir / f"{mconf.name}.parquet") or {}
+            if info:
                 report("model", {"name": mconf.name, "skipped": True, "n_grid": 0})
                 out["models"][mconf.name] = {**info, "resumed": True}
                 continue
@@ -503,13 +522,7 @@ def _run_dataset(
         trained = train_model(
             mconf.name,
             data_path,
-            workdir=mdir,
-            grid=mconf.grid,
-            epochs=epochs,
-            valid_metric=config.valid_metric,
-            seed=config.seed,
-            settings=mconf.settings,
-            num_threads=config.num_threads,
+            **_train_kwargs(config, mconf, folder),
             on_grid_point=_grid_reporter(report, mconf.name),
         )
         t0 = time.perf_counter()
@@ -570,6 +583,38 @@ def _run_dataset(
         rows.append(_summary_row(name, info, evaluation, dconf.protected, config.n))
     pd.DataFrame(rows).to_csv(folder / "summary.csv", index=False)
     return out
+
+
+def _model_settings(config: StudyConfig, mconf: ModelConfig) -> dict[str, Any]:
+    """What a finished model's ``done.json`` fingerprint covers."""
+    return {
+        "grid": {k: list(v) for k, v in mconf.grid.items()},
+        "epochs": mconf.epochs or config.epochs,
+        "settings": mconf.settings,
+        "valid_metric": config.valid_metric,
+        "list_length": config.list_length,
+    }
+
+
+def _finished(done: Path, stamp: str, recs: Path) -> dict[str, Any] | None:
+    """The ``done.json`` of a finished model with these settings, else ``None``."""
+    if not done.exists():
+        return None
+    info: dict[str, Any] = json.loads(done.read_text(encoding="utf-8"))
+    return info if info.get("fingerprint") == stamp and recs.exists() else None
+
+
+def _train_kwargs(config: StudyConfig, mconf: ModelConfig, folder: Path) -> dict[str, Any]:
+    """Keyword arguments of ``train_model`` for one model of one dataset."""
+    return {
+        "workdir": folder / "models" / mconf.name,
+        "grid": mconf.grid,
+        "epochs": mconf.epochs or config.epochs,
+        "valid_metric": config.valid_metric,
+        "seed": config.seed,
+        "settings": mconf.settings,
+        "num_threads": config.num_threads,
+    }
 
 
 def _grid_reporter(report: Progress, name: str) -> Callable[[int, int, dict[str, Any]], None]:

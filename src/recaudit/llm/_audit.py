@@ -44,6 +44,7 @@ from ._journal import EvalKey, Journal
 from ._parse import parse_answer
 from ._prompt import PromptTemplate, positional_identifiers, random_labels, render_request
 from ._queries import Query, generate_queries, load_queries
+from ._ray_executor import RayPool, check_executor, run_tasks_ray
 from ._retrieval import Retriever, candidates_from_frame, candidates_to_frame
 from ._runner import BatchingBackend, EvalTask, RunProgress, RunSummary, run_tasks
 from ._sequential import SequentialOptions, check_sequential_config, drive_sequential
@@ -303,6 +304,8 @@ def run_audit(
     retriever: Retriever | None = None,
     on_phase: Callable[[str], None] | None = None,
     sequential: SequentialOptions | None = None,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> AuditResult:
     """Run (or resume) an audit and write its evaluations table.
 
@@ -326,7 +329,13 @@ def run_audit(
     sequential : SequentialOptions, optional
         Run in rounds and stop each cell when an anytime-valid test rejects
         uniformity or its budget is spent (:mod:`recaudit.llm._sequential`; writes
-        ``sequential.json``); the evaluations table then holds the keys run.
+        ``sequential.json``); the evaluations table then holds the keys run. Local
+        executor only.
+    executor : {"local", "ray"}
+        Where evaluations run: this process's asyncio runner, or the workers of a Ray
+        cluster (:mod:`recaudit.llm._ray_executor`; the journal is still written here).
+    ray_address : str, optional
+        Ray cluster address for ``executor="ray"`` (default: a new local cluster).
 
     Returns
     -------
@@ -343,8 +352,12 @@ def run_audit(
         An endpoint kept failing: what was obtained is journaled; ``resume`` later.
     """
     run_dir = _run_audit_iv(cfg, out_dir, resume)
+    check_executor(executor, ray_address)
     if sequential is not None:
         check_sequential_config(cfg)
+        if executor != "local":
+            raise ConfigError("`--sequential` runs on the local executor only; drop "
+                              "`--executor ray` (or run the sequential audit without it)")
     say = on_phase or (lambda _msg: None)
     say("loading the catalog")
     columns = ColumnMap.myntra() if isinstance(cfg.catalog.columns, str) \
@@ -353,7 +366,9 @@ def run_audit(
     template = PromptTemplate.default() if cfg.prompt.template is None \
         else PromptTemplate.from_file(cfg.prompt.template)
     say("starting the backends")
-    backends = build_backends(cfg, transport=transport)
+    # the Ray executor builds the backends on its workers, while this process plans
+    backends = build_backends(cfg, transport=transport) if executor == "local" else {}
+    pool = RayPool(cfg, parse=_parse, address=ray_address) if executor == "ray" else None
     meta = {"config_hash": config_hash(cfg), "catalog_sha256": catalog.sha256}
     closed = False
     try:
@@ -389,11 +404,14 @@ def run_audit(
             todo = [t for t in tasks if t.key not in done]
             say(f"running {len(todo)} of {len(tasks)} evaluations")
             closed = True
-            if sequential is None:
-                summary = asyncio.run(_run(todo, backends, journal, cfg, progress))
-            else:
+            if sequential is not None:
                 summary = asyncio.run(_run_sequential(sequential, tasks, backends, journal,
                                                       cfg, run_dir, say, progress))
+            elif executor == "ray":
+                summary = run_tasks_ray(todo, cfg=cfg, sink=journal, parse=_parse,
+                                        pool=pool, progress=progress)
+            else:
+                summary = asyncio.run(_run(todo, backends, journal, cfg, progress))
             counts = journal.counts()
             if counts["failed"]:
                 raise EndpointError(
@@ -402,6 +420,8 @@ def run_audit(
             table = journal.to_frame()
         _write_atomic(run_dir / EVALUATIONS, lambda p: table.to_parquet(p, index=False))
     finally:
+        if pool is not None:
+            pool.close()
         if not closed:
             asyncio.run(_close(backends))
     return AuditResult(

@@ -1,0 +1,48 @@
+"""A real local Ray cluster (2 CPUs, loopback) shared by the Ray executor tests."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "runner"))  # runner_helpers
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """``ray.init(num_cpus=2)`` on this machine; shut down (only what it started) after.
+
+    The workers import this worktree's ``src`` (absolute PYTHONPATH), not another
+    installed copy. Yields the cluster's GCS address (for ``--ray-address``).
+    """
+    ray = pytest.importorskip("ray", reason="the `ray` extra is not installed")
+    src = str(ROOT / "src")
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [src, *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]])
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             object_store_memory=200 * 1024**2, namespace="recaudit")
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def emb_cache(tmp_path_factory):
+    """One embedding cache for the whole session."""
+    return tmp_path_factory.mktemp("emb-cache")
+
+
+@pytest.fixture(scope="session")
+def retriever(emb_cache):
+    """One loaded retriever (the packaged MiniLM)."""
+    from recaudit.llm._retrieval import Retriever
+
+    return Retriever(cache_dir=emb_cache)
