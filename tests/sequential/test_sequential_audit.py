@@ -122,3 +122,11 @@ def test_cli_flags(tmp_path, emb_cache):
     doc = json.loads(result.stdout)
     assert {c["model"] for c in doc["sequential"]["cells"]} == {"biased", "null"}
     assert (out / SEQUENTIAL_FILE).exists()
+
+
+
+def test_sequential_refuses_the_ray_executor(tmp_path, emb_cache):
+    with pytest.raises(ConfigError, match="local executor only"):
+        run_audit(_cfg(tmp_path, emb_cache), out_dir=tmp_path / "run",
+                  sequential=SequentialOptions(), executor="ray")
+    assert not (tmp_path / "run").exists()
