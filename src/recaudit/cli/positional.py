@@ -32,7 +32,8 @@ from typer.core import TyperCommand
 from ..exceptions import ConfigError, InputError, RecauditError
 from ._common import err_console, exit_on_error, print_json, to_jsonable
 
-__all__ = ["analyze_command", "app", "demo_command", "run_command", "simulate_command"]
+__all__ = ["analyze_command", "app", "demo_command", "mitigate_command", "run_command",
+           "simulate_command"]
 
 app = typer.Typer(help="The positional study.", no_args_is_help=True)
 console = Console()
@@ -452,3 +453,77 @@ def demo_command(
     cfg = _demo_config(catalog, queries, perms, k)
     _execute(cfg, out=out, resume=(out / "journal.sqlite").exists(), as_json=as_json,
              quiet=quiet, analyze=True)
+
+
+# -- mitigate (mitigation, measured) ---------------------------------------------------
+
+
+@app.command("mitigate")
+@exit_on_error
+def mitigate_command(
+    config: Annotated[Path, typer.Argument(
+        help="The audit config (TOML) with a [mitigation] table.")],
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Output folder (default: runs/<config name>-mitigate); one run "
+        "folder per arm inside, resumed when present.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")
+                       ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
+) -> None:
+    """Audit the same model with and without each mitigation (order-ensemble voting,
+    prior calibration, canonical order) and compare PB, sPB, PS, agreement with the
+    unmitigated relevance sets, and cost. Writes OUT/mitigation.json."""
+    from ..llm._mitigate import (
+        compare_arms,
+        load_mitigation_config,
+        run_mitigation,
+        write_mitigation_json,
+    )
+
+    cfg, mcfg = load_mitigation_config(config)
+    folder = out or Path("runs") / f"{config.stem}-mitigate"
+    live = not (quiet or as_json)
+
+    def say(msg: str) -> None:
+        if live:
+            err_console.print(f"[dim]{msg}...[/]", highlight=False)
+
+    if live:
+        with _progress_display() as display:
+            arms = run_mitigation(cfg, mcfg, out_dir=folder, on_phase=say,
+                                  progress=lambda: _RichProgress(display))
+    else:
+        arms = run_mitigation(cfg, mcfg, out_dir=folder)
+    say("comparing the arms (PB, sPB, PS, agreement, cost)")
+    result = compare_arms(arms, mcfg, seed=cfg.seed)
+    path = write_mitigation_json(result, folder)
+    if as_json:
+        print_json(result)
+        return
+    _print_mitigation(result)
+    if live:
+        err_console.print(f"[green]wrote[/] {path}; render it with `recaudit report {folder}`",
+                          highlight=False)
+
+
+def _print_mitigation(result: dict[str, Any]) -> None:
+    def est(e: dict[str, Any] | None) -> str:
+        if e is None or e.get("value") is None:
+            return "n/a"
+        lo, hi = e.get("ci_low"), e.get("ci_high")
+        ci = "" if lo is None or hi is None else f" [{lo:.3f}, {hi:.3f}]"
+        return f"{e['value']:.3f}{ci}"
+
+    for g in result["groups"]:
+        table = Table(title=f"Mitigation: {g['model']}, k={g['k']}, t={g['temperature']:g}, "
+                      f"{g['condition']} (95% CIs, query bootstrap)")
+        for col in ("mitigation", "PB", "sPB", "PS", "inside unmitigated R",
+                    "IoU of R", "calls x", "tokens x"):
+            table.add_column(col, justify="right")
+        for a in g["arms"]:
+            tok = a["tokens_multiplier"]
+            table.add_row(a["mitigation"], est(a["pb"]), est(a["spb"]), est(a["ps"]),
+                          est(a["inside_unmitigated_set"]), est(a["iou_relevance_sets"]),
+                          f"{a['calls_multiplier']:.2f}",
+                          "n/a" if tok is None else f"{tok:.2f}")
+        console.print(table)

@@ -59,6 +59,13 @@ __all__ = [
 ]
 
 JOURNAL = "journal.sqlite"
+#: ``run_audit(wrap_backends=...)``: (backends, template, queries, candidates by k) ->
+#: the backends to run.
+WrapBackends = Callable[
+    [dict[tuple[str, int], Backend], PromptTemplate, tuple[Query, ...],
+     Mapping[int, Mapping[str, tuple[Candidate, ...]]]],
+    dict[tuple[str, int], Backend],
+]
 EVALUATIONS = "evaluations.parquet"
 CANDIDATES = "candidates.parquet"
 QUERIES = "queries.parquet"
@@ -301,6 +308,7 @@ def run_audit(
     transport: Any = None,
     retriever: Retriever | None = None,
     on_phase: Callable[[str], None] | None = None,
+    wrap_backends: WrapBackends | None = None,
 ) -> AuditResult:
     """Run (or resume) an audit and write its evaluations table.
 
@@ -321,6 +329,10 @@ def run_audit(
         Reuse a loaded retriever (default: one built from ``[retrieval]``).
     on_phase : callable, optional
         Called with a short description of each preparation step.
+    wrap_backends : callable, optional
+        ``wrap_backends(backends, template, queries, candidates)`` returns the
+        backends to run instead (e.g. mitigation wrappers, :mod:`recaudit.llm._mitigation`);
+        called once the plan is built, with what re-rendering a request needs.
 
     Returns
     -------
@@ -364,6 +376,8 @@ def run_audit(
             candidates = {k: retriever.retrieve(catalog, queries, k=k)
                           for k in cfg.retrieval.k}
         tasks = build_tasks(cfg, queries=queries, candidates=candidates, template=template)
+        if wrap_backends is not None:
+            backends = wrap_backends(backends, template, queries, candidates)
         if not resume:
             run_dir.mkdir(parents=True, exist_ok=True)
             resolved = dict(config_to_dict(cfg), catalog_sha256=catalog.sha256,

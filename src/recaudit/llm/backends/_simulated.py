@@ -174,8 +174,17 @@ class SimulatedBackend:
         original = int(relevant[int(rng.integers(len(relevant)))])
         return request.order.index(original) + 1
 
+    def choice_distribution(self, request: ChatRequest) -> tuple[float, ...]:
+        r"""The exact probability of each prompt position given an answer:
+        :math:`p_{bias} w_p + (1 - p_{bias}) 1[\sigma(p) \in R] / |R|`."""
+        relevant = set(self.relevance_set(request.query_id))
+        share = (1.0 - self.profile.p_bias) / len(relevant)
+        return tuple(float(self.profile.p_bias * w + (share if o in relevant else 0.0))
+                     for w, o in zip(self._weights, request.order, strict=True))
+
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        """Answer ``request`` with the JSON object the parser accepts."""
+        """Answer ``request`` with the JSON object the parser accepts (and, when
+        asked, the exact :meth:`choice_distribution` as ``choice_probs``)."""
         t0 = time.perf_counter()
         if self.profile.delay_s > 0:
             await asyncio.sleep(self.profile.delay_s)
@@ -186,8 +195,9 @@ class SimulatedBackend:
             ident = request.identifiers[position - 1]
             value: int | str = int(ident) if ident.isdigit() else ident
             text = json.dumps({"article_number": value, "recommendation": "simulated"})
+        probs = self.choice_distribution(request) if request.choice_probabilities else None
         return ChatResponse(text=text, latency_s=time.perf_counter() - t0,
-                            prompt_tokens=None, completion_tokens=None)
+                            prompt_tokens=None, completion_tokens=None, choice_probs=probs)
 
     async def aclose(self) -> None:
         """Nothing to release."""
