@@ -52,6 +52,18 @@ from ._runner import EvalTask, RunProgress, RunSummary, run_tasks
 from .backends._openai import OpenAIBackend, choice_probabilities_from_logprobs
 from .backends._simulated import SimulatedBackend, SimulationProfile
 
+# isort: split
+# -- mitigation wrappers and top-N answers (mitigation) -----------------------------
+from ._mitigation import (
+    CalibratedBackend,
+    CanonicalOrderBackend,
+    OrderEnsembleBackend,
+    PositionPrior,
+    PromptContext,
+    estimate_position_prior,
+)
+from ._ranking import collect_rankings, parse_ranking, ranking_from_choice_probs, ranking_template
+
 __all__ = [
     "CANONICAL_COLUMNS",
     "DISCARD_REASONS",
@@ -122,4 +134,15 @@ __all__ = [
     "parse_config",
     "run_audit",
     "run_tasks",
+    # mitigation
+    "CalibratedBackend",
+    "CanonicalOrderBackend",
+    "OrderEnsembleBackend",
+    "PositionPrior",
+    "PromptContext",
+    "collect_rankings",
+    "estimate_position_prior",
+    "parse_ranking",
+    "ranking_from_choice_probs",
+    "ranking_template",
 ]

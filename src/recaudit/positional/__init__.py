@@ -1,4 +1,5 @@
-"""Positional bias of top-1 LLM recommenders: POB-ICM, POB-UNBP, PS, PB, sPB.
+"""Positional bias of top-1 LLM recommenders: POB-ICM, POB-UNBP, PS, PB, sPB
+(and of top-N rankings: :func:`topn_bias`).
 
 Read an evaluations table (:func:`evaluations_from_table`), then run everything with
 :func:`analyze` (one group) or :func:`analyze_groups` (``by`` columns, Holm across
@@ -17,6 +18,15 @@ from ._metrics import (
     strong_positional_bias,
 )
 from ._simulation import PowerRow, PowerStudy, power_study, simulate_evaluations
+from ._topn import (
+    RankingEvaluations,
+    TopNResult,
+    draw_ranking,
+    rankings_from_table,
+    simulate_rankings,
+    spearman_position_rank,
+    topn_bias,
+)
 from ._unbp import PobUnbpResult, pob_unbp, query_position_shares
 
 __all__ = [
@@ -27,10 +37,13 @@ __all__ = [
     "PositionalAnalysis",
     "PowerRow",
     "PowerStudy",
+    "RankingEvaluations",
     "StrongBiasResult",
+    "TopNResult",
     "analyze",
     "analyze_groups",
     "contingency_table",
+    "draw_ranking",
     "evaluations_from_table",
     "group_table",
     "permutation_sensitivity",
@@ -40,8 +53,12 @@ __all__ = [
     "positional_bias",
     "power_study",
     "query_position_shares",
+    "rankings_from_table",
     "read_table",
     "selection_rate_matrix",
     "simulate_evaluations",
+    "simulate_rankings",
+    "spearman_position_rank",
     "strong_positional_bias",
+    "topn_bias",
 ]
