@@ -11,8 +11,8 @@ import pytest
 from recaudit.exceptions import InputError
 from recaudit.llm import (
     CalibratedBackend,
-    CanonicalOrderBackend,
     Candidate,
+    CanonicalOrderBackend,
     ChatResponse,
     OrderEnsembleBackend,
     PromptContext,

@@ -293,7 +293,7 @@ def _make_wrapper(method: str, cfg: AuditConfig, mcfg: MitigationConfig, out_dir
                                                    decision=mcfg.calibration_decision)  # type: ignore[arg-type]
             return out
         wrappers: dict[int, Backend] = {}
-        for key, inner in backends.items():
+        for bkey, inner in backends.items():
             if id(inner) not in wrappers:
                 if method == "ensemble":
                     wrappers[id(inner)] = OrderEnsembleBackend(
@@ -302,7 +302,7 @@ def _make_wrapper(method: str, cfg: AuditConfig, mcfg: MitigationConfig, out_dir
                 else:
                     wrappers[id(inner)] = CanonicalOrderBackend(
                         inner, contexts, by=mcfg.canonical_by)  # type: ignore[arg-type]
-            out[key] = wrappers[id(inner)]
+            out[bkey] = wrappers[id(inner)]
         return out
 
     return wrap

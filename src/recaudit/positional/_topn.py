@@ -247,12 +247,12 @@ def topn_bias(
 
     Examples
     --------
-    >>> table = simulate_rankings(n_queries=30, n_perms=10, k=5, p_bias=0.0, rng=1)
+    >>> table = simulate_rankings(n_queries=30, n_perms=10, k=5, p_bias=0.3, rng=1)
     >>> res = topn_bias(table, n_resamples=199, n_boot=200, rng=2)
-    >>> bool(res.pvalue > 0.05)
-    True
+    >>> bool(res.pvalue < 0.05), round(res.rank_bias.value, 2) > 0.2
+    (True, True)
     """
-    ev, n_resamples, alternative, n_boot, confidence_level, gen = _topn_bias_iv(
+    ev, n_resamples, alt, n_boot, confidence_level, gen = _topn_bias_iv(
         data, n_resamples, alternative, n_boot, confidence_level, rng)
     k, n = ev.k, ev.query.size
     observed = _mean_spearman(ev.item_rank, ev.orders)
@@ -265,7 +265,7 @@ def topn_bias(
         idx = np.empty(n, dtype=np.int64)
         idx[by_query] = shuffled
         null[b] = _mean_spearman(ev.item_rank, ev.orders[idx])
-    if alternative == "greater":
+    if alt == "greater":
         pvalue = monte_carlo_pvalue(observed, null, alternative="greater")
     else:
         pvalue = monte_carlo_pvalue(abs(observed), np.abs(null), alternative="greater")
@@ -295,7 +295,7 @@ def topn_bias(
     cis = bootstrap_ci(pq, stats, n_boot=n_boot, confidence_level=confidence_level, rng=gen)
     est = [Estimate(float(v), ci) for v, ci in zip(point, cis, strict=True)]
     return TopNResult(
-        statistic=observed, pvalue=pvalue, n_resamples=n_resamples, alternative=alternative,
+        statistic=observed, pvalue=pvalue, n_resamples=n_resamples, alternative=alt,
         spearman=est[0], mean_rank=tuple(est[1:k + 1]), rank_bias=est[k + 1],
         top1_pb=est[k + 2], n_queries=nq, n_evaluations=n, n_discarded=ev.n_discarded, k=k,
     )
@@ -314,7 +314,7 @@ def _topn_bias_iv(data: Any, n_resamples: Any, alternative: Any, n_boot: Any,
     return ev, int(n_resamples), str(alternative), n_boot, confidence_level, as_generator(rng)
 
 
-def draw_ranking(worth: Sequence[float], order: Sequence[int], *, p_bias: float,
+def draw_ranking(worth: npt.ArrayLike, order: Sequence[int], *, p_bias: float,
                  rng: np.random.Generator,
                  position_weights: Sequence[float] | None = None) -> tuple[int, ...]:
     r"""One ranking (prompt positions, best first) from the primacy Plackett-Luce model.
