@@ -135,3 +135,11 @@ def test_cli_writes_mitigation_json(study):
         "none", "ensemble", "calibration", "canonical"]
     res = CliRunner().invoke(app, ["positional", "mitigate", str(folder / "nope.toml")])
     assert res.exit_code != 0
+    # OUT is a positional run folder too: the report shows every arm and before/after
+    from recaudit.report import build_report
+
+    report = build_report(folder / "out")
+    assert "Mitigation, before and after" in report.html
+    assert report.data["mitigation"]["groups"][0]["arms"][1]["mitigation"] == "ensemble"
+    assert {g["model"] for g in json.loads((folder / "out" / "analysis.json").read_text())} \
+        == {"sim" + mcfg.suffix(m) for m in ("none", *mcfg.methods)}

@@ -477,6 +477,7 @@ def mitigate_command(
         compare_arms,
         load_mitigation_config,
         run_mitigation,
+        write_combined,
         write_mitigation_json,
     )
 
@@ -497,6 +498,8 @@ def mitigate_command(
     say("comparing the arms (PB, sPB, PS, agreement, cost)")
     result = compare_arms(arms, mcfg, seed=cfg.seed)
     path = write_mitigation_json(result, folder)
+    # OUT is also a positional run folder: every arm's rows, analysed per model name
+    _analyze_run(write_combined(arms, folder), seed=cfg.seed, quiet=not live)
     if as_json:
         print_json(result)
         return

@@ -64,6 +64,7 @@ __all__ = [
     "ArmRun",
     "MitigationConfig",
     "agreement",
+    "write_combined",
     "write_mitigation_json",
     "compare_arms",
     "load_mitigation_config",
@@ -504,6 +505,23 @@ def compare_arms(arms: list[ArmRun], mcfg: MitigationConfig, *, seed: int = 0,
         groups.append({"model": model, "k": int(k), "temperature": float(temperature),
                        "condition": condition, "arms": rows})
     return {"kind": "mitigation", "config": asdict(mcfg), "groups": groups}
+
+
+def write_combined(arms: list[ArmRun], out_dir: str | Path) -> Path:
+    """Write ``OUT/evaluations.parquet`` (every arm's rows; the arms differ by model
+    name) and copy the unmitigated arm's resolved config, so ``OUT`` is also a
+    positional run folder (``recaudit report OUT``)."""
+    out = Path(out_dir)
+    table = pd.concat([pd.read_parquet(a.evaluations_path) for a in arms], ignore_index=True)
+    target = out / "evaluations.parquet"
+    tmp = target.with_name(target.name + ".tmp")
+    table.to_parquet(tmp, index=False)
+    os.replace(tmp, target)
+    base = next(a for a in arms if a.method == "none")
+    resolved = base.run_dir / "config.resolved.json"
+    if resolved.is_file():
+        (out / "config.resolved.json").write_text(resolved.read_text("utf-8"), "utf-8")
+    return target
 
 
 def _finite(value: Any) -> Any:
