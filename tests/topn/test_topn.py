@@ -23,6 +23,7 @@ from recaudit.llm import (
     render_request,
 )
 from recaudit.positional import (
+    draw_ranking,
     rankings_from_table,
     simulate_rankings,
     spearman_position_rank,
@@ -63,30 +64,54 @@ def test_against_scipy_permutation_test_one_query():
 
     ref = stats.permutation_test((np.arange(n),), statistic, permutation_type="pairings",
                                  n_resamples=np.inf, alternative="greater")
-    res = topn_bias(table, n_resamples=5000, n_boot=10, rng=1)
+    res = topn_bias(table, statistic="spearman", n_resamples=5000, n_boot=10, rng=1)
     assert res.statistic == pytest.approx(ref.statistic)
     # scipy's exact p counts the identity pairing among 720; ours is Monte Carlo + 1
     assert 0.0 < ref.pvalue < 1.0
     assert res.pvalue == pytest.approx(ref.pvalue, abs=0.02)
 
 
-def test_type_one_error_on_the_null():
-    rejections, reps = 0, 120
+@pytest.mark.parametrize("statistic", ["rank_bias", "spearman"])
+def test_type_one_error_on_the_null(statistic):
+    rejections, reps = 0, 80
     rng = np.random.default_rng(11)
     for _ in range(reps):
         table = simulate_rankings(n_queries=10, n_perms=5, k=5, p_bias=0.0, rng=rng)
-        rejections += topn_bias(table, n_resamples=99, n_boot=1, rng=rng).pvalue <= 0.05
+        rejections += topn_bias(table, statistic=statistic, n_resamples=99, n_boot=1,
+                                rng=rng).pvalue <= 0.05
     ci = binomial_interval(int(rejections), reps)
     assert ci.low <= 0.05  # not anti-conservative beyond Monte-Carlo error
 
 
-def test_power_on_a_primacy_generator():
+@pytest.mark.parametrize("statistic", ["rank_bias", "spearman"])
+def test_power_on_a_primacy_generator(statistic):
     rng = np.random.default_rng(12)
-    reps = 30
-    hits = sum(topn_bias(simulate_rankings(n_queries=15, n_perms=5, k=5, p_bias=0.15,
-                                           rng=rng), n_resamples=99, n_boot=1,
-                         rng=rng).pvalue <= 0.05 for _ in range(reps))
+    reps = 20
+    hits = sum(topn_bias(simulate_rankings(n_queries=15, n_perms=5, k=5, p_bias=0.2,
+                                           rng=rng), statistic=statistic, n_resamples=99,
+                         n_boot=1, rng=rng).pvalue <= 0.05 for _ in range(reps))
     assert hits / reps > 0.8
+
+
+def test_rank_bias_sees_a_u_shape_that_spearman_misses():
+    # positions 1 and k boosted alike (primacy + recency): no monotone trend
+    rng = np.random.default_rng(8)
+    rows = []
+    for q in range(30):
+        worth = rng.uniform(1, 3, size=5)
+        for _ in range(6):
+            order = tuple(int(x) + 1 for x in rng.permutation(5))
+            ranking = draw_ranking(worth, order, p_bias=0.5, rng=rng,
+                                   position_weights=[1, 0, 0, 0, 1])
+            rows.append({"query_id": f"q{q}", "order": " ".join(map(str, order)),
+                         "ranking": " ".join(map(str, ranking))})
+    table = pd.DataFrame(rows)
+    rb = topn_bias(table, n_resamples=199, n_boot=50, rng=0)
+    rho = topn_bias(table, statistic="spearman", alternative="two-sided", n_resamples=199,
+                    n_boot=50, rng=0)
+    assert rb.pvalue < 0.01 and rho.pvalue > 0.05
+    m = [e.value for e in rb.mean_rank]
+    assert m[0] < 3 and m[4] < 3 and m[2] > 3
 
 
 def test_effect_sizes():
@@ -120,6 +145,8 @@ def test_rankings_table_validation_and_discards():
         rankings_from_table(t.assign(ranking=["1 2 2", "", "1 2 3"]))
     with pytest.raises(InputError, match="`alternative`"):
         topn_bias(t, alternative="less")
+    with pytest.raises(InputError, match="`statistic`"):
+        topn_bias(t, statistic="kendall")
 
 
 def test_parse_ranking():

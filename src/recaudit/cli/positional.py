@@ -33,7 +33,7 @@ from ..exceptions import ConfigError, InputError, RecauditError
 from ._common import err_console, exit_on_error, print_json, to_jsonable
 
 __all__ = ["analyze_command", "app", "demo_command", "mitigate_command", "run_command",
-           "simulate_command"]
+           "simulate_command", "topn_command"]
 
 app = typer.Typer(help="The positional study.", no_args_is_help=True)
 console = Console()
@@ -530,3 +530,73 @@ def _print_mitigation(result: dict[str, Any]) -> None:
                           f"{a['calls_multiplier']:.2f}",
                           "n/a" if tok is None else f"{tok:.2f}")
         console.print(table)
+
+
+# -- topn (top-N positional bias) ------------------------------------------------------
+
+
+@app.command("topn")
+@exit_on_error
+def topn_command(
+    table: Annotated[Path, typer.Argument(
+        help="A rankings table (query_id, order, ranking) or, with --from-choice-probs, "
+        "an evaluations table with choice_probs (.csv or .parquet).")],
+    from_choice_probs: Annotated[bool, typer.Option(
+        "--from-choice-probs", help="Rank the positions by each evaluation's choice "
+        "probabilities (the model's probability ranking).")] = False,
+    by: Annotated[str | None, typer.Option(
+        help="Filter: only rows whose `model` column equals this.")] = None,
+    statistic: Annotated[str, typer.Option(
+        help="rank_bias (omnibus) or spearman (directional).")] = "rank_bias",
+    n_resamples: Annotated[int, typer.Option(help="Within-query shuffles.")] = 9999,
+    n_boot: Annotated[int, typer.Option(help="Bootstrap resamples of each CI.")] = 2000,
+    alternative: Annotated[str, typer.Option(
+        help="For spearman: greater (primacy) or two-sided.")] = "greater",
+    seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Top-N positional bias: does the rank an item receives depend on its prompt
+    position? (Spearman position-rank statistic, within-query permutation test, mean
+    rank by position, rank bias RB, top-1 PB.)"""
+    import pandas as pd
+
+    from ..llm._ranking import ranking_from_choice_probs
+    from ..positional import read_table, topn_bias
+
+    data = read_table(table)
+    if by is not None:
+        if "model" not in data.columns:
+            raise InputError("`--by`: the table has no `model` column")
+        data = data[data["model"] == by]
+    if from_choice_probs:
+        if "choice_probs" not in data.columns:
+            raise InputError(f"{table} has no `choice_probs` column; run the audit with "
+                             "`[prompt] choice_probabilities = true`")
+        probs = data["choice_probs"]
+        data = pd.DataFrame({
+            "query_id": data["query_id"], "order": data["order"],
+            "ranking": ["" if p is None or (isinstance(p, float)) or pd.isna(p) else
+                        " ".join(map(str, ranking_from_choice_probs(json.loads(p))))
+                        for p in probs.astype(object)],
+        })
+    result = topn_bias(data, statistic=statistic,  # type: ignore[arg-type]
+                       n_resamples=n_resamples, n_boot=n_boot,
+                       alternative=alternative,  # type: ignore[arg-type]
+                       rng=seed)
+    if as_json:
+        print_json(result.to_dict())
+        return
+    out = Table(title=f"Top-N positional bias (k = {result.k}, {result.n_queries} queries, "
+                f"{result.n_evaluations} rankings, {result.n_discarded} discarded)")
+    out.add_column("statistic")
+    out.add_column("value [95% CI]", justify="right")
+    out.add_row("mean Spearman(position, rank)", _fmt(result.spearman.to_dict()))
+    out.add_row(f"test statistic ({result.statistic_name})", f"{result.statistic:.4f}")
+    out.add_row(f"permutation p ({result.alternative}, B = {result.n_resamples})",
+                f"{result.pvalue:.4g}")
+    out.add_row("rank bias RB", _fmt(result.rank_bias.to_dict()))
+    out.add_row("top-1 PB", _fmt(result.top1_pb.to_dict()))
+    for p, e in enumerate(result.mean_rank, start=1):
+        out.add_row(f"mean rank at position {p} (order-free {(result.k + 1) / 2:g})",
+                    _fmt(e.to_dict()))
+    console.print(out)

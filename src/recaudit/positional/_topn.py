@@ -5,19 +5,22 @@ evaluation e gives :math:`R_e(p)`, the rank (1 = best) received by the item show
 prompt position p. Without positional bias the ranking of the ITEMS does not depend on
 the order they were shown in.
 
-- Statistic: :math:`T = \frac1n \sum_e \rho_e`, the mean over evaluations of the
+- Statistics: RB below, pooled over evaluations (the default, omnibus), or
+  :math:`T = \frac1n \sum_e \rho_e`, the mean over evaluations of the
   Spearman correlation between prompt position and rank received. With full rankings
   there are no ties and :math:`\rho_e = 1 - \frac{6 \sum_p (p - R_e(p))^2}{k(k^2-1)}`
   (Spearman 1904). :math:`T > 0`: earlier positions get better ranks (primacy).
 - Calibration: the within-query permutation test of POB-ICM (spec section 4) carried
   over: under H0 the item rankings of a query are exchangeable with respect to the
   orders they were produced under, so the orders are shuffled WITHIN each query across
-  its evaluations, T is recomputed B times, and
+  its evaluations, the statistic is recomputed B times, and
   :math:`p = (1 + \#\{T_b \ge T\})/(B + 1)` (Phipson & Smyth 2010).
 - Effect sizes (query-bootstrap CIs): the mean rank received at each position
   :math:`\bar R(p)` (order-free expectation (k+1)/2); the RANK BIAS
   :math:`RB = \frac{\sum_p |\bar R(p) - (k+1)/2|}{\sum_p |p - (k+1)/2|}`, 0 without a
-  position effect and 1 when the ranking is the prompt order; and the top-1 PB, the
+  position effect and 1 when the mean ranks are as far from (k+1)/2 as a fixed
+  position-to-rank map puts them (e.g. the ranking IS the prompt order, or positions
+  1 and k always take the two best ranks); and the top-1 PB, the
   total-variation distance of the top-ranked position's distribution from uniform
   (the PB of the ranking's first pick).
 
@@ -55,6 +58,7 @@ MSG_ROW = ("row {row}: `ranking` {ranking!r} must list every prompt position 1..
 MSG_EMPTY = "no complete ranking left: every row was discarded"
 MSG_K = "rankings must all have the same k >= 2; found {ks}"
 MSG_RESAMPLES = "`n_resamples` must be an integer >= 1, got {value!r}"
+MSG_STATISTIC = "`statistic` must be 'rank_bias' or 'spearman', got {value!r}"
 MSG_ALTERNATIVE = "`alternative` must be 'greater' or 'two-sided', got {value!r}"
 
 
@@ -163,7 +167,8 @@ class TopNResult:
     Attributes
     ----------
     statistic : float
-        T, the mean Spearman correlation of position and rank received.
+        The test statistic: RB pooled over evaluations (``statistic_name =
+        "rank_bias"``) or T, the mean Spearman correlation of position and rank.
     pvalue : float
         Within-query permutation p-value (+1 corrected).
     n_resamples : int
@@ -193,12 +198,14 @@ class TopNResult:
     n_evaluations: int
     n_discarded: int
     k: int
-    method: str = "within-query permutation of orders (Spearman position-rank)"
+    statistic_name: str = "rank_bias"
+    method: str = "within-query permutation of orders"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
         return {
-            "statistic": self.statistic, "pvalue": self.pvalue,
+            "statistic": self.statistic, "statistic_name": self.statistic_name,
+            "pvalue": self.pvalue,
             "n_resamples": self.n_resamples, "alternative": self.alternative,
             "spearman": self.spearman.to_dict(),
             "mean_rank": [e.to_dict() for e in self.mean_rank],
@@ -212,9 +219,17 @@ def _mean_spearman(item_rank: npt.NDArray[np.int64], orders: npt.NDArray[np.int6
     return float(spearman_position_rank(np.take_along_axis(item_rank, orders, axis=1)).mean())
 
 
+def _rank_deviation(item_rank: npt.NDArray[np.int64], orders: npt.NDArray[np.int64]) -> float:
+    k = orders.shape[1]
+    mean_rank = np.take_along_axis(item_rank, orders, axis=1).mean(axis=0)
+    return float(np.abs(mean_rank - (k + 1) / 2.0).sum() / np.abs(
+        np.arange(1, k + 1) - (k + 1) / 2.0).sum())
+
+
 def topn_bias(
     data: RankingEvaluations | pd.DataFrame,
     *,
+    statistic: Literal["rank_bias", "spearman"] = "rank_bias",
     n_resamples: int = 9999,
     alternative: Literal["greater", "two-sided"] = "greater",
     n_boot: int = 2000,
@@ -227,10 +242,17 @@ def topn_bias(
     ----------
     data : RankingEvaluations or DataFrame
         Rankings (see :func:`rankings_from_table`).
+    statistic : {"rank_bias", "spearman"}
+        The test statistic. ``"rank_bias"`` (default): RB computed over all
+        evaluations pooled, an omnibus statistic that detects any position effect on
+        the mean ranks (e.g. the U shape of primacy plus recency, which SmolLM2-135M
+        shows, docs/mitigation.md); ``"spearman"``: T, directional (primacy when
+        ``alternative="greater"``), blind to U shapes.
     n_resamples : int
         B within-query shuffles of the orders.
     alternative : {"greater", "two-sided"}
         ``"greater"`` tests for primacy (T > 0); ``"two-sided"`` uses :math:`|T|`.
+        Only for ``statistic="spearman"`` (RB is tested with large values).
     n_boot, confidence_level : int, float
         Query-bootstrap percentile CIs of the effect sizes.
     rng : Generator, int or None
@@ -254,8 +276,13 @@ def topn_bias(
     """
     ev, n_resamples, alt, n_boot, confidence_level, gen = _topn_bias_iv(
         data, n_resamples, alternative, n_boot, confidence_level, rng)
+    if statistic not in ("rank_bias", "spearman"):
+        raise InputError(MSG_STATISTIC.format(value=statistic))
+    stat_fn = _mean_spearman if statistic == "spearman" else _rank_deviation
+    if statistic == "rank_bias":
+        alt = "greater"
     k, n = ev.k, ev.query.size
-    observed = _mean_spearman(ev.item_rank, ev.orders)
+    observed = stat_fn(ev.item_rank, ev.orders)
     # within-query shuffles: sort by (query, random key) and map back onto the query's
     # slots, so each query's orders are permuted among its own evaluations
     by_query = np.argsort(ev.query, kind="stable")
@@ -264,7 +291,7 @@ def topn_bias(
         shuffled = np.lexsort((gen.random(n), ev.query))
         idx = np.empty(n, dtype=np.int64)
         idx[by_query] = shuffled
-        null[b] = _mean_spearman(ev.item_rank, ev.orders[idx])
+        null[b] = stat_fn(ev.item_rank, ev.orders[idx])
     if alt == "greater":
         pvalue = monte_carlo_pvalue(observed, null, alternative="greater")
     else:
@@ -296,6 +323,7 @@ def topn_bias(
     est = [Estimate(float(v), ci) for v, ci in zip(point, cis, strict=True)]
     return TopNResult(
         statistic=observed, pvalue=pvalue, n_resamples=n_resamples, alternative=alt,
+        statistic_name=statistic,
         spearman=est[0], mean_rank=tuple(est[1:k + 1]), rank_bias=est[k + 1],
         top1_pb=est[k + 2], n_queries=nq, n_evaluations=n, n_discarded=ev.n_discarded, k=k,
     )
