@@ -80,7 +80,7 @@ def study(tmp_path_factory, emb_cache, retriever):
     path = write_config(folder, cache_dir=emb_cache, n_queries=30, n_perms=10, p_bias=0.4)
     cfg, mcfg = load_mitigation_config(path)
     arms = run_mitigation(cfg, mcfg, out_dir=folder / "out", retriever=retriever)
-    result = compare_arms(arms, mcfg, seed=cfg.seed)
+    result = compare_arms(arms, mcfg, seed=cfg.seed, cfg=cfg)
     return cfg, mcfg, folder, arms, result
 
 
@@ -105,6 +105,8 @@ def test_mitigations_remove_the_simulated_bias(study):
     # calibration overcorrects multiplicatively (see docs/mitigation.md) but halves PB
     assert rows["calibration"]["pb"]["value"] < none["pb"]["value"] / 2 + 0.05
     truth = {a.method: _true_inside(cfg, a) for a in arms}
+    for method, value in truth.items():  # equal evaluations per query: pooled == mean
+        assert rows[method]["inside_true_set"]["value"] == pytest.approx(value)
     # the unmitigated model lands in R about (1 - 0.4) + 0.4 * E|R|/k of the time
     assert truth["none"] < 0.85
     assert truth["ensemble"] > truth["none"]
@@ -121,7 +123,7 @@ def test_mitigate_resumes_without_new_calls(study, retriever):
     before = prior_file.read_text()
     again = run_mitigation(cfg, mcfg, out_dir=folder / "out", retriever=retriever)
     assert prior_file.read_text() == before  # the prior is reused, not re-estimated
-    assert compare_arms(again, mcfg, seed=cfg.seed) == result
+    assert compare_arms(again, mcfg, seed=cfg.seed, cfg=cfg) == result
 
 
 def test_cli_writes_mitigation_json(study):

@@ -496,7 +496,7 @@ def mitigate_command(
     else:
         arms = run_mitigation(cfg, mcfg, out_dir=folder)
     say("comparing the arms (PB, sPB, PS, agreement, cost)")
-    result = compare_arms(arms, mcfg, seed=cfg.seed)
+    result = compare_arms(arms, mcfg, seed=cfg.seed, cfg=cfg)
     path = write_mitigation_json(result, folder)
     # OUT is also a positional run folder: every arm's rows, analysed per model name
     _analyze_run(write_combined(arms, folder), seed=cfg.seed, quiet=not live)
@@ -520,13 +520,15 @@ def _print_mitigation(result: dict[str, Any]) -> None:
     for g in result["groups"]:
         table = Table(title=f"Mitigation: {g['model']}, k={g['k']}, t={g['temperature']:g}, "
                       f"{g['condition']} (95% CIs, query bootstrap)")
+        truth = any(a.get("inside_true_set") for a in g["arms"])
         for col in ("mitigation", "PB", "sPB", "PS", "inside unmitigated R",
-                    "IoU of R", "calls x", "tokens x"):
+                    "IoU of R", *(("inside TRUE R",) if truth else ()), "calls x", "tokens x"):
             table.add_column(col, justify="right")
         for a in g["arms"]:
             tok = a["tokens_multiplier"]
             table.add_row(a["mitigation"], est(a["pb"]), est(a["spb"]), est(a["ps"]),
                           est(a["inside_unmitigated_set"]), est(a["iou_relevance_sets"]),
+                          *((est(a.get("inside_true_set")),) if truth else ()),
                           f"{a['calls_multiplier']:.2f}",
                           "n/a" if tok is None else f"{tok:.2f}")
         console.print(table)

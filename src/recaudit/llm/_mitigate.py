@@ -44,7 +44,7 @@ from ..positional._bootstrap import bootstrap_ci
 from ..positional._evaluations import Evaluations
 from ._audit import answer_schema, run_audit
 from ._catalog import ColumnMap, load_catalog
-from ._config import AuditConfig, parse_config
+from ._config import AuditConfig, SimulatedParams, parse_config
 from ._mitigation import (
     CalibratedBackend,
     CanonicalOrderBackend,
@@ -57,7 +57,7 @@ from ._prompt import PromptTemplate, positional_identifiers, random_labels, rend
 from ._queries import Query, generate_queries
 from ._retrieval import Retriever
 from ._types import Backend, Candidate, ChatRequest
-from .backends._simulated import stable_words
+from .backends._simulated import SimulatedBackend, SimulationProfile, stable_words
 
 __all__ = [
     "Agreement",
@@ -448,10 +448,40 @@ def _tokens(table: pd.DataFrame) -> float | None:
     return float(tot.mean())
 
 
+def _true_sets(cfg: AuditConfig | None, model: str, k: int
+               ) -> Callable[[str], tuple[int, ...]] | None:
+    """The TRUE relevance sets of a simulated model (``None`` for real models)."""
+    if cfg is None:
+        return None
+    m = next((m for m in cfg.models if m.name == model), None)
+    if m is None or not isinstance(m.params, SimulatedParams):
+        return None
+    p = m.params
+    sim = SimulatedBackend(SimulationProfile(p_bias=p.p_bias, position_weights=p.position_weights,
+                                             max_relevant=p.max_relevant), k=k, seed=cfg.seed)
+    return sim.relevance_set
+
+
+def _inside_truth(evals: Evaluations, truth: Callable[[str], tuple[int, ...]], n_boot: int,
+                  gen: np.random.Generator) -> Estimate:
+    k = evals.k
+    member = np.zeros((evals.n_queries, k), dtype=bool)
+    for j, q in enumerate(evals.query_ids.tolist()):
+        member[j, np.asarray(truth(str(q))) - 1] = True
+    counts = np.bincount(evals.query * k + evals.item,
+                         minlength=evals.n_queries * k).reshape(-1, k)
+    share = (counts * member).sum(axis=1) / counts.sum(axis=1)
+    (ci,) = bootstrap_ci(share[:, None], lambda m: m, n_boot=n_boot, confidence_level=0.95,
+                         rng=gen)
+    return Estimate(float(share.mean()), ci)
+
+
 def compare_arms(arms: list[ArmRun], mcfg: MitigationConfig, *, seed: int = 0,
-                 n_resamples: int = 999) -> dict[str, Any]:
+                 n_resamples: int = 999, cfg: AuditConfig | None = None) -> dict[str, Any]:
     """PB, sPB, PS, agreement and cost of every arm, per (model, k, temperature,
-    condition) group; the JSON written to ``mitigation.json``."""
+    condition) group; the JSON written to ``mitigation.json``. With ``cfg``, simulated
+    models also get ``inside_true_set``: the share of answers inside the simulator's
+    TRUE relevance sets (query mean, bootstrap CI)."""
     base = next(a for a in arms if a.method == "none")
     base_table = pd.read_parquet(base.evaluations_path)
     groups = []
@@ -478,6 +508,9 @@ def compare_arms(arms: list[ArmRun], mcfg: MitigationConfig, *, seed: int = 0,
             calls = 1.0 if arm.method == "none" else (
                 float(mcfg.ensemble_m) if arm.method == "ensemble" else 1.0)
             tokens = _tokens(table)
+            truth = _true_sets(cfg, model, int(k))
+            true_inside = None if truth is None else _inside_truth(evals, truth, mcfg.n_boot,
+                                                                   gen).to_dict()
             prior = arm.priors.get(f"{model}|{k}")
             if prior is not None:
                 calls += prior.calls / max(1, len(table))
@@ -497,6 +530,7 @@ def compare_arms(arms: list[ArmRun], mcfg: MitigationConfig, *, seed: int = 0,
                 "position_distribution": [e.value for e in res.position_distribution],
                 "inside_unmitigated_set": agr.inside.to_dict(),
                 "iou_relevance_sets": agr.iou.to_dict(),
+                "inside_true_set": true_inside,
                 "calls_multiplier": calls,
                 "tokens_multiplier": (None if tokens is None or not b_tokens
                                       else tokens / b_tokens),
