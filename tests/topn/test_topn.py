@@ -207,3 +207,34 @@ def test_docstring_examples():
 
     result = doctest.testmod(_topn, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_topn_cli(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from recaudit.cli import app
+
+    table = simulate_rankings(n_queries=12, n_perms=5, k=4, p_bias=0.5, rng=3)
+    table.to_csv(tmp_path / "rankings.csv", index=False)
+    res = CliRunner().invoke(app, ["positional", "topn", str(tmp_path / "rankings.csv"),
+                                   "--n-resamples", "99", "--n-boot", "50", "--seed", "1",
+                                   "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["pvalue"] < 0.05 and out["statistic_name"] == "rank_bias"
+    # an evaluations table with choice probabilities: the probability ranking
+    evals = pd.DataFrame({"query_id": ["a", "a", "b"], "order": ["1 2 3", "3 1 2", "2 3 1"],
+                          "selected_position": [1, 1, 2],
+                          "choice_probs": ["[0.6, 0.3, 0.1]", "[0.5, 0.2, 0.3]", None]})
+    evals.to_csv(tmp_path / "evals.csv", index=False)
+    res = CliRunner().invoke(app, ["positional", "topn", str(tmp_path / "evals.csv"),
+                                   "--from-choice-probs", "--n-resamples", "9",
+                                   "--n-boot", "5", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["n_evaluations"] == 2 and out["n_discarded"] == 1
+    res = CliRunner().invoke(app, ["positional", "topn", str(tmp_path / "rankings.csv"),
+                                   "--from-choice-probs"])
+    assert res.exit_code == 2 and "choice_probs" in res.output

@@ -563,9 +563,15 @@ def topn_command(
     import pandas as pd
 
     from ..llm._ranking import ranking_from_choice_probs
-    from ..positional import read_table, topn_bias
+    from ..positional import topn_bias
 
-    data = read_table(table)
+    if not table.is_file():
+        raise InputError(f"{table}: no such file")
+    try:
+        data = (pd.read_parquet(table) if table.suffix == ".parquet"
+                else pd.read_csv(table, dtype={"query_id": str}))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read {table} (.csv or .parquet): {exc}") from exc
     if by is not None:
         if "model" not in data.columns:
             raise InputError("`--by`: the table has no `model` column")
