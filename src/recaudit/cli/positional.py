@@ -32,7 +32,8 @@ from typer.core import TyperCommand
 from ..exceptions import ConfigError, InputError, RecauditError
 from ._common import err_console, exit_on_error, print_json, to_jsonable
 
-__all__ = ["analyze_command", "app", "demo_command", "run_command", "simulate_command"]
+__all__ = ["analyze_command", "app", "demo_command", "mitigate_command", "run_command",
+           "simulate_command", "study_command", "topn_command"]
 
 app = typer.Typer(help="The positional study.", no_args_is_help=True)
 console = Console()
@@ -628,3 +629,158 @@ def study_command(
         _print_study(study)
         err_console.print(f"[green]written:[/] {', '.join(summary['files'].values())}",
                           highlight=False)
+
+
+# -- mitigate (mitigation, measured) ---------------------------------------------------
+
+
+@app.command("mitigate")
+@exit_on_error
+def mitigate_command(
+    config: Annotated[Path, typer.Argument(
+        help="The audit config (TOML) with a [mitigation] table.")],
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Output folder (default: runs/<config name>-mitigate); one run "
+        "folder per arm inside, resumed when present.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")
+                       ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
+) -> None:
+    """Audit the same model with and without each mitigation (order-ensemble voting,
+    prior calibration, canonical order) and compare PB, sPB, PS, agreement with the
+    unmitigated relevance sets, and cost. Writes OUT/mitigation.json."""
+    from ..llm._mitigate import (
+        compare_arms,
+        load_mitigation_config,
+        run_mitigation,
+        write_combined,
+        write_mitigation_json,
+    )
+
+    cfg, mcfg = load_mitigation_config(config)
+    folder = out or Path("runs") / f"{config.stem}-mitigate"
+    live = not (quiet or as_json)
+
+    def say(msg: str) -> None:
+        if live:
+            err_console.print(f"[dim]{msg}...[/]", highlight=False)
+
+    if live:
+        with _progress_display() as display:
+            arms = run_mitigation(cfg, mcfg, out_dir=folder, on_phase=say,
+                                  progress=lambda: _RichProgress(display))
+    else:
+        arms = run_mitigation(cfg, mcfg, out_dir=folder)
+    say("comparing the arms (PB, sPB, PS, agreement, cost)")
+    result = compare_arms(arms, mcfg, seed=cfg.seed, cfg=cfg)
+    path = write_mitigation_json(result, folder)
+    # OUT is also a positional run folder: every arm's rows, analysed per model name
+    _analyze_run(write_combined(arms, folder), seed=cfg.seed, quiet=not live)
+    if as_json:
+        print_json(result)
+        return
+    _print_mitigation(result)
+    if live:
+        err_console.print(f"[green]wrote[/] {path}; render it with `recaudit report {folder}`",
+                          highlight=False)
+
+
+def _print_mitigation(result: dict[str, Any]) -> None:
+    def est(e: dict[str, Any] | None) -> str:
+        if e is None or e.get("value") is None:
+            return "n/a"
+        lo, hi = e.get("ci_low"), e.get("ci_high")
+        ci = "" if lo is None or hi is None else f" [{lo:.3f}, {hi:.3f}]"
+        return f"{e['value']:.3f}{ci}"
+
+    for g in result["groups"]:
+        table = Table(title=f"Mitigation: {g['model']}, k={g['k']}, t={g['temperature']:g}, "
+                      f"{g['condition']} (95% CIs, query bootstrap)")
+        truth = any(a.get("inside_true_set") for a in g["arms"])
+        for col in ("mitigation", "PB", "sPB", "PS", "inside unmitigated R",
+                    "IoU of R", *(("inside TRUE R",) if truth else ()), "calls x", "tokens x"):
+            table.add_column(col, justify="right")
+        for a in g["arms"]:
+            tok = a["tokens_multiplier"]
+            table.add_row(a["mitigation"], est(a["pb"]), est(a["spb"]), est(a["ps"]),
+                          est(a["inside_unmitigated_set"]), est(a["iou_relevance_sets"]),
+                          *((est(a.get("inside_true_set")),) if truth else ()),
+                          f"{a['calls_multiplier']:.2f}",
+                          "n/a" if tok is None else f"{tok:.2f}")
+        console.print(table)
+
+
+# -- topn (top-N positional bias) ------------------------------------------------------
+
+
+@app.command("topn")
+@exit_on_error
+def topn_command(
+    table: Annotated[Path, typer.Argument(
+        help="A rankings table (query_id, order, ranking) or, with --from-choice-probs, "
+        "an evaluations table with choice_probs (.csv or .parquet).")],
+    from_choice_probs: Annotated[bool, typer.Option(
+        "--from-choice-probs", help="Rank the positions by each evaluation's choice "
+        "probabilities (the model's probability ranking).")] = False,
+    by: Annotated[str | None, typer.Option(
+        help="Filter: only rows whose `model` column equals this.")] = None,
+    statistic: Annotated[str, typer.Option(
+        help="rank_bias (omnibus) or spearman (directional).")] = "rank_bias",
+    n_resamples: Annotated[int, typer.Option(help="Within-query shuffles.")] = 9999,
+    n_boot: Annotated[int, typer.Option(help="Bootstrap resamples of each CI.")] = 2000,
+    alternative: Annotated[str, typer.Option(
+        help="For spearman: greater (primacy) or two-sided.")] = "greater",
+    seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Top-N positional bias: does the rank an item receives depend on its prompt
+    position? (Spearman position-rank statistic, within-query permutation test, mean
+    rank by position, rank bias RB, top-1 PB.)"""
+    import pandas as pd
+
+    from ..llm._ranking import ranking_from_choice_probs
+    from ..positional import topn_bias
+
+    if not table.is_file():
+        raise InputError(f"{table}: no such file")
+    try:
+        data = (pd.read_parquet(table) if table.suffix == ".parquet"
+                else pd.read_csv(table, dtype={"query_id": str}))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read {table} (.csv or .parquet): {exc}") from exc
+    if by is not None:
+        if "model" not in data.columns:
+            raise InputError("`--by`: the table has no `model` column")
+        data = data[data["model"] == by]
+    if from_choice_probs:
+        if "choice_probs" not in data.columns:
+            raise InputError(f"{table} has no `choice_probs` column; run the audit with "
+                             "`[prompt] choice_probabilities = true`")
+        probs = data["choice_probs"]
+        data = pd.DataFrame({
+            "query_id": data["query_id"], "order": data["order"],
+            "ranking": ["" if p is None or (isinstance(p, float)) or pd.isna(p) else
+                        " ".join(map(str, ranking_from_choice_probs(json.loads(p))))
+                        for p in probs.astype(object)],
+        })
+    result = topn_bias(data, statistic=statistic,  # type: ignore[arg-type]
+                       n_resamples=n_resamples, n_boot=n_boot,
+                       alternative=alternative,  # type: ignore[arg-type]
+                       rng=seed)
+    if as_json:
+        print_json(result.to_dict())
+        return
+    out = Table(title=f"Top-N positional bias (k = {result.k}, {result.n_queries} queries, "
+                f"{result.n_evaluations} rankings, {result.n_discarded} discarded)")
+    out.add_column("statistic")
+    out.add_column("value [95% CI]", justify="right")
+    out.add_row("mean Spearman(position, rank)", _fmt(result.spearman.to_dict()))
+    out.add_row(f"test statistic ({result.statistic_name})", f"{result.statistic:.4f}")
+    out.add_row(f"permutation p ({result.alternative}, B = {result.n_resamples})",
+                f"{result.pvalue:.4g}")
+    out.add_row("rank bias RB", _fmt(result.rank_bias.to_dict()))
+    out.add_row("top-1 PB", _fmt(result.top1_pb.to_dict()))
+    for p, e in enumerate(result.mean_rank, start=1):
+        out.add_row(f"mean rank at position {p} (order-free {(result.k + 1) / 2:g})",
+                    _fmt(e.to_dict()))
+    console.print(out)

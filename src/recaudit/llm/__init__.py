@@ -54,6 +54,16 @@ from .backends._simulated import SimulatedBackend, SimulationProfile
 
 # isort: split
 # -- the study driver (positional-study) --------------------------------------------
+# -- mitigation wrappers and top-N answers (mitigation) -----------------------------
+from ._mitigation import (
+    CalibratedBackend,
+    CanonicalOrderBackend,
+    OrderEnsembleBackend,
+    PositionPrior,
+    PromptContext,
+    estimate_position_prior,
+)
+from ._ranking import collect_rankings, parse_ranking, ranking_from_choice_probs, ranking_template
 from ._study import StudyRun, run_study
 
 __all__ = [
@@ -129,4 +139,15 @@ __all__ = [
     # positional-study
     "StudyRun",
     "run_study",
+    # mitigation
+    "CalibratedBackend",
+    "CanonicalOrderBackend",
+    "OrderEnsembleBackend",
+    "PositionPrior",
+    "PromptContext",
+    "collect_rankings",
+    "estimate_position_prior",
+    "parse_ranking",
+    "ranking_from_choice_probs",
+    "ranking_template",
 ]

@@ -61,6 +61,13 @@ __all__ = [
 ]
 
 JOURNAL = "journal.sqlite"
+#: ``run_audit(wrap_backends=...)``: (backends, template, queries, candidates by k) ->
+#: the backends to run.
+WrapBackends = Callable[
+    [dict[tuple[str, int], Backend], PromptTemplate, tuple[Query, ...],
+     Mapping[int, Mapping[str, tuple[Candidate, ...]]]],
+    dict[tuple[str, int], Backend],
+]
 EVALUATIONS = "evaluations.parquet"
 CANDIDATES = "candidates.parquet"
 QUERIES = "queries.parquet"
@@ -306,6 +313,7 @@ def run_audit(
     sequential: SequentialOptions | None = None,
     executor: str = "local",
     ray_address: str | None = None,
+    wrap_backends: WrapBackends | None = None,
 ) -> AuditResult:
     """Run (or resume) an audit and write its evaluations table.
 
@@ -336,6 +344,11 @@ def run_audit(
         cluster (:mod:`recaudit.llm._ray_executor`; the journal is still written here).
     ray_address : str, optional
         Ray cluster address for ``executor="ray"`` (default: a new local cluster).
+    wrap_backends : callable, optional
+        ``wrap_backends(backends, template, queries, candidates)`` returns the
+        backends to run instead (e.g. mitigation wrappers, :mod:`recaudit.llm._mitigation`);
+        called once the plan is built, with what re-rendering a request needs. Local
+        executor only.
 
     Returns
     -------
@@ -358,6 +371,9 @@ def run_audit(
         if executor != "local":
             raise ConfigError("`--sequential` runs on the local executor only; drop "
                               "`--executor ray` (or run the sequential audit without it)")
+    if wrap_backends is not None and executor != "local":
+        raise ConfigError("backend wrappers (mitigations) run on the local executor only; "
+                          "drop `--executor ray`")
     say = on_phase or (lambda _msg: None)
     say("loading the catalog")
     columns = ColumnMap.myntra() if isinstance(cfg.catalog.columns, str) \
@@ -387,6 +403,8 @@ def run_audit(
             candidates = {k: retriever.retrieve(catalog, queries, k=k)
                           for k in cfg.retrieval.k}
         tasks = build_tasks(cfg, queries=queries, candidates=candidates, template=template)
+        if wrap_backends is not None:
+            backends = wrap_backends(backends, template, queries, candidates)
         if not resume:
             run_dir.mkdir(parents=True, exist_ok=True)
             resolved = dict(config_to_dict(cfg), catalog_sha256=catalog.sha256,

@@ -1,4 +1,5 @@
-"""Positional bias of top-1 LLM recommenders: POB-ICM, POB-UNBP, PS, PB, sPB.
+"""Positional bias of top-1 LLM recommenders: POB-ICM, POB-UNBP, PS, PB, sPB
+(and of top-N rankings: :func:`topn_bias`).
 
 Read an evaluations table (:func:`evaluations_from_table`), then run everything with
 :func:`analyze` (one group) or :func:`analyze_groups` (``by`` columns, Holm across
@@ -31,6 +32,15 @@ from ._sequential import (
     sequential_uniformity_test,
 )
 from ._simulation import PowerRow, PowerStudy, power_study, simulate_evaluations
+from ._topn import (
+    RankingEvaluations,
+    TopNResult,
+    draw_ranking,
+    rankings_from_table,
+    simulate_rankings,
+    spearman_position_rank,
+    topn_bias,
+)
 from ._unbp import PobUnbpResult, pob_unbp, query_position_shares
 
 # isort: split
@@ -63,11 +73,14 @@ __all__ = [
     "PowerRow",
     "PowerStudy",
     "SequentialResult",
+    "RankingEvaluations",
     "StrongBiasResult",
+    "TopNResult",
     "analyze",
     "analyze_exact",
     "analyze_groups",
     "contingency_table",
+    "draw_ranking",
     "evaluations_from_table",
     "exact_evaluations_from_table",
     "group_table",
@@ -79,10 +92,13 @@ __all__ = [
     "positional_bias",
     "power_study",
     "query_position_shares",
+    "rankings_from_table",
     "read_table",
     "selection_rate_matrix",
     "sequential_uniformity_test",
     "simulate_evaluations",
+    "simulate_rankings",
+    "spearman_position_rank",
     "strong_positional_bias",
     # positional-study
     "STUDY_COLUMNS",
@@ -102,4 +118,5 @@ __all__ = [
     "relevance_iou",
     "score_dispersion",
     "set_iou",
+    "topn_bias",
 ]

@@ -959,6 +959,11 @@ def build_report(
         data, sections, verdict = _render_positional(run)
         run_kind: Kind = "positional"
         title = "Positional bias audit"
+        # `recaudit positional mitigate` folders: a before/after section
+        mitigation = Path(source) / "mitigation.json" if isinstance(source, str | Path) else None
+        if mitigation is not None and mitigation.is_file():
+            data["mitigation"] = dict(json.loads(mitigation.read_text("utf-8")),
+                                      out=str(source))
     else:
         data, sections, verdict = _render_fairness(run)
         run_kind = "fairness"

@@ -123,6 +123,9 @@ class SimulatedBackend:
         Root seed; with the request's key fields it fixes every draw.
     name : str
         Label of the backend.
+    answer : {"pick", "ranking"}
+        ``"ranking"`` answers every request with a full ranking (:meth:`rank`), for
+        top-N audits.
 
     Examples
     --------
@@ -132,9 +135,12 @@ class SimulatedBackend:
     """
 
     def __init__(self, profile: SimulationProfile, *, k: int, seed: int,
-                 name: str = "simulated") -> None:
+                 name: str = "simulated", answer: str = "pick") -> None:
         self.profile, self.k, self.seed = _simulated_iv(profile, k, seed)
+        if answer not in ("pick", "ranking"):
+            raise InputError(f"`answer` must be 'pick' or 'ranking', got {answer!r}")
         self.name = name
+        self.answer = answer
         w = profile.position_weights
         weights = np.zeros(self.k) if w is None else np.asarray(w, dtype=float)
         if w is None:
@@ -174,21 +180,51 @@ class SimulatedBackend:
         original = int(relevant[int(rng.integers(len(relevant)))])
         return request.order.index(original) + 1
 
-    def choice_probabilities(self, request: ChatRequest) -> tuple[float, ...]:
-        """The EXACT probability of each prompt position (prompt-position order),
-        conditional on a parsable answer: ``p_bias * w_p + (1 - p_bias) *
-        1{order[p] in R} / |R|``; the discard rate is the mass outside them."""
+    def choice_distribution(self, request: ChatRequest) -> tuple[float, ...]:
+        r"""The exact probability of each prompt position given an answer:
+        :math:`p_{bias} w_p + (1 - p_{bias}) 1[\sigma(p) \in R] / |R|`."""
         relevant = set(self.relevance_set(request.query_id))
-        inside = np.array([o in relevant for o in request.order], dtype=float)
-        probs = self.profile.p_bias * self._weights + \
-            (1.0 - self.profile.p_bias) * inside / inside.sum()
-        return tuple(float(x) for x in probs)
+        share = (1.0 - self.profile.p_bias) / len(relevant)
+        return tuple(float(self.profile.p_bias * w + (share if o in relevant else 0.0))
+                     for w, o in zip(self._weights, request.order, strict=True))
+
+    def rank(self, request: ChatRequest) -> tuple[int, ...] | None:
+        """A full ranking (prompt positions, best first), or ``None`` for a discard.
+
+        The primacy Plackett-Luce model of
+        :func:`recaudit.positional.draw_ranking`: relevant items have worth 3, the
+        others 1; at each stage, with probability ``p_bias`` the remaining item at the
+        position drawn from the position weights (default: the earliest) comes next.
+        """
+        from ...positional._topn import draw_ranking
+
+        rng = np.random.default_rng(
+            np.random.SeedSequence([
+                self.seed, self.k,
+                *stable_words("RANK", request.query_id, request.order, request.seed,
+                              round(request.temperature, 6)),
+            ])
+        )
+        if rng.random() < self.profile.discard_rate:
+            return None
+        relevant = set(self.relevance_set(request.query_id))
+        worth = [3.0 if i in relevant else 1.0 for i in range(1, self.k + 1)]
+        return draw_ranking(worth, request.order, p_bias=self.profile.p_bias, rng=rng,
+                            position_weights=self.profile.position_weights)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        """Answer ``request`` with the JSON object the parser accepts."""
+        """Answer ``request`` with the JSON object the parser accepts (and, when
+        asked, the exact :meth:`choice_distribution` as ``choice_probs``); with
+        ``answer="ranking"``, ``{"ranking": [<identifier>, ...]}`` from :meth:`rank`."""
         t0 = time.perf_counter()
         if self.profile.delay_s > 0:
             await asyncio.sleep(self.profile.delay_s)
+        if self.answer == "ranking":
+            ranking = self.rank(request)
+            text = DISCARD_TEXT if ranking is None else json.dumps(
+                {"ranking": [int(i) if i.isdigit() else i
+                             for i in (request.identifiers[p - 1] for p in ranking)]})
+            return ChatResponse(text=text, latency_s=time.perf_counter() - t0)
         position = self.choose(request)
         if position is None:
             text = DISCARD_TEXT
@@ -196,7 +232,7 @@ class SimulatedBackend:
             ident = request.identifiers[position - 1]
             value: int | str = int(ident) if ident.isdigit() else ident
             text = json.dumps({"article_number": value, "recommendation": "simulated"})
-        probs = self.choice_probabilities(request) if request.choice_probabilities else None
+        probs = self.choice_distribution(request) if request.choice_probabilities else None
         return ChatResponse(text=text, latency_s=time.perf_counter() - t0,
                             prompt_tokens=None, completion_tokens=None, choice_probs=probs,
                             outside_mass=self.profile.discard_rate if probs else None)
