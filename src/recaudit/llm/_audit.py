@@ -376,7 +376,7 @@ def run_audit(
             _write_atomic(run_dir / CANDIDATES,
                           lambda p: _candidates_frame(queries, candidates).to_parquet(
                               p, index=False))
-        with Journal(run_dir / JOURNAL, meta=meta, resume=resume) as journal:
+        with Journal(run_dir / JOURNAL, meta=meta, resume=resume, background=True) as journal:
             done = journal.completed_keys()
             todo = [t for t in tasks if t.key not in done]
             say(f"running {len(todo)} of {len(tasks)} evaluations")

@@ -190,6 +190,7 @@ async def run_tasks(
     concurrency: int = 8,
     progress: RunProgress | None = None,
     max_consecutive_failures: int = 5,
+    progress_interval_s: float = 0.1,
 ) -> RunSummary:
     """Evaluate ``tasks`` and write one record per task to ``sink``.
 
@@ -206,9 +207,12 @@ async def run_tasks(
     concurrency : int
         Number of evaluations in flight at once.
     progress : RunProgress, optional
-        Live counts.
+        Live counts: updated at most every ``progress_interval_s`` and once at the end
+        (a display refreshed per call costs CPU that the calls need).
     max_consecutive_failures : int
         Failures in a row on one model after which the run stops (endpoint down).
+    progress_interval_s : float
+        Least time between two progress updates.
 
     Returns
     -------
@@ -229,8 +233,19 @@ async def run_tasks(
     if progress is not None:
         progress.start(len(task_list))
     t0 = time.perf_counter()
+    last_update = t0
+
+    def report() -> None:
+        assert progress is not None
+        progress.update(
+            done=counters.ok + counters.discarded + counters.failed,
+            discarded=counters.discarded,
+            failed=counters.failed,
+            retries=counters.retries,
+        )
 
     async def worker() -> None:
+        nonlocal last_update
         while counters.abort_model is None:
             try:
                 task = queue.get_nowait()
@@ -240,14 +255,14 @@ async def run_tasks(
             sink.write(record)
             _count(counters, record, max_consecutive_failures)
             if progress is not None:
-                progress.update(
-                    done=counters.ok + counters.discarded + counters.failed,
-                    discarded=counters.discarded,
-                    failed=counters.failed,
-                    retries=counters.retries,
-                )
+                now = time.perf_counter()
+                if now - last_update >= progress_interval_s:
+                    last_update = now
+                    report()
 
     await asyncio.gather(*(worker() for _ in range(min(concurrency, max(1, len(task_list))))))
+    if progress is not None:
+        report()
     summary = RunSummary(
         total=len(task_list),
         ok=counters.ok,
