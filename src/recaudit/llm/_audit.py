@@ -6,6 +6,7 @@ evaluation keys), and only then creates the run folder, so a bad config leaves n
 half-written. The run folder holds::
 
     config.resolved.json   the resolved config (paths absolute, no secrets)
+    run.json               which backends answered (name, model id, base_url), per session
     queries.parquet        query_id, text, template_id
     candidates.parquet     k, query_id, original_index, item_id, title, description, score
     journal.sqlite         one row per evaluation (see recaudit.llm._journal)
@@ -45,7 +46,7 @@ from ._parse import parse_answer
 from ._prompt import PromptTemplate, positional_identifiers, random_labels, render_request
 from ._queries import Query, generate_queries, load_queries
 from ._retrieval import Retriever, candidates_from_frame, candidates_to_frame
-from ._runner import BatchingBackend, EvalTask, RunProgress, RunSummary, run_tasks
+from ._runner import BatchingBackend, EvalTask, RunProgress, RunSummary, run_tasks, write_manifest
 from ._types import Backend, Candidate
 from .backends._openai import OpenAIBackend
 from .backends._simulated import SimulatedBackend, SimulationProfile, stable_words
@@ -63,6 +64,7 @@ EVALUATIONS = "evaluations.parquet"
 CANDIDATES = "candidates.parquet"
 QUERIES = "queries.parquet"
 RESOLVED = "config.resolved.json"
+MANIFEST = "run.json"
 
 
 @dataclass(frozen=True)
@@ -376,6 +378,7 @@ def run_audit(
             _write_atomic(run_dir / CANDIDATES,
                           lambda p: _candidates_frame(queries, candidates).to_parquet(
                               p, index=False))
+        write_manifest(run_dir / MANIFEST, backends, resume=resume)
         with Journal(run_dir / JOURNAL, meta=meta, resume=resume, background=True) as journal:
             done = journal.completed_keys()
             todo = [t for t in tasks if t.key not in done]

@@ -17,9 +17,13 @@ missing and that ``--resume`` will run them.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Protocol
 
 from ..exceptions import EndpointError, InputError
@@ -32,7 +36,9 @@ __all__ = [
     "ParseFn",
     "RunProgress",
     "RunSummary",
+    "describe_backends",
     "run_tasks",
+    "write_manifest",
 ]
 
 #: ``parse(text, identifiers) -> (position or None, discard_reason or None)``.
@@ -168,6 +174,52 @@ class BatchingBackend:
     async def aclose(self) -> None:
         """Close the wrapped backend."""
         await self.backend.aclose()
+
+    def describe(self) -> dict[str, object]:
+        """The wrapped backend's description plus ``max_batch``."""
+        return {**_describe(self.backend), "max_batch": self.max_batch}
+
+
+def _describe(backend: object) -> dict[str, object]:
+    describe = getattr(backend, "describe", None)
+    if callable(describe):
+        return dict(describe())
+    return {"backend": type(backend).__name__, "name": getattr(backend, "name", None)}
+
+
+def describe_backends(backends: Mapping[tuple[str, int], object]) -> list[dict[str, object]]:
+    """One entry per config model and k: which backend answered (for ``run.json``).
+
+    Each entry has ``model`` (the config's model label), ``k``, ``backend`` (kind or
+    class), ``name`` (e.g. ``"local:model.gguf+constrained"``) and what the backend's
+    ``describe()`` adds (for an OpenAI endpoint: ``model_id`` and ``base_url`` without
+    credentials or query string).
+    """
+    return [{"model": model, "k": k, **_describe(b)}
+            for (model, k), b in sorted(backends.items())]
+
+
+def write_manifest(path: str | os.PathLike[str],
+                   backends: Mapping[tuple[str, int], object], *, resume: bool) -> None:
+    """Record which backends ran, in ``run.json`` (one session per run or resume).
+
+    ``{"recaudit_version": ..., "sessions": [{"started_utc", "resume", "backends"}]}``
+    with ``backends`` from :func:`describe_backends`; a resume appends a session, so
+    a run finished by another model build or endpoint says so. Written atomically.
+    """
+    from .. import __version__
+
+    path = Path(path)
+    manifest: dict[str, object] = {"recaudit_version": __version__, "sessions": []}
+    if resume and path.exists():
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    sessions = manifest.setdefault("sessions", [])
+    assert isinstance(sessions, list)
+    sessions.append({"started_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+                     "resume": resume, "backends": describe_backends(backends)})
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    os.replace(tmp, path)
 
 
 @dataclass

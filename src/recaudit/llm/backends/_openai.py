@@ -30,6 +30,7 @@ import os
 import time
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
@@ -234,6 +235,19 @@ class OpenAIBackend:
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(base_url={self.base_url!r}, model={self.model!r})"
+
+    def describe(self) -> dict[str, Any]:
+        """What answered, for the run manifest (``run.json``): never the key.
+
+        ``base_url`` loses any user:password, query string and fragment.
+        """
+        parts = urlsplit(self.base_url)
+        host = parts.hostname or ""
+        if parts.port is not None:
+            host = f"{host}:{parts.port}"
+        public = urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+        return {"backend": "openai", "name": self.name, "model_id": self.model,
+                "base_url": self._redact(public)}
 
     def _redact(self, text: str) -> str:
         if self._secret:
