@@ -2,9 +2,10 @@
 
 The journal is what makes a run resumable and exactly-once. Every evaluation has a
 key (model, k, temperature, condition, query_id, perm_index, sample_index) that is the
-PRIMARY KEY of the ``evaluations`` table; a row is committed as soon as its result is
-known, so a crash (even ``kill -9``) loses only calls that were still in flight, and
-``--resume`` runs exactly the keys that have no completed row. The ``meta`` table holds
+PRIMARY KEY of the ``evaluations`` table; rows are committed in small batches (every
+~50 ms, see :class:`Journal`), so a crash (even ``kill -9``) loses only calls still in
+flight or not yet committed -- never acknowledged, so never counted -- and ``--resume``
+runs exactly the keys that have no completed row. The ``meta`` table holds
 the hash of the resolved config: resuming with another config is a
 :class:`~recaudit.exceptions.JournalError`.
 
