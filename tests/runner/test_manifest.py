@@ -49,3 +49,11 @@ def test_manifest_lists_every_model_and_k_and_appends_resumes(tmp_path):
     assert [len(s["backends"]) for s in manifest["sessions"]] == [3, 1]
     write_manifest(path, {("sim", 3): sim}, resume=False)  # a new run starts over
     assert len(json.loads(path.read_text())["sessions"]) == 1
+
+
+def test_unreadable_manifest_does_not_stop_a_resume(tmp_path):
+    path = tmp_path / "run.json"
+    path.write_text("{not json", encoding="utf-8")
+    sim = SimulatedBackend(SimulationProfile.primacy(0.5), k=3, seed=1, name="sim")
+    write_manifest(path, {("sim", 3): sim}, resume=True)
+    assert [s["resume"] for s in json.loads(path.read_text())["sessions"]] == [True]

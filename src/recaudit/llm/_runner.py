@@ -210,11 +210,15 @@ def write_manifest(path: str | os.PathLike[str],
     from .. import __version__
 
     path = Path(path)
-    manifest: dict[str, object] = {"recaudit_version": __version__, "sessions": []}
+    sessions: list[object] = []
     if resume and path.exists():
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    sessions = manifest.setdefault("sessions", [])
-    assert isinstance(sessions, list)
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # unreadable: keep the run going, start afresh
+            old = {}
+        if isinstance(old, dict) and isinstance(old.get("sessions"), list):
+            sessions = old["sessions"]
+    manifest = {"recaudit_version": __version__, "sessions": sessions}
     sessions.append({"started_utc": datetime.now(UTC).isoformat(timespec="seconds"),
                      "resume": resume, "backends": describe_backends(backends)})
     tmp = path.with_name(path.name + ".tmp")
