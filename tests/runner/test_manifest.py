@@ -17,6 +17,8 @@ def test_openai_description_drops_credentials_query_and_key(monkeypatch):
     assert desc == {"backend": "openai", "name": "hosted", "model_id": "gpt-x",
                     "base_url": "https://api.example.com:8443/v1"}
     assert "secret" not in json.dumps(desc) and "pw" not in json.dumps(desc)
+    v6 = OpenAIBackend("http://[::1]:8080/v1", "m").describe()["base_url"]
+    assert v6 == "http://[::1]:8080/v1"
 
 
 class _Batch:

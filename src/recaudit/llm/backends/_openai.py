@@ -222,9 +222,9 @@ class OpenAIBackend:
                 transport=transport,
                 http1=True,
                 http2=False,  # one request per connection at a time: no h2 multiplexing
+                # keep-alive with httpx's 5 s idle expiry (below common server timeouts)
                 limits=httpx.Limits(max_connections=POOL_SIZE,
-                                    max_keepalive_connections=POOL_SIZE,
-                                    keepalive_expiry=30.0),
+                                    max_keepalive_connections=POOL_SIZE),
             )
             for _ in range(n_pools)
         ]
@@ -243,6 +243,8 @@ class OpenAIBackend:
         """
         parts = urlsplit(self.base_url)
         host = parts.hostname or ""
+        if ":" in host:  # IPv6 literal
+            host = f"[{host}]"
         if parts.port is not None:
             host = f"{host}:{parts.port}"
         public = urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
