@@ -5,8 +5,13 @@ separate process (so it does not share the client's core); the runner sends N ca
 through :class:`~recaudit.llm.OpenAIBackend` at concurrency 1, 8 and 32. The server's
 limit is ``concurrency / latency`` calls per second; the benchmark reports the
 achieved fraction of that limit (goal: >= 0.9 at 32), once with the SQLite journal as
-the sink and once with an in-memory sink (journal overhead goal: < 5%). It also times
-journal writes alone (commit per record).
+the sink (background writer thread, as ``positional run`` uses it) and once with an
+in-memory sink (journal overhead goal: < 5%), and the client's CPU time per call
+(``time.process_time``; the server's CPU is not included). ``1 / cpu-per-call`` is the
+most calls/s one whole core can drive: when that is below the limit, the client, not the
+server, is the bottleneck. A reference client (raw asyncio streams, one keep-alive
+connection per slot, no HTTP library) shows what the loopback server and the event
+loop allow. It also times journal writes alone.
 
 Usage::
 
@@ -83,36 +88,77 @@ def _parse(text: str, identifiers: tuple[str, ...]) -> tuple[int | None, str | N
     return parsed.position, parsed.discard_reason
 
 
-async def _run_once(url: str, concurrency: int, n: int, sink: ResultSink) -> float:
+async def _run_once(url: str, concurrency: int, n: int,
+                    sink: ResultSink) -> tuple[float, float]:
+    """(calls/s, client CPU ms per call) of one ``run_tasks`` (setup excluded)."""
     backend = OpenAIBackend(url, "bench", concurrency=concurrency, max_retries=0)
+    tasks = _tasks(n)
     try:
-        summary = await run_tasks(_tasks(n), backends={("bench", 5): backend}, sink=sink,
+        cpu0 = time.process_time()
+        summary = await run_tasks(tasks, backends={("bench", 5): backend}, sink=sink,
                                   parse=_parse, concurrency=concurrency)
+        cpu = time.process_time() - cpu0
     finally:
         await backend.aclose()
     if summary.ok != n:
         raise RuntimeError(f"only {summary.ok} of {n} calls succeeded")
-    return summary.calls_per_s
+    return summary.calls_per_s, cpu / n * 1e3
 
 
-def _journal_write_cost(n: int = 5000) -> tuple[float, float]:
+async def _raw_reference(url: str, concurrency: int, n: int) -> tuple[float, float]:
+    """The same calls through bare asyncio streams: no HTTP library (the floor)."""
+    host, port = url.split("//")[1].split("/")[0].split(":")
+    body = json.dumps(OpenAIBackend(url, "bench").payload(_tasks(1)[0].request)).encode()
+    head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}:{port}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
+    request = head.encode() + body
+    conns = [await asyncio.open_connection(host, int(port)) for _ in range(concurrency)]
+    left = [n]
+
+    async def slot(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while left[0] > 0:
+            left[0] -= 1
+            writer.write(request)
+            headers = await reader.readuntil(b"\r\n\r\n")
+            length = int(headers.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+            text = json.loads(await reader.readexactly(length))["choices"][0]["message"]
+            parse_answer(text["content"], ("1", "2", "3", "4", "5"))
+
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    await asyncio.gather(*(slot(r, w) for r, w in conns))
+    elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    for _, w in conns:
+        w.close()
+    return n / elapsed, cpu / n * 1e3
+
+
+def _paced_writes(sink: ResultSink, records: list[EvalRecord], pace_s: float) -> float:
+    inside = 0.0
+    for r in records:
+        t0 = time.perf_counter()
+        sink.write(r)
+        inside += time.perf_counter() - t0
+        time.sleep(pace_s)
+    return inside
+
+
+def _journal_write_cost(n: int = 2000, pace_s: float = 0.001) -> tuple[float, float, float]:
+    """Time spent inside ``sink.write`` per record (us), one record every ``pace_s``
+    (a runner at ~1,000 calls/s): journal committing in ``write``, journal with the
+    writer thread (``write`` only queues), in-memory sink."""
     records = [EvalRecord(key=t.key, status="ok", order=t.request.order,
                           identifiers=t.request.identifiers, selected_position=2,
                           selected_original_index=1, selected_item_id="item1",
                           raw_response='{"article_number": 2}', latency_s=0.05,
                           prompt_tokens=200, completion_tokens=9) for t in _tasks(n)]
-    with tempfile.TemporaryDirectory() as tmp:
-        with Journal(Path(tmp) / "journal.sqlite", meta={}, resume=False) as journal:
-            t0 = time.perf_counter()
-            for r in records:
-                journal.write(r)
-            journal_s = time.perf_counter() - t0
-    memory = MemorySink()
-    t0 = time.perf_counter()
-    for r in records:
-        memory.write(r)
-    memory_s = time.perf_counter() - t0
-    return journal_s / n * 1e6, memory_s / n * 1e6
+    out = []
+    for background in (False, True):
+        with tempfile.TemporaryDirectory() as tmp:
+            with Journal(Path(tmp) / "journal.sqlite", meta={}, resume=False,
+                         background=background) as journal:
+                out.append(_paced_writes(journal, records, pace_s) / n * 1e6)
+    out.append(_paced_writes(MemorySink(), records, pace_s) / n * 1e6)
+    return out[0], out[1], out[2]
 
 
 def main() -> None:
@@ -121,9 +167,11 @@ def main() -> None:
     ap.add_argument("--calls-per-slot", type=int, default=40,
                     help="calls per unit of concurrency (ideal wall time = this x latency)")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
     ap.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     latency = args.latency_ms / 1000
+    levels = args.concurrency
     if args.serve is not None:
         asyncio.run(_serve(args.serve, latency))
         return
@@ -146,22 +194,35 @@ def main() -> None:
         asyncio.run(_run_once(url, 4, 20, MemorySink()))  # warm-up
         print(f"server latency {args.latency_ms:.0f} ms; {args.repeats} repeats, median")
         print(f"{'concurrency':>11} {'calls':>6} {'limit/s':>8} {'journal/s':>10} "
-              f"{'fraction':>8} {'memory/s':>9} {'overhead':>8}")
-        for c in (1, 8, 32):
+              f"{'fraction':>8} {'memory/s':>9} {'overhead':>8} {'cpu ms/call':>11} "
+              f"{'1/cpu':>6}")
+        for c in levels:
             n = args.calls_per_slot * c
-            rates_j, rates_m = [], []
+            rates_j, rates_m, cpus = [], [], []
             for _ in range(args.repeats):
                 with tempfile.TemporaryDirectory() as tmp:
-                    with Journal(Path(tmp) / "journal.sqlite", meta={}, resume=False) as j:
-                        rates_j.append(asyncio.run(_run_once(url, c, n, j)))
-                rates_m.append(asyncio.run(_run_once(url, c, n, MemorySink())))
+                    with Journal(Path(tmp) / "journal.sqlite", meta={}, resume=False,
+                                 background=True) as j:
+                        rates_j.append(asyncio.run(_run_once(url, c, n, j))[0])
+                rate, cpu = asyncio.run(_run_once(url, c, n, MemorySink()))
+                rates_m.append(rate)
+                cpus.append(cpu)
             limit = c / latency
-            rj, rm = statistics.median(rates_j), statistics.median(rates_m)
+            rj, rm, cpu = (statistics.median(x) for x in (rates_j, rates_m, cpus))
             print(f"{c:>11} {n:>6} {limit:>8.0f} {rj:>10.1f} {rj / limit:>8.2f} "
-                  f"{rm:>9.1f} {1 - rj / rm:>8.1%}")
-        per_journal, per_memory = _journal_write_cost()
-        print(f"journal write + commit: {per_journal:.0f} us/record "
-              f"(in-memory sink: {per_memory:.1f} us/record)")
+                  f"{rm:>9.1f} {1 - rj / rm:>8.1%} {cpu:>11.2f} {1e3 / cpu:>6.0f}")
+        for c in levels:
+            n = args.calls_per_slot * c
+            runs = [asyncio.run(_raw_reference(url, c, n))
+                    for _ in range(args.repeats)]
+            rate = statistics.median(r for r, _ in runs)
+            cpu = statistics.median(x for _, x in runs)
+            print(f"reference client (no HTTP library), concurrency {c}: {rate:.1f} calls/s, "
+                  f"fraction {rate / (c / latency):.2f}, {cpu:.2f} ms CPU/call")
+        inline, queued, memory = _journal_write_cost()
+        print(f"time inside sink.write at ~1,000 records/s: journal committing inline "
+              f"(64 per commit) {inline:.0f} us/record, journal with the writer thread "
+              f"{queued:.1f} us/record, in-memory sink {memory:.1f} us/record")
     finally:
         server.terminate()
         server.wait()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from recaudit import ConfigError
@@ -113,7 +115,8 @@ def test_packaged_default_config_parses():
         "DGCF",
     ]
     assert config.datasets[0].attribute == "gender" and config.datasets[0].protected == "F"
-    assert str(config.datasets[0].path) == "../shared/data/ml-100k"
+    # packaged: relative paths start at the working directory
+    assert config.datasets[0].path == Path.cwd() / "../shared/data/ml-100k"
 
 
 def test_bad_toml(tmp_path):

@@ -124,6 +124,12 @@ def test_endpoint_down_then_resume(tmp_path, retriever, emb_cache):
     assert df["prompt_tokens"].eq(100).all() and df["completion_tokens"].eq(9).all()
     assert prompts[0]["model"] == "tiny" and prompts[0]["max_tokens"] == 96
     assert prompts[0]["messages"][0]["role"] == "system"
+    manifest = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert [s["resume"] for s in manifest["sessions"]] == [False, True]
+    for session in manifest["sessions"]:
+        assert session["backends"] == [{
+            "model": "remote", "k": 4, "backend": "openai", "name": "remote",
+            "model_id": "tiny", "base_url": "http://llm.test/v1"}]
 
 
 LOCAL_MODEL = """\
@@ -154,3 +160,7 @@ def test_local_constrained_audit_has_no_discards(tmp_path, retriever, emb_cache)
     assert res.planned == res.ok == 4 and res.discarded == 0
     resolved = json.loads((tmp_path / "run" / "config.resolved.json").read_text())
     assert resolved["prompt"]["constrained"] is True
+    manifest = json.loads((tmp_path / "run" / "run.json").read_text())
+    (entry,) = manifest["sessions"][0]["backends"]
+    assert entry["model"] == "smollm2" and entry["max_batch"] == 2
+    assert entry["name"].startswith("local:") and entry["name"].endswith("+constrained")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 
 import pytest
 
@@ -109,3 +110,59 @@ def test_small_batch_commits(tmp_path):
         assert visible() == 5  # interval elapsed: committed at once
     with pytest.raises(JournalError, match="`commit_every` must be"):
         Journal(tmp_path / "x.sqlite", meta={}, resume=False, commit_every=0)
+
+
+def _visible(path):
+    with sqlite3.connect(path) as other:
+        return other.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0]
+
+
+def _wait_for(predicate, timeout_s=20.0):
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_background_writer_commits_at_the_batch_boundary(tmp_path):
+    path = tmp_path / "j.sqlite"
+    keys = [EvalKey("m", 3, 0.0, "permutation", f"q{i}", 0, 0) for i in range(9)]
+    with Journal(path, meta={}, resume=False, commit_every=4, commit_interval_s=3600,
+                 background=True) as j:
+        for key in keys[:3]:
+            j.write(rec(key=key))
+        time.sleep(0.3)  # the writer only wakes for a full batch (or after an hour)
+        assert _visible(path) == 0  # one short of a batch: nothing acknowledged yet
+        j.write(rec(key=keys[3]))
+        assert _wait_for(lambda: _visible(path) == 4)  # the full batch, in one commit
+        for key in keys[4:7]:
+            j.write(rec(key=key))
+        time.sleep(0.3)
+        assert _visible(path) == 4
+        assert j.counts()["ok"] == 7  # reads flush first
+        assert _visible(path) == 7
+        j.write(rec(key=keys[7]))
+    assert _visible(path) == 8  # close commits the rest
+    with Journal(path, meta={}, resume=True, commit_every=1000, commit_interval_s=0.01,
+                 background=True) as j:
+        j.write(rec(key=keys[8]))
+        assert _wait_for(lambda: _visible(path) == 9)  # the interval elapsed
+        j.write(rec(key=keys[8], raw_response="second"))  # completed: never replaced
+    with Journal(path, meta={}, resume=True) as j:
+        frame = j.to_frame()
+    assert len(frame) == 9 and frame["query_id"].is_unique
+    assert "second" not in set(frame["raw_response"])
+
+
+def test_background_writer_error_reaches_the_caller(tmp_path):
+    path = tmp_path / "j.sqlite"
+    j = Journal(path, meta={}, resume=False, commit_every=1, background=True)
+    j.write(rec(status="bogus"))  # violates the status CHECK constraint in the writer
+    with pytest.raises(JournalError, match="writer thread failed.*CHECK constraint"):
+        assert _wait_for(lambda: j._writer_error is not None)
+        j.write(rec())
+    with pytest.raises(JournalError, match="writer thread failed"):
+        j.close()
+    assert j._lock_file.closed  # the lock is released even so

@@ -201,3 +201,31 @@ def test_batching_backend_coalesces_concurrent_calls():
     summary = run(make_tasks(2, 2), BatchingBackend(broken, max_batch=4), MemorySink(),
                   concurrency=4, max_consecutive_failures=10)
     assert summary.failed == 4
+
+
+class _Recorder:
+    def __init__(self):
+        self.total = None
+        self.updates = []
+
+    def start(self, total):
+        self.total = total
+
+    def update(self, *, done, discarded, failed, retries):
+        self.updates.append((done, discarded, failed, retries))
+
+
+def test_progress_updates_are_throttled_and_the_last_one_is_complete():
+    tasks = make_tasks(10, 6)
+    profile = SimulationProfile.primacy(0.5, discard_rate=0.2)
+    slow = _Recorder()
+    summary = run(tasks, SimulatedBackend(profile, k=4, seed=1), MemorySink(),
+                  concurrency=4, progress=slow, progress_interval_s=3600)
+    assert slow.total == 60
+    # nothing in between: one update, at the end, with the final counts
+    assert slow.updates == [(60, summary.discarded, 0, 0)]
+    every = _Recorder()
+    run(tasks, SimulatedBackend(profile, k=4, seed=1), MemorySink(), concurrency=4,
+        progress=every, progress_interval_s=0)
+    assert len(every.updates) == 61  # one per record, plus the closing one
+    assert [u[0] for u in every.updates[:-1]] == list(range(1, 61))

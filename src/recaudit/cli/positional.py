@@ -286,7 +286,6 @@ def _na(stat: dict[str, Any], key: str) -> str:
 # -- run and demo (llm-runner) -------------------------------------------------------
 
 GROUP_BY = ("model", "k", "temperature", "condition")
-DEMO_CATALOG = Path("../shared/data/myntra/myntra_products_catalog.csv")
 MSG_DEMO_CATALOG = (
     "demo catalog not found at {path}; pass `--catalog PATH` (the Myntra catalog "
     "myntra_products_catalog.csv, or any CSV with ProductID, ProductName and "
@@ -467,34 +466,55 @@ def run_command(
 # -- demo -------------------------------------------------------------------------
 
 
-def _demo_config(catalog: Path, queries: int, perms: int, k: int) -> Any:
+def _demo_config(catalog: Path | None = None, queries: int | None = None,
+                 perms: int | None = None, k: int | None = None) -> Any:
+    """The packaged demo.toml, with the options that were given (None: demo.toml's).
+
+    Its relative paths (the catalog) start at the working directory; its prompt
+    template is the packaged file beside it.
+    """
     from ..llm._config import parse_config
 
     configs = importlib.resources.files("recaudit.llm").joinpath("configs")
     data = tomllib.loads(configs.joinpath("demo.toml").read_text(encoding="utf-8"))
     data["prompt"]["template"] = str(configs.joinpath(data["prompt"]["template"]))
-    data["catalog"]["path"] = str(catalog)
-    data["queries"]["n"] = queries
-    data["design"]["n_perms"] = perms
-    data["retrieval"]["k"] = [k]
+    if catalog is not None:
+        data["catalog"]["path"] = str(catalog)
+    if queries is not None:
+        data["queries"]["n"] = queries
+    if perms is not None:
+        data["design"]["n_perms"] = perms
+    if k is not None:
+        data["retrieval"]["k"] = [k]
+    path = Path(data["catalog"]["path"])
+    if not path.is_file():
+        raise ConfigError(MSG_DEMO_CATALOG.format(path=path))
     return parse_config(data, base_dir=Path.cwd())
 
 
 @app.command("demo")
 @exit_on_error
 def demo_command(
-    catalog: Annotated[Path, typer.Option(help="Product catalog (Myntra CSV).")] = DEMO_CATALOG,
-    queries: Annotated[int, typer.Option(help="Number of generated queries.", min=1)] = 20,
-    perms: Annotated[int, typer.Option(help="Random orders per query.", min=1)] = 8,
-    k: Annotated[int, typer.Option(help="Candidates per query.", min=2)] = 5,
+    catalog: Annotated[Path | None, typer.Option(
+        help="Product catalog (Myntra CSV). Default: demo.toml's [catalog] path, from "
+             "the current folder.", show_default=False)] = None,
+    queries: Annotated[int | None, typer.Option(
+        help="Number of generated queries. Default: demo.toml's [queries] n.",
+        min=1, show_default=False)] = None,
+    perms: Annotated[int | None, typer.Option(
+        help="Random orders per query. Default: demo.toml's [design] n_perms.",
+        min=1, show_default=False)] = None,
+    k: Annotated[int | None, typer.Option(
+        help="Candidates per query. Default: demo.toml's [retrieval] k.",
+        min=2, show_default=False)] = None,
     out: Annotated[Path, typer.Option(help="Run folder.")] = Path("runs/demo"),
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
 ) -> None:
     """A real small audit end to end: Myntra catalog, packaged embedder, packaged
-    SmolLM2-135M in-process; then the statistics. Rerunning continues the run."""
-    if not catalog.is_file():
-        raise ConfigError(MSG_DEMO_CATALOG.format(path=catalog))
+    SmolLM2-135M in-process; then the statistics. Rerunning continues the run.
+    Every setting comes from the packaged recaudit/llm/configs/demo.toml unless an
+    option overrides it."""
     cfg = _demo_config(catalog, queries, perms, k)
     _execute(cfg, out=out, resume=(out / "journal.sqlite").exists(), as_json=as_json,
              quiet=quiet, analyze=True)

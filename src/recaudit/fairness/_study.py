@@ -209,7 +209,8 @@ def _int_list(
     return tuple(values)
 
 
-def parse_config(raw: Mapping[str, Any], *, source: str = "config") -> StudyConfig:
+def parse_config(raw: Mapping[str, Any], *, source: str = "config",
+                 base_dir: Path | None = None) -> StudyConfig:
     """Build a :class:`StudyConfig` from parsed TOML; unknown keys are errors.
 
     Parameters
@@ -218,6 +219,10 @@ def parse_config(raw: Mapping[str, Any], *, source: str = "config") -> StudyConf
         The parsed TOML document.
     source : str
         Where it came from, for messages.
+    base_dir : path, optional
+        Folder that relative paths (``output``, dataset ``path`` and ``users``) are
+        resolved against (:func:`load_config` passes the config file's folder);
+        ``None`` leaves them relative (to the working directory).
 
     Returns
     -------
@@ -232,7 +237,10 @@ def parse_config(raw: Mapping[str, Any], *, source: str = "config") -> StudyConf
     study = raw.get("study", {})
     where = f"[study] of {source}"
     _check_keys(study, _STUDY_KEYS, where)
-    output = Path(_get(study, "output", str, where, "a path"))
+    def under(p: str) -> Path:
+        return Path(p) if base_dir is None else base_dir / p  # absolute p wins in `/`
+
+    output = under(_get(study, "output", str, where, "a path"))
     baselines = tuple(_get(study, "baselines", list, where, "a list of names", list(BASELINES)))
     for name in baselines:
         if name not in BASELINES:
@@ -273,7 +281,7 @@ def parse_config(raw: Mapping[str, Any], *, source: str = "config") -> StudyConf
         threshold = _get(table, "threshold", (int, float), dwhere, "a number", None)
         users = _get(table, "users", str, dwhere, "a path", None)
         columns = _get(table, "columns", dict, dwhere, "a table of strings", {})
-        path = Path(_get(table, "path", str, dwhere, "a path"))
+        path = under(_get(table, "path", str, dwhere, "a path"))
         datasets.append(
             DatasetConfig(
                 name=_get(table, "name", str, dwhere, "a string", path.name),
@@ -281,7 +289,7 @@ def parse_config(raw: Mapping[str, Any], *, source: str = "config") -> StudyConf
                 format=fmt,
                 attribute=_get(table, "attribute", str, dwhere, "a string"),
                 protected=str(_get(table, "protected", (str, int), dwhere, "a string")),
-                users=None if users is None else Path(users),
+                users=None if users is None else under(users),
                 columns={str(k): str(v) for k, v in columns.items()},
                 sample=sample,
                 threshold=None if threshold is None else float(threshold),
@@ -348,9 +356,17 @@ def default_config_path() -> Path:
 
 
 def load_config(path: str | Path) -> StudyConfig:
-    """Read and validate a study TOML file (relative paths: from the working directory)."""
+    """Read and validate a study TOML file.
+
+    Relative paths in it are resolved against the config file's folder, as in
+    ``recaudit positional run``; the packaged default config
+    (:func:`default_config_path`), which has no folder of its own, resolves them
+    against the current working directory.
+    """
     path = Path(path)
-    return parse_config(read_toml(path), source=str(path))
+    packaged = path.resolve() == default_config_path().resolve()
+    base_dir = Path.cwd() if packaged else path.resolve().parent
+    return parse_config(read_toml(path), source=str(path), base_dir=base_dir)
 
 
 @dataclass(frozen=True)

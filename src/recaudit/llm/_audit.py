@@ -6,6 +6,7 @@ evaluation keys), and only then creates the run folder, so a bad config leaves n
 half-written. The run folder holds::
 
     config.resolved.json   the resolved config (paths absolute, no secrets)
+    run.json               which backends answered (name, model id, base_url), per session
     queries.parquet        query_id, text, template_id
     candidates.parquet     k, query_id, original_index, item_id, title, description, score
     journal.sqlite         one row per evaluation (see recaudit.llm._journal)
@@ -46,7 +47,14 @@ from ._prompt import PromptTemplate, positional_identifiers, random_labels, rend
 from ._queries import Query, generate_queries, load_queries
 from ._ray_executor import RayPool, check_executor, run_tasks_ray
 from ._retrieval import Retriever, candidates_from_frame, candidates_to_frame
-from ._runner import BatchingBackend, EvalTask, RunProgress, RunSummary, run_tasks
+from ._runner import (
+    BatchingBackend,
+    EvalTask,
+    RunProgress,
+    RunSummary,
+    run_tasks,
+    write_manifest,
+)
 from ._sequential import SequentialOptions, check_sequential_config, drive_sequential
 from ._types import Backend, Candidate
 from .backends._openai import OpenAIBackend
@@ -72,6 +80,7 @@ EVALUATIONS = "evaluations.parquet"
 CANDIDATES = "candidates.parquet"
 QUERIES = "queries.parquet"
 RESOLVED = "config.resolved.json"
+MANIFEST = "run.json"
 
 
 @dataclass(frozen=True)
@@ -417,7 +426,8 @@ def run_audit(
             _write_atomic(run_dir / CANDIDATES,
                           lambda p: _candidates_frame(queries, candidates).to_parquet(
                               p, index=False))
-        with Journal(run_dir / JOURNAL, meta=meta, resume=resume) as journal:
+        write_manifest(run_dir / MANIFEST, backends, resume=resume, executor=executor)
+        with Journal(run_dir / JOURNAL, meta=meta, resume=resume, background=True) as journal:
             done = journal.completed_keys()
             todo = [t for t in tasks if t.key not in done]
             say(f"running {len(todo)} of {len(tasks)} evaluations")

@@ -2,9 +2,10 @@
 
 The journal is what makes a run resumable and exactly-once. Every evaluation has a
 key (model, k, temperature, condition, query_id, perm_index, sample_index) that is the
-PRIMARY KEY of the ``evaluations`` table; a row is committed as soon as its result is
-known, so a crash (even ``kill -9``) loses only calls that were still in flight, and
-``--resume`` runs exactly the keys that have no completed row. The ``meta`` table holds
+PRIMARY KEY of the ``evaluations`` table; rows are committed in small batches (every
+~50 ms, see :class:`Journal`), so a crash (even ``kill -9``) loses only calls still in
+flight or not yet committed -- never acknowledged, so never counted -- and ``--resume``
+runs exactly the keys that have no completed row. The ``meta`` table holds
 the hash of the resolved config: resuming with another config is a
 :class:`~recaudit.exceptions.JournalError`.
 
@@ -24,7 +25,9 @@ import fcntl
 import json
 import os
 import sqlite3
+import threading
 import time
+from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -295,13 +298,20 @@ def records_to_frame(rows: Iterable[Mapping[str, object]]) -> pd.DataFrame:
 class Journal:
     """The SQLite journal of one run (``journal.sqlite`` in the run folder).
 
-    The file is in WAL mode. :meth:`write` commits in small batches: as soon as
-    ``commit_every`` records are pending or ``commit_interval_s`` has passed since the
-    last commit, so a slow run commits every record and a fast run loses at most the
-    last ~0.1 s of results to ``kill -9`` -- results that were never committed and are
-    therefore run again on resume. :meth:`flush` and :meth:`close` commit the rest. An
-    advisory lock (``journal.sqlite.lock``) keeps two processes from running the same
-    journal.
+    The file is in WAL mode. Records are committed in batches, one transaction per
+    batch (``executemany``): as soon as ``commit_every`` records are pending or
+    ``commit_interval_s`` has passed since the last commit. A record that is not yet
+    committed when the process dies (even ``kill -9``) was never acknowledged: it has
+    no row and ``--resume`` simply runs it again, so exactly-once holds for the
+    recorded rows. :meth:`flush` and :meth:`close` commit the rest. An advisory lock
+    (``journal.sqlite.lock``) keeps two processes from running the same journal.
+
+    With ``background=True`` (what ``positional run`` uses) the commits run in a writer
+    thread: :meth:`write` only queues the row, so the runner's event loop never waits
+    for the disk, and the thread commits every ``commit_interval_s`` or as soon as
+    ``commit_every`` rows are queued. An error in the writer thread is raised as a
+    :class:`~recaudit.exceptions.JournalError` by the next :meth:`write`,
+    :meth:`flush` or :meth:`close`.
 
     Parameters
     ----------
@@ -316,18 +326,27 @@ class Journal:
     commit_every : int
         Commit when this many records are pending (1 = commit every record).
     commit_interval_s : float
-        Commit when this long has passed since the last commit.
+        Commit when this long has passed since the last commit (the most a crash can
+        lose, in wall time).
+    background : bool
+        Commit in a writer thread instead of inside :meth:`write`.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, meta: Mapping[str, str],
-                 resume: bool, commit_every: int = 16,
-                 commit_interval_s: float = 0.1) -> None:
+                 resume: bool, commit_every: int = 64,
+                 commit_interval_s: float = 0.05, background: bool = False) -> None:
         path, meta = _journal_iv(path, meta, commit_every, commit_interval_s)
         self.path = path
         self.commit_every = commit_every
         self.commit_interval_s = commit_interval_s
-        self._pending: list[dict[str, object]] = []
+        # deque: append (caller) and popleft (writer thread) are atomic
+        self._pending: deque[dict[str, object]] = deque()
         self._last_commit = time.monotonic()
+        self._db_lock = threading.Lock()  # one user of the connection at a time
+        self._wake = threading.Event()
+        self._closing = False
+        self._writer_error: BaseException | None = None
+        self._thread: threading.Thread | None = None
         if resume and not path.exists():
             raise JournalError(MSG_MISSING.format(path=path))
         if not resume and path.exists():
@@ -339,7 +358,8 @@ class Journal:
             self._lock_file.close()
             raise JournalError(MSG_LOCKED.format(path=path)) from exc
         try:
-            self._conn = sqlite3.connect(path, isolation_level=None)
+            self._conn = sqlite3.connect(path, isolation_level=None,
+                                         check_same_thread=False)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(_SCHEMA)
@@ -356,6 +376,10 @@ class Journal:
         except JournalError:
             self.close()
             raise
+        if background:
+            self._thread = threading.Thread(target=self._writer, name="recaudit-journal",
+                                            daemon=True)
+            self._thread.start()
 
     def _add_missing_columns(self) -> None:
         """Journals written before ``outside_mass`` existed gain it (NULL) on open."""
@@ -375,7 +399,8 @@ class Journal:
     @property
     def meta(self) -> dict[str, str]:
         """The stored identity of the run."""
-        return dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
+        with self._db_lock:
+            return dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
 
     def write(self, record: EvalRecord) -> None:
         """Journal ``record`` (committed with its batch, see the class docstring).
@@ -384,73 +409,117 @@ class Journal:
         twice keeps the first completed result (exactly-once). A ``failed`` row is
         replaced by the next attempt's result and its ``attempts`` count grows.
         """
+        self._raise_writer_error()
         self._pending.append(record.to_row())
-        if (len(self._pending) >= self.commit_every
+        if self._thread is not None:
+            if len(self._pending) >= self.commit_every:
+                self._wake.set()
+        elif (len(self._pending) >= self.commit_every
                 or time.monotonic() - self._last_commit >= self.commit_interval_s):
             self.flush()
 
     def flush(self) -> None:
-        """Commit every pending record in one transaction."""
-        if self._pending:
-            self._conn.execute("BEGIN IMMEDIATE")
+        """Commit every pending record now, in one transaction."""
+        self._raise_writer_error()
+        try:
+            self._commit_pending()
+        except sqlite3.Error as exc:
+            raise JournalError(f"journal {self.path}: writing results failed: {exc}") from exc
+
+    def _commit_pending(self) -> None:
+        with self._db_lock:
+            n = len(self._pending)
+            if n:
+                batch = [self._pending.popleft() for _ in range(n)]
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    self._conn.executemany(_UPSERT, batch)
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    self._pending.extendleft(reversed(batch))  # kept for the next try
+                    raise
+                self._conn.execute("COMMIT")
+            self._last_commit = time.monotonic()
+
+    def _writer(self) -> None:
+        while not self._closing:
+            self._wake.wait(self.commit_interval_s)
+            self._wake.clear()
             try:
-                self._conn.executemany(_UPSERT, self._pending)
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
-            self._pending.clear()
-        self._last_commit = time.monotonic()
+                self._commit_pending()
+            except BaseException as exc:  # noqa: BLE001 -- handed to the caller's thread
+                self._writer_error = exc
+                return
+
+    def _raise_writer_error(self) -> None:
+        exc = self._writer_error
+        if exc is not None:
+            raise JournalError(
+                f"journal {self.path}: the writer thread failed: {exc}; results not yet "
+                "committed will be run again by `--resume`"
+            ) from exc
 
     def completed_keys(self) -> set[EvalKey]:
         """Keys with an ``ok`` or ``discarded`` row (not re-run on resume)."""
         self.flush()
-        cur = self._conn.execute(
-            f"SELECT {', '.join(KEY_FIELDS)} FROM evaluations WHERE status != 'failed'"
-        )
-        return {EvalKey(*row) for row in cur}
+        with self._db_lock:
+            cur = self._conn.execute(
+                f"SELECT {', '.join(KEY_FIELDS)} FROM evaluations WHERE status != 'failed'"
+            )
+            return {EvalKey(*row) for row in cur}
 
     def counts(self) -> dict[str, int]:
         """Number of rows per status."""
         self.flush()
-        cur = self._conn.execute("SELECT status, COUNT(*) FROM evaluations GROUP BY status")
-        out = {"ok": 0, "discarded": 0, "failed": 0}
-        out.update(dict(cur.fetchall()))
+        with self._db_lock:
+            cur = self._conn.execute(
+                "SELECT status, COUNT(*) FROM evaluations GROUP BY status")
+            out = {"ok": 0, "discarded": 0, "failed": 0}
+            out.update(dict(cur.fetchall()))
         return out
 
     def failures(self) -> pd.DataFrame:
         """Failed rows: key, ``error_class``, ``error_message``, ``attempts``."""
         self.flush()
-        return pd.read_sql_query(
-            f"SELECT {', '.join(KEY_FIELDS)}, error_class, error_message, attempts "
-            "FROM evaluations WHERE status = 'failed'",
-            self._conn,
-        )
+        with self._db_lock:
+            return pd.read_sql_query(
+                f"SELECT {', '.join(KEY_FIELDS)}, error_class, error_message, attempts "
+                "FROM evaluations WHERE status = 'failed'",
+                self._conn,
+            )
 
     def to_frame(self) -> pd.DataFrame:
         """The evaluations table (``ok`` and ``discarded`` rows), sorted by key."""
         self.flush()
-        self._conn.row_factory = sqlite3.Row
-        try:
-            rows = self._conn.execute(
-                "SELECT * FROM evaluations WHERE status != 'failed'"
-            ).fetchall()
-        finally:
-            self._conn.row_factory = None
+        with self._db_lock:
+            self._conn.row_factory = sqlite3.Row
+            try:
+                rows = self._conn.execute(
+                    "SELECT * FROM evaluations WHERE status != 'failed'"
+                ).fetchall()
+            finally:
+                self._conn.row_factory = None
         return records_to_frame(dict(r) for r in rows)
 
     def close(self) -> None:
-        """Commit pending records, close the connection and release the lock."""
+        """Commit pending records, stop the writer, close the file, release the lock."""
+        thread = self._thread
+        if thread is not None:
+            self._closing = True
+            self._wake.set()
+            thread.join()
+            self._thread = None
         conn = getattr(self, "_conn", None)
-        if conn is not None:
-            try:
+        try:
+            if conn is not None:
                 self.flush()
-            finally:
+        finally:
+            if conn is not None:
                 conn.close()
-            self._conn = None  # type: ignore[assignment]
-        if not self._lock_file.closed:
-            fcntl.flock(self._lock_file.fileno(), fcntl.LOCK_UN)
-            self._lock_file.close()
+                self._conn = None  # type: ignore[assignment]
+            if not self._lock_file.closed:
+                fcntl.flock(self._lock_file.fileno(), fcntl.LOCK_UN)
+                self._lock_file.close()
 
     def __enter__(self) -> Journal:
         return self

@@ -17,9 +17,13 @@ missing and that ``--resume`` will run them.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Protocol
 
 from ..exceptions import EndpointError, InputError
@@ -32,7 +36,9 @@ __all__ = [
     "ParseFn",
     "RunProgress",
     "RunSummary",
+    "describe_backends",
     "run_tasks",
+    "write_manifest",
 ]
 
 #: ``parse(text, identifiers) -> (position or None, discard_reason or None)``.
@@ -169,6 +175,59 @@ class BatchingBackend:
         """Close the wrapped backend."""
         await self.backend.aclose()
 
+    def describe(self) -> dict[str, object]:
+        """The wrapped backend's description plus ``max_batch``."""
+        return {**_describe(self.backend), "max_batch": self.max_batch}
+
+
+def _describe(backend: object) -> dict[str, object]:
+    describe = getattr(backend, "describe", None)
+    if callable(describe):
+        return dict(describe())
+    return {"backend": type(backend).__name__, "name": getattr(backend, "name", None)}
+
+
+def describe_backends(backends: Mapping[tuple[str, int], object]) -> list[dict[str, object]]:
+    """One entry per config model and k: which backend answered (for ``run.json``).
+
+    Each entry has ``model`` (the config's model label), ``k``, ``backend`` (kind or
+    class), ``name`` (e.g. ``"local:model.gguf+constrained"``) and what the backend's
+    ``describe()`` adds (for an OpenAI endpoint: ``model_id`` and ``base_url`` without
+    credentials or query string).
+    """
+    return [{"model": model, "k": k, **_describe(b)}
+            for (model, k), b in sorted(backends.items())]
+
+
+def write_manifest(path: str | os.PathLike[str],
+                   backends: Mapping[tuple[str, int], object], *, resume: bool,
+                   executor: str = "local") -> None:
+    """Record which backends ran, in ``run.json`` (one session per run or resume).
+
+    ``{"recaudit_version": ..., "sessions": [{"started_utc", "resume", "executor",
+    "backends"}]}`` with ``backends`` from :func:`describe_backends` (empty with the Ray
+    executor, whose workers build their own); a resume appends a session, so
+    a run finished by another model build or endpoint says so. Written atomically.
+    """
+    from .. import __version__
+
+    path = Path(path)
+    sessions: list[object] = []
+    if resume and path.exists():
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # unreadable: keep the run going, start afresh
+            old = {}
+        if isinstance(old, dict) and isinstance(old.get("sessions"), list):
+            sessions = old["sessions"]
+    manifest = {"recaudit_version": __version__, "sessions": sessions}
+    sessions.append({"started_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+                     "resume": resume, "executor": executor,
+                     "backends": describe_backends(backends)})
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    os.replace(tmp, path)
+
 
 @dataclass
 class _Counters:
@@ -190,6 +249,7 @@ async def run_tasks(
     concurrency: int = 8,
     progress: RunProgress | None = None,
     max_consecutive_failures: int = 5,
+    progress_interval_s: float = 0.1,
 ) -> RunSummary:
     """Evaluate ``tasks`` and write one record per task to ``sink``.
 
@@ -206,9 +266,12 @@ async def run_tasks(
     concurrency : int
         Number of evaluations in flight at once.
     progress : RunProgress, optional
-        Live counts.
+        Live counts: updated at most every ``progress_interval_s`` and once at the end
+        (a display refreshed per call costs CPU that the calls need).
     max_consecutive_failures : int
         Failures in a row on one model after which the run stops (endpoint down).
+    progress_interval_s : float
+        Least time between two progress updates.
 
     Returns
     -------
@@ -229,8 +292,19 @@ async def run_tasks(
     if progress is not None:
         progress.start(len(task_list))
     t0 = time.perf_counter()
+    last_update = t0
+
+    def report() -> None:
+        assert progress is not None
+        progress.update(
+            done=counters.ok + counters.discarded + counters.failed,
+            discarded=counters.discarded,
+            failed=counters.failed,
+            retries=counters.retries,
+        )
 
     async def worker() -> None:
+        nonlocal last_update
         while counters.abort_model is None:
             try:
                 task = queue.get_nowait()
@@ -240,14 +314,14 @@ async def run_tasks(
             sink.write(record)
             _count(counters, record, max_consecutive_failures)
             if progress is not None:
-                progress.update(
-                    done=counters.ok + counters.discarded + counters.failed,
-                    discarded=counters.discarded,
-                    failed=counters.failed,
-                    retries=counters.retries,
-                )
+                now = time.perf_counter()
+                if now - last_update >= progress_interval_s:
+                    last_update = now
+                    report()
 
     await asyncio.gather(*(worker() for _ in range(min(concurrency, max(1, len(task_list))))))
+    if progress is not None:
+        report()
     summary = RunSummary(
         total=len(task_list),
         ok=counters.ok,

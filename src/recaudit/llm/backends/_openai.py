@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import math
 import os
 import time
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
@@ -41,7 +43,7 @@ __all__ = ["OpenAIBackend", "choice_probabilities_from_logprobs"]
 ANSWER_KEY = "article_number"
 RETRY_STATUS = frozenset({408, 409, 429})
 #: Connections per httpx pool (see ``OpenAIBackend.__init__``).
-POOL_SIZE = 4
+POOL_SIZE = 2
 MSG_NO_KEY = (
     "environment variable `{env}` (named by `api_key_env`) is not set; export the API "
     "key in it (the config names the variable, never the key)"
@@ -224,8 +226,10 @@ class OpenAIBackend:
         headers = {"Content-Type": "application/json"}
         if self._secret is not None:
             headers["Authorization"] = f"Bearer {self._secret}"
-        # httpcore scans every pooled connection on each request and response, which
-        # costs O(pool size) CPU per call: shard the connections over small pools.
+        # One long-lived client set per backend (never per call), HTTP/1.1 keep-alive,
+        # ``concurrency`` connections in all. httpcore scans every pooled connection on
+        # each request and response (O(pool size) CPU per call), so the connections are
+        # sharded over pools of POOL_SIZE (2 measured cheapest: benchmarks/README.md).
         n_pools = math.ceil(concurrency / POOL_SIZE)
         ssl_context = httpx.create_ssl_context()  # ~50 ms each: build one, share it
         self._clients = [
@@ -234,6 +238,9 @@ class OpenAIBackend:
                 timeout=httpx.Timeout(timeout_s),
                 headers=headers,
                 transport=transport,
+                http1=True,
+                http2=False,  # one request per connection at a time: no h2 multiplexing
+                # keep-alive with httpx's 5 s idle expiry (below common server timeouts)
                 limits=httpx.Limits(max_connections=POOL_SIZE,
                                     max_keepalive_connections=POOL_SIZE),
             )
@@ -246,6 +253,21 @@ class OpenAIBackend:
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(base_url={self.base_url!r}, model={self.model!r})"
+
+    def describe(self) -> dict[str, Any]:
+        """What answered, for the run manifest (``run.json``): never the key.
+
+        ``base_url`` loses any user:password, query string and fragment.
+        """
+        parts = urlsplit(self.base_url)
+        host = parts.hostname or ""
+        if ":" in host:  # IPv6 literal
+            host = f"[{host}]"
+        if parts.port is not None:
+            host = f"{host}:{parts.port}"
+        public = urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+        return {"backend": "openai", "name": self.name, "model_id": self.model,
+                "base_url": self._redact(public)}
 
     def _redact(self, text: str) -> str:
         if self._secret:
@@ -284,7 +306,9 @@ class OpenAIBackend:
             After ``max_retries`` retries, or at once on a non-retryable 4xx. The
             message names the URL and the last error; ``exc.retries`` holds the count.
         """
-        body = self.payload(request)
+        # encoded once (httpx's ``json=`` would re-encode on every retry), compact UTF-8
+        body = json.dumps(self.payload(request), ensure_ascii=False, separators=(",", ":"),
+                          allow_nan=False).encode()
         t0 = time.perf_counter()
         last = ""
         for attempt in range(self.max_retries + 1):
@@ -303,14 +327,14 @@ class OpenAIBackend:
         err.retries = self.max_retries  # type: ignore[attr-defined]
         raise err
 
-    async def _attempt(self, body: dict[str, Any]) -> dict[str, Any]:
+    async def _attempt(self, body: bytes) -> dict[str, Any]:
         import httpx
 
         if self._bucket is not None:
             await self._bucket.acquire()
         client = await self._slots.get()
         try:
-            resp = await client.post(self.url, json=body)
+            resp = await client.post(self.url, content=body)
         except httpx.TimeoutException as exc:
             raise _RetryableError(f"timeout ({type(exc).__name__})") from None
         except httpx.TransportError as exc:
