@@ -223,7 +223,7 @@ def test_packaged_study_config_is_the_paper_grid():
         cfg = load_config(str(path))
     except ConfigError as exc:
         pytest.skip(f"Myntra catalog absent: {exc}")
-    assert cfg.retrieval.k == (5, 10) and cfg.temperatures == (0.0, 0.6)
+    assert cfg.retrieval.k == (5, 10) and cfg.temperatures == (0.0, 0.2, 0.4, 0.6)
     assert set(cfg.conditions) == {"permutation", "decoding", "labels", "labels_permutation"}
     assert cfg.design.n_perms == 20 and cfg.prompt.constrained
     assert cfg.prompt.choice_probabilities and cfg.models[0].backend == "local"
