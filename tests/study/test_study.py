@@ -227,3 +227,15 @@ def test_packaged_study_config_is_the_paper_grid():
     assert set(cfg.conditions) == {"permutation", "decoding", "labels", "labels_permutation"}
     assert cfg.design.n_perms == 20 and cfg.prompt.constrained
     assert cfg.prompt.choice_probabilities and cfg.models[0].backend == "local"
+
+
+def test_complete_case_equal_to_full_gives_equal_numbers():
+    # no discards: the complete-case table IS the full table, and common random numbers
+    # make every estimate, CI and p-value agree exactly
+    table, cands = synthetic_table(models={"biased": 0.4}, n_queries=12, seed=5)
+    study = analyze_study(table, candidates=cands, rng=11, **FAST)
+    cols = ["model", "k", "temperature", "condition", "metric"]
+    full = _rows(study, analysis="full").set_index(cols).sort_index()
+    cc = _rows(study, analysis="complete_case").set_index(cols).sort_index()
+    values = ["estimate", "ci_low", "ci_high", "p_value", "p_holm"]
+    pd.testing.assert_frame_equal(full[values], cc[values])
