@@ -239,3 +239,21 @@ def test_complete_case_equal_to_full_gives_equal_numbers():
     cc = _rows(study, analysis="complete_case").set_index(cols).sort_index()
     values = ["estimate", "ci_low", "ci_high", "p_value", "p_holm"]
     pd.testing.assert_frame_equal(full[values], cc[values])
+
+
+def test_report_shows_the_study_noise_floor(grid, tmp_path):
+    # analysis.json scores a decoding cell against its own threshold, the study against
+    # the permuted cell's: the page must show the study's number
+    table, _, study = grid
+    table.assign(discard_reason=np.where(table["selected_position"].isna(), "x", None),
+                 raw_response="{}").to_parquet(tmp_path / "evaluations.parquet", index=False)
+    study.save(tmp_path)
+    rows = _rows(study, analysis="full", metric="spb", condition="decoding")
+    rows = rows[np.isfinite(rows["estimate"])]
+    assert len(rows)
+    groups = build_report(tmp_path).data["groups"]
+    for r in rows.to_dict(orient="records"):
+        g = next(g for g in groups if g["model"] == r["model"] and g["k"] == r["k"]
+                 and g["temperature"] == r["temperature"] and g["condition"] == "decoding")
+        assert g["spb"]["value"] == pytest.approx(r["estimate"])
+        assert g["spb"]["ci_low"] == pytest.approx(r["ci_low"])

@@ -13,7 +13,7 @@ import math
 import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -431,10 +431,12 @@ def _positional(analysis: Any, *, source: str, folder: Path | None = None) -> Po
                     discards[g.model].get("discarded", 0) + g.n_discarded
                 )
     versions = _find(meta, "versions", "environment") or {}
+    study = _read_json(study_json) if folder is not None \
+        and (study_json := folder / "study.json").is_file() else None
     return PositionalRun(
         source=source,
         alpha=0.05 if alpha is None else float(alpha),
-        groups=groups,
+        groups=_with_study_spb(groups, study),
         discards=discards,
         generations=generations,
         discard_examples=examples,
@@ -444,9 +446,37 @@ def _positional(analysis: Any, *, source: str, folder: Path | None = None) -> Po
         seed=seed or str(_find(meta, "seed") or ""),
         versions={str(k): str(v) for k, v in versions.items()},
         missing=tuple(missing),
-        study=_read_json(study_json) if folder is not None
-        and (study_json := folder / "study.json").is_file() else None,
+        study=study,
     )
+
+
+#: Conditions whose sPB the study computes with the permuted cell's threshold.
+_IDENTITY_ORDER = ("decoding", "labels")
+
+
+def _with_study_spb(groups: tuple[PositionalGroup, ...], study: Any
+                    ) -> tuple[PositionalGroup, ...]:
+    """Identity-order groups take the study's sPB (full analysis) when a study exists.
+
+    ``recaudit positional study`` scores ``decoding``/``labels`` cells against the
+    threshold of the permuted cell at the same model, k and T (docs/decisions.md), while
+    ``analysis.json`` uses each cell's own; one page must show one noise floor.
+    """
+    if not isinstance(study, Mapping) or not isinstance(study.get("rows"), list):
+        return groups
+    spb = {(str(r.get("model")), int(r.get("k", -1)), float(r.get("temperature", -1.0)),
+            str(r.get("condition"))): r
+           for r in study["rows"]
+           if isinstance(r, Mapping) and r.get("metric") == "spb"
+           and r.get("analysis") == "full" and r.get("condition") in _IDENTITY_ORDER}
+    out = []
+    for g in groups:
+        row = spb.get((g.model, g.k, g.temperature, g.condition))
+        if row is not None and row.get("estimate") is not None:
+            g = replace(g, spb=Interval(_float(row["estimate"]), _float(row.get("ci_low")),
+                                        _float(row.get("ci_high"))))
+        out.append(g)
+    return tuple(out)
 
 
 # ----------------------------------------------------------------------- fairness
