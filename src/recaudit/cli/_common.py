@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, ParamSpec, TypeVar
 
-import numpy as np
 import typer
 from rich.console import Console
 from rich.markup import escape
 
+from .._io import to_jsonable
 from ..exceptions import RecauditError
 
 __all__ = ["err_console", "exit_on_error", "print_json", "to_jsonable"]
@@ -21,21 +20,6 @@ err_console = Console(stderr=True)
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-def to_jsonable(obj: Any) -> Any:
-    """Convert numpy scalars/arrays and non-finite floats (-> None) for ``json``."""
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        return to_jsonable(obj.item())
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
 
 
 def print_json(obj: Any) -> None:

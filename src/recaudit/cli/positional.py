@@ -29,6 +29,7 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperCommand
 
+from .._io import write_text_atomic
 from ..exceptions import ConfigError, InputError, RecauditError
 from ._common import err_console, exit_on_error, print_json, to_jsonable
 
@@ -414,10 +415,8 @@ def _analyze_run(path: Path, *, seed: int, quiet: bool) -> list[dict[str, Any]] 
         return None
     analysis = grouped.to_list()
     # Beside the evaluations, for `recaudit report RUN_DIR`; written whole, then renamed.
-    target = path.parent / "analysis.json"
-    tmp = target.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(to_jsonable(analysis), indent=2, allow_nan=False), encoding="utf-8")
-    tmp.replace(target)
+    text = json.dumps(to_jsonable(analysis), indent=2, allow_nan=False)
+    write_text_atomic(path.parent / "analysis.json", text)
     return analysis
 
 

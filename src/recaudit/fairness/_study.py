@@ -33,7 +33,6 @@ import contextlib
 import hashlib
 import json
 import math
-import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -44,6 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._io import write_atomic, write_text_atomic
 from .._toml import read_toml
 from ..exceptions import ConfigError
 from ._dataset import (
@@ -386,22 +386,10 @@ def _fingerprint(obj: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def _write_table(frame: pd.DataFrame, stem: Path) -> None:
     """``stem.parquet`` and ``stem.csv``, each written to a temporary name first."""
-    for suffix in (".parquet", ".csv"):
-        target = stem.with_suffix(suffix)
-        tmp = target.with_name(target.name + ".tmp")
-        if suffix == ".parquet":
-            frame.to_parquet(tmp, index=False)
-        else:
-            frame.to_csv(tmp, index=False)
-        os.replace(tmp, target)
+    write_atomic(stem.with_suffix(".parquet"), lambda p: frame.to_parquet(p, index=False))
+    write_atomic(stem.with_suffix(".csv"), lambda p: frame.to_csv(p, index=False))
 
 
 #: Progress callback: (event, fields) with events "dataset", "model", "grid", "done".
@@ -423,7 +411,8 @@ def _run_iv(config: StudyConfig) -> Path:
         }
         if not same:
             raise ConfigError(MSG_OTHER_RUN.format(path=output))
-    _write_atomic(stamp, json.dumps(resolved, indent=2))
+    text = json.dumps(resolved, indent=2)
+    write_text_atomic(stamp, text)
     return output
 
 
@@ -463,7 +452,8 @@ def run_study(config: StudyConfig, *, progress: Progress | None = None,
             report("dataset", {"name": dconf.name})
             results["datasets"][dconf.name] = _run_dataset(
                 config, dconf, output / dconf.name, report, trainer)
-    _write_atomic(output / "results.json", json.dumps(results, indent=2, default=str))
+    text = json.dumps(results, indent=2, default=str)
+    write_text_atomic(output / "results.json", text)
     return StudyResult(output=output, results=results)
 
 
@@ -551,7 +541,8 @@ def _run_dataset(
             "fingerprint": stamp,
             "recs": str(recs_dir / f"{mconf.name}.parquet"),
         }
-        _write_atomic(done, json.dumps(info, indent=2, default=str))
+        text = json.dumps(info, indent=2, default=str)
+        write_text_atomic(done, text)
         report("done", {"name": mconf.name, "seconds": trained.train_seconds})
         out["models"][mconf.name] = {**info, "resumed": False}
     for name in config.baselines:

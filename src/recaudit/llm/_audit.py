@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._io import write_atomic
 from ..exceptions import ConfigError, EndpointError, JournalError
 from ._catalog import ColumnMap, load_catalog
 from ._config import (
@@ -288,12 +289,6 @@ def _read_run_inputs(run_dir: Path) -> tuple[tuple[Query, ...],
     return queries, cands
 
 
-def _write_atomic(path: Path, write: Callable[[Path], object]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
-    os.replace(tmp, path)
-
-
 def _run_audit_iv(cfg: AuditConfig, out_dir: str | os.PathLike[str], resume: bool) -> Path:
     if not isinstance(cfg, AuditConfig):
         raise ConfigError(f"`cfg` must be an AuditConfig, got {type(cfg).__name__}")
@@ -418,12 +413,12 @@ def run_audit(
             run_dir.mkdir(parents=True, exist_ok=True)
             resolved = dict(config_to_dict(cfg), catalog_sha256=catalog.sha256,
                             config_hash=meta["config_hash"])
-            _write_atomic(run_dir / RESOLVED, lambda p: p.write_text(
+            write_atomic(run_dir / RESOLVED, lambda p: p.write_text(
                 json.dumps(resolved, indent=2, sort_keys=True), encoding="utf-8"))
-            _write_atomic(run_dir / QUERIES, lambda p: pd.DataFrame(
+            write_atomic(run_dir / QUERIES, lambda p: pd.DataFrame(
                 [{"query_id": q.query_id, "text": q.text, "template_id": q.template_id,
                   "source_item_id": q.source_item_id} for q in queries]).to_parquet(p, index=False))
-            _write_atomic(run_dir / CANDIDATES,
+            write_atomic(run_dir / CANDIDATES,
                           lambda p: _candidates_frame(queries, candidates).to_parquet(
                               p, index=False))
         write_manifest(run_dir / MANIFEST, backends, resume=resume, executor=executor)
@@ -446,7 +441,7 @@ def run_audit(
                     f"{counts['failed']} evaluations failed (see `error_class` in "
                     f"{run_dir / JOURNAL}); rerun with `--resume` to retry exactly those")
             table = journal.to_frame()
-        _write_atomic(run_dir / EVALUATIONS, lambda p: table.to_parquet(p, index=False))
+        write_atomic(run_dir / EVALUATIONS, lambda p: table.to_parquet(p, index=False))
     finally:
         if pool is not None:
             pool.close()

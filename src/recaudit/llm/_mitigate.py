@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -36,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from .._io import to_jsonable, write_atomic, write_text_atomic
 from .._stats import Estimate, as_generator
 from .._toml import read_toml
 from ..exceptions import ConfigError, InputError
@@ -282,9 +282,8 @@ def _make_wrapper(method: str, cfg: AuditConfig, mcfg: MitigationConfig, out_dir
                     store[key] = dict(prior.to_dict(),
                                       calibration_query_ids=[q.query_id for q in cal_q])
                     out_dir.mkdir(parents=True, exist_ok=True)
-                    tmp = out_dir / (PRIOR_JSON + ".tmp")
-                    tmp.write_text(json.dumps(store, indent=2), encoding="utf-8")
-                    os.replace(tmp, out_dir / PRIOR_JSON)
+                    text = json.dumps(store, indent=2)
+                    write_text_atomic(out_dir / PRIOR_JSON, text)
                 rec = store[key]
                 prior = PositionPrior(tuple(rec["weights"]), rec["n_requests"],
                                       rec["n_queries"], rec["calls"], rec["prompt_tokens"],
@@ -548,9 +547,7 @@ def write_combined(arms: list[ArmRun], out_dir: str | Path) -> Path:
     out = Path(out_dir)
     table = pd.concat([pd.read_parquet(a.evaluations_path) for a in arms], ignore_index=True)
     target = out / "evaluations.parquet"
-    tmp = target.with_name(target.name + ".tmp")
-    table.to_parquet(tmp, index=False)
-    os.replace(tmp, target)
+    write_atomic(target, lambda p: table.to_parquet(p, index=False))
     base = next(a for a in arms if a.method == "none")
     resolved = base.run_dir / "config.resolved.json"
     if resolved.is_file():
@@ -558,24 +555,10 @@ def write_combined(arms: list[ArmRun], out_dir: str | Path) -> Path:
     return target
 
 
-def _finite(value: Any) -> Any:
-    """``nan``/``inf`` -> ``None``, numpy scalars -> Python (strict JSON)."""
-    if isinstance(value, Mapping):
-        return {str(k): _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    return value
-
-
 def write_mitigation_json(data: Mapping[str, Any], out_dir: str | Path) -> Path:
     """Write ``OUT/mitigation.json`` atomically."""
     target = Path(out_dir) / MITIGATION_JSON
-    tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(json.dumps(_finite(data), indent=2, allow_nan=False), encoding="utf-8")
-    os.replace(tmp, target)
+    text = json.dumps(to_jsonable(data), indent=2, allow_nan=False)
+    write_text_atomic(target, text)
     return target
 

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
+from .._io import write_text_atomic
 from ..exceptions import EndpointError, InputError
 from ._journal import EvalKey, EvalRecord, ResultSink
 from ._types import Backend, Candidate, ChatRequest, ChatResponse
@@ -224,9 +225,8 @@ def write_manifest(path: str | os.PathLike[str],
     sessions.append({"started_utc": datetime.now(UTC).isoformat(timespec="seconds"),
                      "resume": resume, "executor": executor,
                      "backends": describe_backends(backends)})
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-    os.replace(tmp, path)
+    text = json.dumps(manifest, indent=2)
+    write_text_atomic(path, text)
 
 
 @dataclass

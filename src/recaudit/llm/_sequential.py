@@ -27,7 +27,6 @@ conditions (checked; see docs/exact-and-sequential.md for the proof).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._io import write_text_atomic
 from ..exceptions import ConfigError
 from ..positional._sequential import METHODS, sequential_uniformity_test
 from ._config import AuditConfig
@@ -285,7 +285,5 @@ def _write(run_dir: Path, options: SequentialOptions, cfg: AuditConfig, cells: l
                           "budget": budget, **(ev or {})})
     doc = {"options": asdict(options), "alpha_per_cell": level, "n_cells": len(cells),
            "seed": cfg.seed, "cells": out_cells}
-    target = run_dir / SEQUENTIAL_FILE
-    tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=2, allow_nan=False), encoding="utf-8")
-    os.replace(tmp, target)
+    text = json.dumps(doc, indent=2, allow_nan=False)
+    write_text_atomic(run_dir / SEQUENTIAL_FILE, text)

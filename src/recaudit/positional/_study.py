@@ -29,6 +29,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from .._io import to_jsonable, write_atomic, write_text_atomic
 from .._stats import Estimate, as_generator, holm
 from ..exceptions import InputError
 from ._analyze import PositionalAnalysis, analyze_groups
@@ -147,7 +148,7 @@ class StudyResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``study.json`` object (NaN -> None)."""
-        return _jsonable(
+        return to_jsonable(
             {
                 "kind": "positional_study",
                 "settings": self.settings,
@@ -172,14 +173,14 @@ class StudyResult:
             "csv": out / "study.csv",
             "json": out / "study.json",
         }
-        _atomic(paths["parquet"], lambda p: self.table.to_parquet(p, index=False))
-        _atomic(paths["csv"], lambda p: self.table.to_csv(p, index=False))
+        write_atomic(paths["parquet"], lambda p: self.table.to_parquet(p, index=False))
+        write_atomic(paths["csv"], lambda p: self.table.to_csv(p, index=False))
         text = json.dumps(self.to_dict(), indent=1, allow_nan=False)
-        _atomic(paths["json"], lambda p: p.write_text(text, encoding="utf-8"))
+        write_text_atomic(paths["json"], text)
         if write_analysis:
             paths["analysis"] = out / "analysis.json"
-            atext = json.dumps(_jsonable(self.analysis), indent=2, allow_nan=False)
-            _atomic(paths["analysis"], lambda p: p.write_text(atext, encoding="utf-8"))
+            atext = json.dumps(to_jsonable(self.analysis), indent=2, allow_nan=False)
+            write_text_atomic(paths["analysis"], atext)
         return paths
 
 
@@ -658,23 +659,3 @@ def _num(x: Any) -> float:
     return np.nan if x is None else float(x)
 
 
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        return _jsonable(obj.item())
-    if obj is pd.NA:
-        return None
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
-
-
-def _atomic(path: Path, write: Callable[[Path], object]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
-    tmp.replace(path)

@@ -1,0 +1,50 @@
+"""Small file helpers shared by every command: atomic writes and strict JSON values."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["to_jsonable", "write_atomic", "write_text_atomic"]
+
+
+def write_atomic(path: str | os.PathLike[str], write: Callable[[Path], object]) -> None:
+    """Write ``path`` through ``write(tmp)`` and rename ``tmp`` over it.
+
+    Readers (and a resume after a crash) see the old file or the whole new one, never
+    a half-written one: ``os.replace`` is atomic on one file system.
+    """
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """:func:`write_atomic` of a UTF-8 text."""
+    write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Numpy scalars/arrays to Python, non-finite floats and ``pd.NA`` to ``None``,
+    recursively through mappings, lists and tuples: a value ``json.dumps(...,
+    allow_nan=False)`` accepts."""
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        return to_jsonable(obj.item())
+    if obj is pd.NA:
+        return None
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj

@@ -1,0 +1,36 @@
+"""The shared file helpers: atomic writes and strict JSON values."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from recaudit._io import to_jsonable, write_atomic, write_text_atomic
+
+
+def test_write_atomic_leaves_the_old_file_when_the_writer_fails(tmp_path):
+    target = tmp_path / "a.json"
+    write_text_atomic(target, "old")
+
+    def broken(path):
+        path.write_text("half", encoding="utf-8")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        write_atomic(target, broken)
+    assert target.read_text(encoding="utf-8") == "old"
+    write_text_atomic(target, "new")
+    assert target.read_text(encoding="utf-8") == "new"
+    assert not (tmp_path / "a.json.tmp").exists()
+
+
+def test_to_jsonable_is_strict_json():
+    value = {1: np.float64("nan"), "b": [np.int64(3), (math.inf, pd.NA)],
+             "c": np.array([1.5, 2.0])}
+    out = to_jsonable(value)
+    assert out == {"1": None, "b": [3, [None, None]], "c": [1.5, 2.0]}
+    json.dumps(out, allow_nan=False)
