@@ -25,7 +25,7 @@ def test_write_atomic_leaves_the_old_file_when_the_writer_fails(tmp_path):
     assert target.read_text(encoding="utf-8") == "old"
     write_text_atomic(target, "new")
     assert target.read_text(encoding="utf-8") == "new"
-    assert not (tmp_path / "a.json.tmp").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]  # no temporary left
 
 
 def test_to_jsonable_is_strict_json():

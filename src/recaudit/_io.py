@@ -18,12 +18,19 @@ def write_atomic(path: str | os.PathLike[str], write: Callable[[Path], object]) 
     """Write ``path`` through ``write(tmp)`` and rename ``tmp`` over it.
 
     Readers (and a resume after a crash) see the old file or the whole new one, never
-    a half-written one: ``os.replace`` is atomic on one file system.
+    a half-written one: ``os.replace`` is atomic on one file system. The temporary name
+    carries the process id, so processes writing the same path at once (two runs
+    filling one cache) never write into each other's temporary file; a failed
+    ``write`` removes its temporary file.
     """
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
-    os.replace(tmp, path)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:

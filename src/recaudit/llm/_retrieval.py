@@ -10,6 +10,7 @@ the normalisation, so a second run over the same catalog does not re-embed it.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -18,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from .._io import write_atomic
 from ..exceptions import InputError, MissingExtraError
 from ._catalog import Catalog
 from ._queries import Query
@@ -188,10 +190,7 @@ class Retriever:
             emb = self.embed(catalog.items["title"].tolist())
             self.n_embedded += len(catalog)
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            with open(tmp, "wb") as fh:
-                np.save(fh, emb)
-            os.replace(tmp, path)
+            write_atomic(path, lambda tmp: tmp.write_bytes(_npy_bytes(emb)))
         self._memory[key] = emb
         return emb
 
@@ -326,3 +325,10 @@ def _candidates_from_frame_iv(frame: pd.DataFrame) -> pd.DataFrame:
     if missing:
         raise InputError(MSG_FRAME_COLUMNS.format(missing=", ".join(missing)))
     return frame
+
+
+def _npy_bytes(array: npt.NDArray[np.float32]) -> bytes:
+    """``array`` in ``.npy`` format (``np.save`` to a path would append ``.npy``)."""
+    buf = io.BytesIO()
+    np.save(buf, array, allow_pickle=False)
+    return buf.getvalue()
