@@ -13,7 +13,7 @@ import math
 import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -436,7 +436,7 @@ def _positional(analysis: Any, *, source: str, folder: Path | None = None) -> Po
     return PositionalRun(
         source=source,
         alpha=0.05 if alpha is None else float(alpha),
-        groups=_with_study_spb(groups, study),
+        groups=groups,
         discards=discards,
         generations=generations,
         discard_examples=examples,
@@ -448,35 +448,6 @@ def _positional(analysis: Any, *, source: str, folder: Path | None = None) -> Po
         missing=tuple(missing),
         study=study,
     )
-
-
-#: Conditions whose sPB the study computes with the permuted cell's threshold.
-_IDENTITY_ORDER = ("decoding", "labels")
-
-
-def _with_study_spb(groups: tuple[PositionalGroup, ...], study: Any
-                    ) -> tuple[PositionalGroup, ...]:
-    """Identity-order groups take the study's sPB (full analysis) when a study exists.
-
-    ``recaudit positional study`` scores ``decoding``/``labels`` cells against the
-    threshold of the permuted cell at the same model, k and T (docs/decisions.md), while
-    ``analysis.json`` uses each cell's own; one page must show one noise floor.
-    """
-    if not isinstance(study, Mapping) or not isinstance(study.get("rows"), list):
-        return groups
-    spb = {(str(r.get("model")), int(r.get("k", -1)), float(r.get("temperature", -1.0)),
-            str(r.get("condition"))): r
-           for r in study["rows"]
-           if isinstance(r, Mapping) and r.get("metric") == "spb"
-           and r.get("analysis") == "full" and r.get("condition") in _IDENTITY_ORDER}
-    out = []
-    for g in groups:
-        row = spb.get((g.model, g.k, g.temperature, g.condition))
-        if row is not None and row.get("estimate") is not None:
-            g = replace(g, spb=Interval(_float(row["estimate"]), _float(row.get("ci_low")),
-                                        _float(row.get("ci_high"))))
-        out.append(g)
-    return tuple(out)
 
 
 # ----------------------------------------------------------------------- fairness
