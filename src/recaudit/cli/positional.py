@@ -10,7 +10,7 @@ import json
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -40,6 +40,30 @@ app = typer.Typer(help="The positional study.", no_args_is_help=True)
 console = Console()
 
 MSG_NUMBER_LIST = "`{option}`: {value!r} is not a list of numbers"
+MSG_TAU_OPTION = (
+    "`--tau` must be 'auto' (the threshold rule calibrated across queries) or a "
+    "cumulative share in (0, 1], e.g. --tau 0.8; got {value!r}"
+)
+TAU_HELP = (
+    "sPB's relevance-set threshold: 'auto' (grows with the set size, calibrated by PB) "
+    "or a fixed cumulative share in (0, 1], e.g. 0.8."
+)
+
+
+def _tau(value: str) -> float | Literal["auto"]:
+    """Parse `--tau`: 'auto' or a number in (0, 1]."""
+    import math
+
+    text = value.strip().lower()
+    if text == "auto":
+        return "auto"
+    try:
+        number = float(text)
+    except ValueError:
+        raise InputError(MSG_TAU_OPTION.format(value=value)) from None
+    if not math.isfinite(number) or not 0.0 < number <= 1.0:
+        raise InputError(MSG_TAU_OPTION.format(value=value))
+    return number
 
 
 class _MultiValueCommand(TyperCommand):
@@ -107,6 +131,7 @@ def analyze_command(
     ] = None,
     alpha: Annotated[float, typer.Option(help="Level of both tests.")] = 0.05,
     epsilon: Annotated[float, typer.Option(help="Tolerated TV drift for POB-UNBP.")] = 0.0,
+    tau: Annotated[str, typer.Option("--tau", help=TAU_HELP)] = "auto",
     n_resamples: Annotated[int, typer.Option(help="POB-ICM within-query shuffles.")] = 9999,
     n_boot: Annotated[int, typer.Option(help="Bootstrap resamples of each CI.")] = 2000,
     seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
@@ -119,11 +144,13 @@ def analyze_command(
     """Test an evaluations table for positional bias (POB-ICM, POB-UNBP, PS, PB, sPB)."""
     from ..positional import analyze, analyze_groups, read_table
 
+    tau_value = _tau(tau)
     table = read_table(evals)
     columns = [c.strip() for c in by.split(",") if c.strip()] if by else []
     options: dict[str, Any] = {
         "alpha": alpha,
         "epsilon": epsilon,
+        "tau": tau_value,
         "n_resamples": n_resamples,
         "n_boot": n_boot,
         "rng": seed,
@@ -337,7 +364,8 @@ def _progress_display() -> Progress:
 
 def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
              analyze: bool, sequential: Any = None, executor: str = "local",
-             ray_address: str | None = None) -> None:
+             ray_address: str | None = None,
+             tau: float | Literal["auto"] = "auto") -> None:
     """Run the audit with a progress display, then analyse (shared by run and demo)."""
     from ..llm._audit import run_audit
 
@@ -368,8 +396,8 @@ def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
             f"{result.summary.retries} retries) -> {result.evaluations_path}",
             highlight=False,
         )
-    analysis = _analyze_run(result.evaluations_path, seed=cfg.seed,
-                            quiet=not live) if analyze else None
+    analysis = _analyze_run(result.evaluations_path, seed=cfg.seed, quiet=not live,
+                            tau=tau) if analyze else None
     if as_json:
         doc = {"run": result.to_dict(), "analysis": analysis}
         if seq_doc is not None:
@@ -397,7 +425,8 @@ def _sequential_summary(run_dir: Path, live: bool) -> dict[str, Any]:
     return doc
 
 
-def _analyze_run(path: Path, *, seed: int, quiet: bool) -> list[dict[str, Any]] | None:
+def _analyze_run(path: Path, *, seed: int, quiet: bool,
+                 tau: float | Literal["auto"] = "auto") -> list[dict[str, Any]] | None:
     """Analyse a finished run with :mod:`recaudit.positional` (grouped, Holm).
 
     A table the statistics cannot use (e.g. every answer discarded) is reported with
@@ -408,7 +437,7 @@ def _analyze_run(path: Path, *, seed: int, quiet: bool) -> list[dict[str, Any]] 
     if not quiet:
         err_console.print("[dim]analysing (POB-ICM, POB-UNBP, PS, PB, sPB)...[/]")
     try:
-        grouped = analyze_groups(path, by=list(GROUP_BY), rng=seed)
+        grouped = analyze_groups(path, by=list(GROUP_BY), tau=tau, rng=seed)
     except RecauditError as exc:
         err_console.print(f"[yellow]analysis skipped:[/] {exc}; inspect the table and run "
                           f"`recaudit positional analyze {path}`", highlight=False)
@@ -445,6 +474,7 @@ def run_command(
     ray_address: Annotated[str | None, typer.Option(
         "--ray-address", help="Ray cluster address with --executor ray (default: start "
         "a local cluster).")] = None,
+    tau: Annotated[str, typer.Option("--tau", help=TAU_HELP)] = "auto",
 ) -> None:
     """Run an audit from CONFIG: every evaluation journaled, resumable after a crash.
 
@@ -454,12 +484,13 @@ def run_command(
     from ..llm._config import load_config
     from ..llm._sequential import SequentialOptions
 
+    tau_value = _tau(tau)
     cfg = load_config(config)
     seq = SequentialOptions(alpha=alpha, max_evaluations=max_evaluations) \
         if sequential else None
     _execute(cfg, out=out or Path("runs") / config.stem, resume=resume, as_json=as_json,
              quiet=quiet, analyze=analyze, sequential=seq, executor=executor,
-             ray_address=ray_address)
+             ray_address=ray_address, tau=tau_value)
 
 
 # -- demo -------------------------------------------------------------------------
@@ -597,6 +628,7 @@ def study_command(
         "--resamples", min=1, help="POB-ICM within-query shuffles.")] = 9999,
     seed: Annotated[int | None, typer.Option(
         "--seed", help="Analysis seed (default: the config's seed).")] = None,
+    tau: Annotated[str, typer.Option("--tau", help=TAU_HELP)] = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
 ) -> None:
@@ -609,6 +641,7 @@ def study_command(
     from ..positional._study import analyze_study_folder
 
     live = not (quiet or as_json)
+    tau_value = _tau(tau)
 
     def say(msg: str) -> None:
         if live:
@@ -619,7 +652,7 @@ def study_command(
             raise InputError("`--analyze-only RUN_DIR` runs nothing: drop CONFIG, `--out` "
                              "and `--resume`")
         study = analyze_study_folder(analyze_only, n_boot=bootstrap, n_resamples=resamples,
-                                     rng=seed, progress=say)
+                                     tau=tau_value, rng=seed, progress=say)
         paths = study.save(analyze_only)
         summary: dict[str, Any] = {"run": None, "files": {k: str(v) for k, v in paths.items()},
                                    **{k: v for k, v in study.to_dict().items()
@@ -633,7 +666,7 @@ def study_command(
         cfg = load_config(config)
         target = out or Path("runs") / config.stem
         options: dict[str, Any] = {"out_dir": target, "resume": resume, "n_boot": bootstrap,
-                                   "n_resamples": resamples, "seed": seed}
+                                   "n_resamples": resamples, "seed": seed, "tau": tau_value}
         if live:
             with _progress_display() as display:
                 result = run_study(cfg, progress=_RichProgress(display), on_phase=say,
