@@ -125,7 +125,9 @@ def _progress(quiet: bool) -> Progress:
 @app.command("analyze")
 @exit_on_error
 def analyze_command(
-    evals: Annotated[Path, typer.Argument(help="Evaluations table (.csv or .parquet).")],
+    evals: Annotated[Path, typer.Argument(
+        help="Evaluations table (.csv or .parquet), or a run folder (its "
+        "evaluations.parquet).")],
     by: Annotated[
         str | None, typer.Option(help="Analyse each group of these columns, e.g. model,k.")
     ] = None,
@@ -140,13 +142,32 @@ def analyze_command(
     fail_on_bias: Annotated[
         bool, typer.Option(help="Exit 1 if any test rejects (Holm-adjusted with --by).")
     ] = False,
+    exact: Annotated[bool, typer.Option(
+        "--exact", help="Use each evaluation's choice-probability vector (column "
+        "choice_probs) instead of the sampled choice: POB-UNBP, PS, PB, sPB without "
+        "decoding noise; no POB-ICM (docs/exact-and-sequential.md).")] = False,
 ) -> None:
     """Test an evaluations table for positional bias (POB-ICM, POB-UNBP, PS, PB, sPB)."""
     from ..positional import analyze, analyze_groups, read_table
 
     tau_value = _tau(tau)
-    table = read_table(evals)
+    if evals.is_dir():
+        evals = evals / "evaluations.parquet"
+        if not evals.is_file():
+            raise InputError(f"{evals.parent}: no evaluations.parquet; pass the evaluations "
+                             "table or a `recaudit positional run` folder")
     columns = [c.strip() for c in by.split(",") if c.strip()] if by else []
+    if exact:
+        from ..positional._analyze_exact import read_exact_table
+
+        if tau_value != "auto":
+            raise InputError("`--tau` does not apply to `--exact`: exact-mode sPB uses the "
+                             "'auto' rule on expected counts; drop `--tau` or `--exact`")
+        _analyze_exact_cli(read_exact_table(evals), columns, alpha=alpha, epsilon=epsilon,
+                           n_boot=n_boot, seed=seed, json_output=json_output, quiet=quiet,
+                           fail_on_bias=fail_on_bias)
+        return
+    table = read_table(evals)
     options: dict[str, Any] = {
         "alpha": alpha,
         "epsilon": epsilon,
@@ -178,6 +199,72 @@ def analyze_command(
         _print_analysis(rows, columns)
     if fail_on_bias and rejects:
         raise typer.Exit(code=1)
+
+
+def _analyze_exact_cli(table: Any, columns: list[str], *, alpha: float, epsilon: float,
+                       n_boot: int, seed: int | None, json_output: bool, quiet: bool,
+                       fail_on_bias: bool) -> None:
+    """`analyze --exact`: :func:`recaudit.positional.analyze_exact`, per group with --by."""
+    from ..positional import analyze_exact
+    from ..positional._analyze_exact import analyze_exact_groups
+
+    options: dict[str, Any] = {"alpha": alpha, "epsilon": epsilon, "n_boot": n_boot,
+                               "rng": seed}
+    with _progress(quiet or json_output) as bar:
+        if columns:
+            n_groups = (int(table.groupby(columns, dropna=False).ngroups)
+                        if all(c in table.columns for c in columns) else 1)
+            task = bar.add_task("analysing groups (exact)", total=n_groups)
+            grouped = analyze_exact_groups(table, by=columns,
+                                           progress=lambda n: bar.advance(task, n), **options)
+            rows, rejects = grouped.to_list(), grouped.rejects
+        else:
+            task = bar.add_task("analysing (exact)", total=1)
+            single = analyze_exact(table, **options)
+            bar.advance(task)
+            rows = [single.to_dict()]
+            rejects = bool(single.pob_unbp is not None and single.pob_unbp.reject)
+    if json_output:
+        print_json(rows if columns else rows[0])
+    else:
+        _print_exact(rows, columns)
+    if fail_on_bias and rejects:
+        raise typer.Exit(code=1)
+
+
+def _print_exact(rows: list[dict[str, Any]], by: list[str]) -> None:
+    holm = ", Holm" if by else ""
+    lines: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+        ("k", lambda r: str(r["k"])),
+        ("queries / evaluations", lambda r: f"{r['n_queries']} / {r['n_evaluations']}"),
+        ("rows without a vector", lambda r: str(r["n_missing"])),
+        ("mean outside mass",
+         lambda r: "n/a" if r["outside_mass"] is None else f"{r['outside_mass']:.3f}"),
+        (
+            f"POB-UNBP L, pp (p{holm})",
+            lambda r: (
+                _na(r["pob_unbp"], "L")
+                or (
+                    f"{100 * r['pob_unbp']['L']:.2f} "
+                    f"({r['pob_unbp'].get('pvalue_holm', r['pob_unbp']['pvalue']):.3g})"
+                )
+            ),
+        ),
+        ("PS [95% CI]", lambda r: _fmt(r["ps"])),
+        ("PB [95% CI]", lambda r: _fmt(r["pb"])),
+        ("sPB [95% CI]", lambda r: _fmt(r["spb"])),
+        ("position shares", lambda r: " ".join(f"{q:.2f}" for q in r["position_distribution"])),
+    ]
+    _print_groups("Positional bias from choice probabilities (exact mode)", rows, by, lines)
+    verdict = f"alpha = {rows[0]['alpha']}" + (", Holm across groups" if by else "")
+    biased = [_group_name(r, by) for r in rows
+              if r["pob_unbp"].get("reject_holm", r["pob_unbp"]["reject"])]
+    if biased:
+        console.print(f"[bold red]Positional bias detected[/] by POB-UNBP on choice "
+                      f"probabilities ({verdict}) in: {'; '.join(biased)}")
+    else:
+        console.print(f"[bold green]No positional bias detected[/] by POB-UNBP on choice "
+                      f"probabilities ({verdict})")
 
 
 @app.command("simulate", cls=_MultiValueCommand)
@@ -247,11 +334,7 @@ def simulate_command(
 
 def _print_analysis(rows: list[dict[str, Any]], by: list[str]) -> None:
     holm = ", Holm" if by else ""
-    table = Table(title="Positional bias")
-    table.add_column("statistic")
-    names = [", ".join(f"{c}={r[c]}" for c in by) or "all" for r in rows]
-    for name in names:
-        table.add_column(name, justify="right")
+    names = [_group_name(r, by) for r in rows]
     lines: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
         ("k", lambda r: str(r["k"])),
         ("queries / evaluations", lambda r: f"{r['n_queries']} / {r['n_evaluations']}"),
@@ -286,9 +369,7 @@ def _print_analysis(rows: list[dict[str, Any]], by: list[str]) -> None:
         ("sPB [95% CI]", lambda r: _fmt(r["spb"])),
         ("position shares", lambda r: " ".join(f"{q:.2f}" for q in r["position_distribution"])),
     ]
-    for label, cell in lines:
-        table.add_row(label, *[cell(r) for r in rows])
-    console.print(table)
+    _print_groups("Positional bias", rows, by, lines)
     verdict = f"alpha = {rows[0]['alpha']}" + (", Holm across groups" if by else "")
     biased = [
         name
@@ -300,6 +381,22 @@ def _print_analysis(rows: list[dict[str, Any]], by: list[str]) -> None:
         console.print(f"[bold red]Positional bias detected[/] ({verdict}) in: {'; '.join(biased)}")
     else:
         console.print(f"[bold green]No positional bias detected[/] ({verdict})")
+
+
+def _group_name(row: dict[str, Any], by: list[str]) -> str:
+    return ", ".join(f"{c}={row[c]}" for c in by) or "all"
+
+
+def _print_groups(title: str, rows: list[dict[str, Any]], by: list[str],
+                  lines: list[tuple[str, Callable[[dict[str, Any]], str]]]) -> None:
+    """One table: a row per statistic, a column per group."""
+    table = Table(title=title)
+    table.add_column("statistic")
+    for r in rows:
+        table.add_column(_group_name(r, by), justify="right")
+    for label, cell in lines:
+        table.add_row(label, *[cell(r) for r in rows])
+    console.print(table)
 
 
 def _fmt(est: dict[str, Any]) -> str:
