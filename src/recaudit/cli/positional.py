@@ -389,14 +389,93 @@ def _group_name(row: dict[str, Any], by: list[str]) -> str:
 
 def _print_groups(title: str, rows: list[dict[str, Any]], by: list[str],
                   lines: list[tuple[str, Callable[[dict[str, Any]], str]]]) -> None:
-    """One table: a row per statistic, a column per group."""
+    """The statistics of each group, readable at any terminal width.
+
+    When it fits ``console.width``: one table, a row per statistic, a column per group.
+    Otherwise (many groups, e.g. a study grid): a row per group, its varying keys as
+    the first columns, and the statistics split over as many tables as needed to fit
+    (:func:`_print_packed`); constant keys go to the title. No cell is cut short.
+    """
+    from rich.measure import Measurement
+
     table = Table(title=title)
-    table.add_column("statistic")
+    table.add_column("statistic", overflow="fold")
     for r in rows:
-        table.add_column(_group_name(r, by), justify="right")
+        table.add_column(_group_name(r, by), justify="right", overflow="fold")
     for label, cell in lines:
         table.add_row(label, *[cell(r) for r in rows])
-    console.print(table)
+    # natural width (Measurement clamps to the options' max_width: measure unbounded)
+    unbounded = console.options.update(width=10**6)
+    if Measurement.get(console, unbounded, table).maximum <= console.width:
+        console.print(table)
+        return
+    varying = [c for c in by if len({str(r[c]) for r in rows}) > 1] or by[:1]
+    constant = [c for c in by if c not in varying]
+    if constant:
+        title += " (" + ", ".join(f"{c}={rows[0][c]}" for c in constant) + ")"
+    keys = [(_SHORT_KEYS.get(c, c), [_key_text(r[c]) for r in rows]) for c in varying]
+    stats = [(label, [cell(r) for r in rows]) for label, cell in lines]
+    _print_packed(title, keys, stats)
+
+
+#: Short headers of group keys in the packed tables.
+_SHORT_KEYS = {"temperature": "T"}
+
+
+def _key_text(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _print_packed(title: str, keys: list[tuple[str, list[str]]],
+                  stats: list[tuple[str, list[str]]]) -> None:
+    """Tables with the ``keys`` columns first and the ``stats`` columns split to fit.
+
+    Column widths are the longest cell (or header word); statistics are packed
+    greedily, in order, into tables no wider than ``console.width``. A single column
+    wider than what is left (a long position-share list) wraps at spaces, and every
+    column folds rather than ending in an ellipsis.
+    """
+    from rich.cells import cell_len
+
+    def width(header: str, cells: list[str]) -> int:
+        words = [cell_len(w) for w in header.split()] or [0]
+        return max([*words, *(cell_len(c) for c in cells)])
+
+    overhead = 3  # one space of padding each side and a border
+    base = 1 + sum(width(h, c) + overhead for h, c in keys)
+    room = console.width - base
+    if room < 12 + overhead:  # the keys alone fill the terminal: one block per group
+        for j in range(len(stats[0][1]) if stats else 0):
+            name = ", ".join(f"{h}={c[j]}" for h, c in keys)
+            block = Table(title=f"{title}: {name}" if name else title)
+            block.add_column("statistic", overflow="fold")
+            block.add_column("value", justify="right", overflow="fold")
+            for header, cells in stats:
+                block.add_row(header, cells[j])
+            console.print(block)
+        return
+    chunks: list[list[tuple[str, list[str]]]] = [[]]
+    used = 0
+    for stat in stats:
+        need = width(*stat) + overhead
+        if chunks[-1] and used + need > room:
+            chunks.append([])
+            used = 0
+        chunks[-1].append(stat)
+        used += need
+    n = len(chunks)
+    for i, chunk in enumerate(chunks, start=1):
+        table = Table(title=title + (f" [{i}/{n}]" if n > 1 else ""))
+        # fixed widths: the longest cell or header word, so headers wrap at spaces and
+        # cells fit; only a statistic wider than the room left folds (never an ellipsis)
+        for header, cells in keys:
+            table.add_column(header, overflow="fold", width=width(header, cells))
+        for header, cells in chunk:
+            table.add_column(header, justify="right", overflow="fold",
+                             width=max(1, min(width(header, cells), room - overhead)))
+        for j in range(len(keys[0][1]) if keys else len(chunk[0][1])):
+            table.add_row(*[c[j] for _, c in keys], *[c[j] for _, c in chunk])
+        console.print(table)
 
 
 def _fmt(est: dict[str, Any]) -> str:
@@ -668,14 +747,17 @@ def _print_study(study: Any) -> None:
     frame = study.table
     full = frame[frame["analysis"] == "full"]
     cells = full[full["metric"].isin(_STUDY_SUMMARY)]
-    table = Table(title="Positional study: cells (full analysis)")
-    for col in ("model", "k", "T", "condition", *_STUDY_SUMMARY):
-        table.add_column(col, justify="right")
+    keys: list[tuple[str, list[str]]] = [(h, []) for h in ("model", "k", "T", "condition")]
+    stats: list[tuple[str, list[str]]] = [(m, []) for m in _STUDY_SUMMARY]
     for key, part in cells.groupby(["model", "k", "temperature", "condition"], sort=True):
         by_metric = {r["metric"]: r for r in part.to_dict(orient="records")}
-        table.add_row(str(key[0]), str(key[1]), f"{key[2]:g}", str(key[3]),
-                      *[_fmt_row(by_metric.get(m)) for m in _STUDY_SUMMARY])
-    console.print(table)
+        for (_, column), text in zip(keys, (str(key[0]), str(key[1]), f"{key[2]:g}",
+                                            str(key[3])), strict=True):
+            column.append(text)
+        for (metric, column) in stats:
+            column.append(_fmt_row(by_metric.get(metric)))
+    if keys[0][1]:
+        _print_packed("Positional study: cells (full analysis)", keys, stats)
     comp = frame[frame["metric"] == "spb_difference"]
     if len(comp):
         ctab = Table(title="Counterfactual comparisons: per-instance sPB difference "
