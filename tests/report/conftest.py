@@ -25,6 +25,16 @@ def positional_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def sequential_dir(positional_dir: Path) -> Path:
+    """The positional run folder plus ``sequential.json`` of a real simulated
+    `positional run --sequential` (fixtures/sequential.json: two cells, "biased"
+    p_bias 0.6 and "null" p_bias 0, alpha 0.05, 100 evaluations per cell, rounds of 10;
+    the config of tests/sequential)."""
+    shutil.copy(FIXTURES / "sequential.json", positional_dir / "sequential.json")
+    return positional_dir
+
+
+@pytest.fixture
 def fairness_dir(tmp_path: Path) -> Path:
     """A copy of the committed fairness run folder."""
     return Path(shutil.copytree(FIXTURES / "fairness_run", tmp_path / "fairness_run"))

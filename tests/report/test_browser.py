@@ -116,6 +116,26 @@ def test_positional_report(driver, positional_dir: Path, tmp_path: Path) -> None
     _screenshot(driver, tmp_path / "positional.png")
 
 
+def test_sequential_report(driver, sequential_dir: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    from selenium.webdriver.common.by import By
+
+    _check_page(driver, *_open(driver, sequential_dir, tmp_path))
+    size = driver.execute_script(
+        "var r = document.querySelector('svg.plot[aria-labelledby=\"fig-sequential-title\"]')"
+        " || document.querySelector('#fig-sequential svg, svg#fig-sequential');"
+        " if (!r) { return null; } r = r.getBoundingClientRect(); return [r.width, r.height];"
+    )
+    assert size is not None and size[0] > 100 and size[1] > 50
+    rows = driver.find_elements(By.CSS_SELECTOR, "#tab-sequential tbody tr")
+    assert len(rows) == 2 and "rejected uniformity" in rows[0].text
+    header = driver.find_elements(By.CSS_SELECTOR, "#tab-sequential thead th")[8]  # E
+    assert header.text.startswith("E at stop")
+    header.click()
+    values = _column(driver, "#tab-sequential", 8)
+    assert values == sorted(values) and len(values) == 2
+    _screenshot(driver, tmp_path / "sequential.png")
+
+
 def _column_unsorted(positional_dir: Path) -> list[float]:
     return [g["pb"]["value"] for g in build_report(positional_dir).data["groups"]]
 

@@ -241,9 +241,43 @@ def test_complete_case_equal_to_full_gives_equal_numbers():
     pd.testing.assert_frame_equal(full[values], cc[values])
 
 
+def test_analysis_json_and_study_json_agree_on_every_cell(grid, tmp_path):
+    # one noise-floor rule: analysis.json (the grouped analysis, which `positional run`
+    # also writes) and study.json give every cell -- identity-order ones included --
+    # the same sPB, and each noise floor is the decoding cell's sPB
+    _, _, study = grid
+    paths = study.save(tmp_path)
+    analysis = json.loads(paths["analysis"].read_text())
+    rows = json.loads(paths["json"].read_text())["rows"]
+    full = {(r["model"], r["k"], r["temperature"], r["condition"], r["metric"]): r
+            for r in rows if r["analysis"] == "full"}
+    assert len(analysis) == 16
+    checked = 0
+    for g in analysis:
+        cell = (g["model"], g["k"], g["temperature"], g["condition"])
+        for metric in ("spb", "pb", "ps"):
+            r = full[(*cell, metric)]
+            assert (r["estimate"], r["ci_low"], r["ci_high"]) == (
+                g[metric]["value"], g[metric]["ci_low"], g[metric]["ci_high"]), (cell, metric)
+            checked += 1
+        if g["condition"] in ("decoding", "labels"):
+            assert g["spb"]["threshold_from"]["condition"] == "permutation"
+            perm = next(h for h in analysis if h["condition"] == "permutation"
+                        and (h["model"], h["k"], h["temperature"]) == cell[:3])
+            assert g["spb"]["p_hat"] == perm["spb"]["p_hat"]
+        floor = full.get((*cell, "spb_noise_floor"))
+        if floor is not None and g["temperature"] > 0:
+            dec = next(h for h in analysis if h["condition"] == "decoding"
+                       and (h["model"], h["k"], h["temperature"]) == cell[:3])
+            assert floor["estimate"] == dec["spb"]["value"]
+            assert floor["ci_low"] == dec["spb"]["ci_low"]
+            checked += 1
+    assert checked == 16 * 3 + 2 * 3  # 2 models x 3 non-decoding cells at T = 0.6
+
+
 def test_report_shows_the_study_noise_floor(grid, tmp_path):
-    # analysis.json scores a decoding cell against its own threshold, the study against
-    # the permuted cell's: the page must show the study's number
+    # analysis.json and the study use one rule (the permuted cell's threshold), so the
+    # page, which reads analysis.json, shows the study's number
     table, _, study = grid
     table.assign(discard_reason=np.where(table["selected_position"].isna(), "x", None),
                  raw_response="{}").to_parquet(tmp_path / "evaluations.parquet", index=False)

@@ -10,7 +10,7 @@ import json
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -40,6 +40,30 @@ app = typer.Typer(help="The positional study.", no_args_is_help=True)
 console = Console()
 
 MSG_NUMBER_LIST = "`{option}`: {value!r} is not a list of numbers"
+MSG_TAU_OPTION = (
+    "`--tau` must be 'auto' (the threshold rule calibrated across queries) or a "
+    "cumulative share in (0, 1], e.g. --tau 0.8; got {value!r}"
+)
+TAU_HELP = (
+    "sPB's relevance-set threshold: 'auto' (grows with the set size, calibrated by PB) "
+    "or a fixed cumulative share in (0, 1], e.g. 0.8."
+)
+
+
+def _tau(value: str) -> float | Literal["auto"]:
+    """Parse `--tau`: 'auto' or a number in (0, 1]."""
+    import math
+
+    text = value.strip().lower()
+    if text == "auto":
+        return "auto"
+    try:
+        number = float(text)
+    except ValueError:
+        raise InputError(MSG_TAU_OPTION.format(value=value)) from None
+    if not math.isfinite(number) or not 0.0 < number <= 1.0:
+        raise InputError(MSG_TAU_OPTION.format(value=value))
+    return number
 
 
 class _MultiValueCommand(TyperCommand):
@@ -101,12 +125,15 @@ def _progress(quiet: bool) -> Progress:
 @app.command("analyze")
 @exit_on_error
 def analyze_command(
-    evals: Annotated[Path, typer.Argument(help="Evaluations table (.csv or .parquet).")],
+    evals: Annotated[Path, typer.Argument(
+        help="Evaluations table (.csv or .parquet), or a run folder (its "
+        "evaluations.parquet).")],
     by: Annotated[
         str | None, typer.Option(help="Analyse each group of these columns, e.g. model,k.")
     ] = None,
     alpha: Annotated[float, typer.Option(help="Level of both tests.")] = 0.05,
     epsilon: Annotated[float, typer.Option(help="Tolerated TV drift for POB-UNBP.")] = 0.0,
+    tau: Annotated[str, typer.Option("--tau", help=TAU_HELP)] = "auto",
     n_resamples: Annotated[int, typer.Option(help="POB-ICM within-query shuffles.")] = 9999,
     n_boot: Annotated[int, typer.Option(help="Bootstrap resamples of each CI.")] = 2000,
     seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
@@ -115,15 +142,36 @@ def analyze_command(
     fail_on_bias: Annotated[
         bool, typer.Option(help="Exit 1 if any test rejects (Holm-adjusted with --by).")
     ] = False,
+    exact: Annotated[bool, typer.Option(
+        "--exact", help="Use each evaluation's choice-probability vector (column "
+        "choice_probs) instead of the sampled choice: POB-UNBP, PS, PB, sPB without "
+        "decoding noise; no POB-ICM (docs/exact-and-sequential.md).")] = False,
 ) -> None:
     """Test an evaluations table for positional bias (POB-ICM, POB-UNBP, PS, PB, sPB)."""
     from ..positional import analyze, analyze_groups, read_table
 
-    table = read_table(evals)
+    tau_value = _tau(tau)
+    if evals.is_dir():
+        evals = evals / "evaluations.parquet"
+        if not evals.is_file():
+            raise InputError(f"{evals.parent}: no evaluations.parquet; pass the evaluations "
+                             "table or a `recaudit positional run` folder")
     columns = [c.strip() for c in by.split(",") if c.strip()] if by else []
+    if exact:
+        from ..positional._analyze_exact import read_exact_table
+
+        if tau_value != "auto":
+            raise InputError("`--tau` does not apply to `--exact`: exact-mode sPB uses the "
+                             "'auto' rule on expected counts; drop `--tau` or `--exact`")
+        _analyze_exact_cli(read_exact_table(evals), columns, alpha=alpha, epsilon=epsilon,
+                           n_boot=n_boot, seed=seed, json_output=json_output, quiet=quiet,
+                           fail_on_bias=fail_on_bias)
+        return
+    table = read_table(evals)
     options: dict[str, Any] = {
         "alpha": alpha,
         "epsilon": epsilon,
+        "tau": tau_value,
         "n_resamples": n_resamples,
         "n_boot": n_boot,
         "rng": seed,
@@ -151,6 +199,72 @@ def analyze_command(
         _print_analysis(rows, columns)
     if fail_on_bias and rejects:
         raise typer.Exit(code=1)
+
+
+def _analyze_exact_cli(table: Any, columns: list[str], *, alpha: float, epsilon: float,
+                       n_boot: int, seed: int | None, json_output: bool, quiet: bool,
+                       fail_on_bias: bool) -> None:
+    """`analyze --exact`: :func:`recaudit.positional.analyze_exact`, per group with --by."""
+    from ..positional import analyze_exact
+    from ..positional._analyze_exact import analyze_exact_groups
+
+    options: dict[str, Any] = {"alpha": alpha, "epsilon": epsilon, "n_boot": n_boot,
+                               "rng": seed}
+    with _progress(quiet or json_output) as bar:
+        if columns:
+            n_groups = (int(table.groupby(columns, dropna=False).ngroups)
+                        if all(c in table.columns for c in columns) else 1)
+            task = bar.add_task("analysing groups (exact)", total=n_groups)
+            grouped = analyze_exact_groups(table, by=columns,
+                                           progress=lambda n: bar.advance(task, n), **options)
+            rows, rejects = grouped.to_list(), grouped.rejects
+        else:
+            task = bar.add_task("analysing (exact)", total=1)
+            single = analyze_exact(table, **options)
+            bar.advance(task)
+            rows = [single.to_dict()]
+            rejects = bool(single.pob_unbp is not None and single.pob_unbp.reject)
+    if json_output:
+        print_json(rows if columns else rows[0])
+    else:
+        _print_exact(rows, columns)
+    if fail_on_bias and rejects:
+        raise typer.Exit(code=1)
+
+
+def _print_exact(rows: list[dict[str, Any]], by: list[str]) -> None:
+    holm = ", Holm" if by else ""
+    lines: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+        ("k", lambda r: str(r["k"])),
+        ("queries / evaluations", lambda r: f"{r['n_queries']} / {r['n_evaluations']}"),
+        ("rows without a vector", lambda r: str(r["n_missing"])),
+        ("mean outside mass",
+         lambda r: "n/a" if r["outside_mass"] is None else f"{r['outside_mass']:.3f}"),
+        (
+            f"POB-UNBP L, pp (p{holm})",
+            lambda r: (
+                _na(r["pob_unbp"], "L")
+                or (
+                    f"{100 * r['pob_unbp']['L']:.2f} "
+                    f"({r['pob_unbp'].get('pvalue_holm', r['pob_unbp']['pvalue']):.3g})"
+                )
+            ),
+        ),
+        ("PS [95% CI]", lambda r: _fmt(r["ps"])),
+        ("PB [95% CI]", lambda r: _fmt(r["pb"])),
+        ("sPB [95% CI]", lambda r: _fmt(r["spb"])),
+        ("position shares", lambda r: " ".join(f"{q:.2f}" for q in r["position_distribution"])),
+    ]
+    _print_groups("Positional bias from choice probabilities (exact mode)", rows, by, lines)
+    verdict = f"alpha = {rows[0]['alpha']}" + (", Holm across groups" if by else "")
+    biased = [_group_name(r, by) for r in rows
+              if r["pob_unbp"].get("reject_holm", r["pob_unbp"]["reject"])]
+    if biased:
+        console.print(f"[bold red]Positional bias detected[/] by POB-UNBP on choice "
+                      f"probabilities ({verdict}) in: {'; '.join(biased)}")
+    else:
+        console.print(f"[bold green]No positional bias detected[/] by POB-UNBP on choice "
+                      f"probabilities ({verdict})")
 
 
 @app.command("simulate", cls=_MultiValueCommand)
@@ -220,11 +334,7 @@ def simulate_command(
 
 def _print_analysis(rows: list[dict[str, Any]], by: list[str]) -> None:
     holm = ", Holm" if by else ""
-    table = Table(title="Positional bias")
-    table.add_column("statistic")
-    names = [", ".join(f"{c}={r[c]}" for c in by) or "all" for r in rows]
-    for name in names:
-        table.add_column(name, justify="right")
+    names = [_group_name(r, by) for r in rows]
     lines: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
         ("k", lambda r: str(r["k"])),
         ("queries / evaluations", lambda r: f"{r['n_queries']} / {r['n_evaluations']}"),
@@ -259,9 +369,7 @@ def _print_analysis(rows: list[dict[str, Any]], by: list[str]) -> None:
         ("sPB [95% CI]", lambda r: _fmt(r["spb"])),
         ("position shares", lambda r: " ".join(f"{q:.2f}" for q in r["position_distribution"])),
     ]
-    for label, cell in lines:
-        table.add_row(label, *[cell(r) for r in rows])
-    console.print(table)
+    _print_groups("Positional bias", rows, by, lines)
     verdict = f"alpha = {rows[0]['alpha']}" + (", Holm across groups" if by else "")
     biased = [
         name
@@ -273,6 +381,101 @@ def _print_analysis(rows: list[dict[str, Any]], by: list[str]) -> None:
         console.print(f"[bold red]Positional bias detected[/] ({verdict}) in: {'; '.join(biased)}")
     else:
         console.print(f"[bold green]No positional bias detected[/] ({verdict})")
+
+
+def _group_name(row: dict[str, Any], by: list[str]) -> str:
+    return ", ".join(f"{c}={row[c]}" for c in by) or "all"
+
+
+def _print_groups(title: str, rows: list[dict[str, Any]], by: list[str],
+                  lines: list[tuple[str, Callable[[dict[str, Any]], str]]]) -> None:
+    """The statistics of each group, readable at any terminal width.
+
+    When it fits ``console.width``: one table, a row per statistic, a column per group.
+    Otherwise (many groups, e.g. a study grid): a row per group, its varying keys as
+    the first columns, and the statistics split over as many tables as needed to fit
+    (:func:`_print_packed`); constant keys go to the title. No cell is cut short.
+    """
+    from rich.measure import Measurement
+
+    table = Table(title=title)
+    table.add_column("statistic", overflow="fold")
+    for r in rows:
+        table.add_column(_group_name(r, by), justify="right", overflow="fold")
+    for label, cell in lines:
+        table.add_row(label, *[cell(r) for r in rows])
+    # natural width (Measurement clamps to the options' max_width: measure unbounded)
+    unbounded = console.options.update(width=10**6)
+    if Measurement.get(console, unbounded, table).maximum <= console.width:
+        console.print(table)
+        return
+    varying = [c for c in by if len({str(r[c]) for r in rows}) > 1] or by[:1]
+    constant = [c for c in by if c not in varying]
+    if constant:
+        title += " (" + ", ".join(f"{c}={rows[0][c]}" for c in constant) + ")"
+    keys = [(_SHORT_KEYS.get(c, c), [_key_text(r[c]) for r in rows]) for c in varying]
+    stats = [(label, [cell(r) for r in rows]) for label, cell in lines]
+    _print_packed(title, keys, stats)
+
+
+#: Short headers of group keys in the packed tables.
+_SHORT_KEYS = {"temperature": "T"}
+
+
+def _key_text(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _print_packed(title: str, keys: list[tuple[str, list[str]]],
+                  stats: list[tuple[str, list[str]]]) -> None:
+    """Tables with the ``keys`` columns first and the ``stats`` columns split to fit.
+
+    Column widths are the longest cell (or header word); statistics are packed
+    greedily, in order, into tables no wider than ``console.width``. A single column
+    wider than what is left (a long position-share list) wraps at spaces, and every
+    column folds rather than ending in an ellipsis.
+    """
+    from rich.cells import cell_len
+
+    def width(header: str, cells: list[str]) -> int:
+        words = [cell_len(w) for w in header.split()] or [0]
+        return max([*words, *(cell_len(c) for c in cells)])
+
+    overhead = 3  # one space of padding each side and a border
+    base = 1 + sum(width(h, c) + overhead for h, c in keys)
+    room = console.width - base
+    if room < 12 + overhead:  # the keys alone fill the terminal: one block per group
+        for j in range(len(stats[0][1]) if stats else 0):
+            name = ", ".join(f"{h}={c[j]}" for h, c in keys)
+            block = Table(title=f"{title}: {name}" if name else title)
+            block.add_column("statistic", overflow="fold")
+            block.add_column("value", justify="right", overflow="fold")
+            for header, cells in stats:
+                block.add_row(header, cells[j])
+            console.print(block)
+        return
+    chunks: list[list[tuple[str, list[str]]]] = [[]]
+    used = 0
+    for stat in stats:
+        need = width(*stat) + overhead
+        if chunks[-1] and used + need > room:
+            chunks.append([])
+            used = 0
+        chunks[-1].append(stat)
+        used += need
+    n = len(chunks)
+    for i, chunk in enumerate(chunks, start=1):
+        table = Table(title=title + (f" [{i}/{n}]" if n > 1 else ""))
+        # fixed widths: the longest cell or header word, so headers wrap at spaces and
+        # cells fit; only a statistic wider than the room left folds (never an ellipsis)
+        for header, cells in keys:
+            table.add_column(header, overflow="fold", width=width(header, cells))
+        for header, cells in chunk:
+            table.add_column(header, justify="right", overflow="fold",
+                             width=max(1, min(width(header, cells), room - overhead)))
+        for j in range(len(keys[0][1]) if keys else len(chunk[0][1])):
+            table.add_row(*[c[j] for _, c in keys], *[c[j] for _, c in chunk])
+        console.print(table)
 
 
 def _fmt(est: dict[str, Any]) -> str:
@@ -337,7 +540,8 @@ def _progress_display() -> Progress:
 
 def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
              analyze: bool, sequential: Any = None, executor: str = "local",
-             ray_address: str | None = None) -> None:
+             ray_address: str | None = None,
+             tau: float | Literal["auto"] = "auto") -> None:
     """Run the audit with a progress display, then analyse (shared by run and demo)."""
     from ..llm._audit import run_audit
 
@@ -368,8 +572,8 @@ def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
             f"{result.summary.retries} retries) -> {result.evaluations_path}",
             highlight=False,
         )
-    analysis = _analyze_run(result.evaluations_path, seed=cfg.seed,
-                            quiet=not live) if analyze else None
+    analysis = _analyze_run(result.evaluations_path, seed=cfg.seed, quiet=not live,
+                            tau=tau) if analyze else None
     if as_json:
         doc = {"run": result.to_dict(), "analysis": analysis}
         if seq_doc is not None:
@@ -397,7 +601,8 @@ def _sequential_summary(run_dir: Path, live: bool) -> dict[str, Any]:
     return doc
 
 
-def _analyze_run(path: Path, *, seed: int, quiet: bool) -> list[dict[str, Any]] | None:
+def _analyze_run(path: Path, *, seed: int, quiet: bool,
+                 tau: float | Literal["auto"] = "auto") -> list[dict[str, Any]] | None:
     """Analyse a finished run with :mod:`recaudit.positional` (grouped, Holm).
 
     A table the statistics cannot use (e.g. every answer discarded) is reported with
@@ -408,7 +613,7 @@ def _analyze_run(path: Path, *, seed: int, quiet: bool) -> list[dict[str, Any]] 
     if not quiet:
         err_console.print("[dim]analysing (POB-ICM, POB-UNBP, PS, PB, sPB)...[/]")
     try:
-        grouped = analyze_groups(path, by=list(GROUP_BY), rng=seed)
+        grouped = analyze_groups(path, by=list(GROUP_BY), tau=tau, rng=seed)
     except RecauditError as exc:
         err_console.print(f"[yellow]analysis skipped:[/] {exc}; inspect the table and run "
                           f"`recaudit positional analyze {path}`", highlight=False)
@@ -445,6 +650,7 @@ def run_command(
     ray_address: Annotated[str | None, typer.Option(
         "--ray-address", help="Ray cluster address with --executor ray (default: start "
         "a local cluster).")] = None,
+    tau: Annotated[str, typer.Option("--tau", help=TAU_HELP)] = "auto",
 ) -> None:
     """Run an audit from CONFIG: every evaluation journaled, resumable after a crash.
 
@@ -454,12 +660,13 @@ def run_command(
     from ..llm._config import load_config
     from ..llm._sequential import SequentialOptions
 
+    tau_value = _tau(tau)
     cfg = load_config(config)
     seq = SequentialOptions(alpha=alpha, max_evaluations=max_evaluations) \
         if sequential else None
     _execute(cfg, out=out or Path("runs") / config.stem, resume=resume, as_json=as_json,
              quiet=quiet, analyze=analyze, sequential=seq, executor=executor,
-             ray_address=ray_address)
+             ray_address=ray_address, tau=tau_value)
 
 
 # -- demo -------------------------------------------------------------------------
@@ -540,14 +747,17 @@ def _print_study(study: Any) -> None:
     frame = study.table
     full = frame[frame["analysis"] == "full"]
     cells = full[full["metric"].isin(_STUDY_SUMMARY)]
-    table = Table(title="Positional study: cells (full analysis)")
-    for col in ("model", "k", "T", "condition", *_STUDY_SUMMARY):
-        table.add_column(col, justify="right")
+    keys: list[tuple[str, list[str]]] = [(h, []) for h in ("model", "k", "T", "condition")]
+    stats: list[tuple[str, list[str]]] = [(m, []) for m in _STUDY_SUMMARY]
     for key, part in cells.groupby(["model", "k", "temperature", "condition"], sort=True):
         by_metric = {r["metric"]: r for r in part.to_dict(orient="records")}
-        table.add_row(str(key[0]), str(key[1]), f"{key[2]:g}", str(key[3]),
-                      *[_fmt_row(by_metric.get(m)) for m in _STUDY_SUMMARY])
-    console.print(table)
+        for (_, column), text in zip(keys, (str(key[0]), str(key[1]), f"{key[2]:g}",
+                                            str(key[3])), strict=True):
+            column.append(text)
+        for (metric, column) in stats:
+            column.append(_fmt_row(by_metric.get(metric)))
+    if keys[0][1]:
+        _print_packed("Positional study: cells (full analysis)", keys, stats)
     comp = frame[frame["metric"] == "spb_difference"]
     if len(comp):
         ctab = Table(title="Counterfactual comparisons: per-instance sPB difference "
@@ -597,6 +807,7 @@ def study_command(
         "--resamples", min=1, help="POB-ICM within-query shuffles.")] = 9999,
     seed: Annotated[int | None, typer.Option(
         "--seed", help="Analysis seed (default: the config's seed).")] = None,
+    tau: Annotated[str, typer.Option("--tau", help=TAU_HELP)] = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
 ) -> None:
@@ -609,6 +820,7 @@ def study_command(
     from ..positional._study import analyze_study_folder
 
     live = not (quiet or as_json)
+    tau_value = _tau(tau)
 
     def say(msg: str) -> None:
         if live:
@@ -619,7 +831,7 @@ def study_command(
             raise InputError("`--analyze-only RUN_DIR` runs nothing: drop CONFIG, `--out` "
                              "and `--resume`")
         study = analyze_study_folder(analyze_only, n_boot=bootstrap, n_resamples=resamples,
-                                     rng=seed, progress=say)
+                                     tau=tau_value, rng=seed, progress=say)
         paths = study.save(analyze_only)
         summary: dict[str, Any] = {"run": None, "files": {k: str(v) for k, v in paths.items()},
                                    **{k: v for k, v in study.to_dict().items()
@@ -633,7 +845,7 @@ def study_command(
         cfg = load_config(config)
         target = out or Path("runs") / config.stem
         options: dict[str, Any] = {"out_dir": target, "resume": resume, "n_boot": bootstrap,
-                                   "n_resamples": resamples, "seed": seed}
+                                   "n_resamples": resamples, "seed": seed, "tau": tau_value}
         if live:
             with _progress_display() as display:
                 result = run_study(cfg, progress=_RichProgress(display), on_phase=say,

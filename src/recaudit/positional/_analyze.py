@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -23,6 +23,7 @@ from ._evaluations import (
 )
 from ._icm import PobIcmResult, pob_icm
 from ._metrics import (
+    MSG_TAU,
     StrongBiasResult,
     permutation_sensitivity,
     positional_bias,
@@ -40,6 +41,15 @@ REASON_DECODING = (
     "positions are the original indices)"
 )
 DECODING = "decoding"
+#: Conditions in the identity order (a position is a retrieval rank) and the permuted
+#: conditions whose sPB threshold they borrow, in order of preference.
+IDENTITY_ORDER = ("decoding", "labels")
+PERMUTED_ORDER = ("permutation", "labels_permutation")
+REASON_NO_P_HAT = (
+    "identity-order condition without a permuted cell (permutation or "
+    "labels_permutation) with sPB at the same {where}: the 'auto' relevance threshold is "
+    "undefined (pass a fixed tau, e.g. --tau 0.8)"
+)
 #: Statistics computed only on queries with >= 2 valid evaluations.
 NEEDS_TWO = ("ps", "ps_pairwise", "spb")
 STATISTICS = ("pob_icm", "pob_unbp", "ps", "ps_pairwise", "pb", "spb")
@@ -92,6 +102,8 @@ class PositionalAnalysis:
     selection_rate_matrix: npt.NDArray[np.float64] = field(repr=False)
     coverage: Mapping[str, Coverage] = field(default_factory=dict)
     group: dict[str, Any] = field(default_factory=dict)
+    tau: float | Literal["auto"] = "auto"
+    spb_threshold_from: dict[str, Any] | None = None
 
     @property
     def pob_icm_pvalue(self) -> float:
@@ -140,11 +152,14 @@ class PositionalAnalysis:
             "ps": _estimate_dict(self.ps),
             "ps_pairwise": _estimate_dict(self.ps_pairwise),
             "pb": self.pb.to_dict(),
-            "spb": (
-                self.spb.to_dict()
-                if self.spb is not None
-                else {**_estimate_dict(None), "tau": None, "p_hat": None}
-            ),
+            "spb": {
+                **(
+                    self.spb.to_dict()
+                    if self.spb is not None
+                    else {**_estimate_dict(None), "tau": None, "p_hat": None}
+                ),
+                "threshold_from": self.spb_threshold_from,
+            },
         }
         for name, obj in stats.items():
             cov = self.coverage.get(name, Coverage(self.n_queries))
@@ -159,6 +174,7 @@ class PositionalAnalysis:
             "n_queries_all_discarded": self.n_queries_all_discarded,
             "n_queries_excluded_ps": self.n_queries_excluded_ps,
             "alpha": self.alpha,
+            "tau": self.tau,
             **stats,
             "position_distribution": [e.value for e in self.position_distribution],
             "position_distribution_ci": [[e.ci.low, e.ci.high] for e in self.position_distribution],
@@ -203,6 +219,7 @@ def analyze(
     *,
     alpha: float = 0.05,
     epsilon: float = 0.0,
+    tau: float | Literal["auto"] = "auto",
     n_resamples: int = 9999,
     n_boot: int = 2000,
     confidence_level: float = 0.95,
@@ -224,6 +241,9 @@ def analyze(
         Level of both tests.
     epsilon : float
         Tolerated TV drift of POB-UNBP.
+    tau : 'auto' or float in (0, 1]
+        sPB's relevance-set threshold: the ``'auto'`` rule (default) or a fixed
+        cumulative share (see :func:`~recaudit.positional.strong_positional_bias`).
     n_resamples, n_boot : int
         Within-query shuffles of POB-ICM; bootstrap resamples of the CIs.
     confidence_level : float
@@ -231,10 +251,10 @@ def analyze(
     rng : numpy.random.Generator or int, optional
         One stream, split into independent child streams per statistic.
     """
+    tau = _tau_iv(tau)
     evals = data if isinstance(data, Evaluations) else evaluations_from_table(data)
-    return _analyze_group(
-        evals, {}, alpha, epsilon, n_resamples, n_boot, confidence_level, as_generator(rng)
-    )
+    settings = _Settings(alpha, epsilon, tau, n_resamples, n_boot, confidence_level)
+    return _analyze_group(evals, {}, settings, as_generator(rng).spawn(6))
 
 
 def analyze_groups(
@@ -243,6 +263,7 @@ def analyze_groups(
     by: Sequence[str],
     alpha: float = 0.05,
     epsilon: float = 0.0,
+    tau: float | Literal["auto"] = "auto",
     n_resamples: int = 9999,
     n_boot: int = 2000,
     confidence_level: float = 0.95,
@@ -256,45 +277,99 @@ def analyze_groups(
     after each group. In a group whose ``condition`` is ``"decoding"`` (identity order
     on every evaluation, the noise floor of sPB) POB-ICM and POB-UNBP are not
     applicable: they are ``None`` with a reason and left out of the Holm family.
+
+    When ``by`` includes ``condition``, an identity-order group (``decoding``,
+    ``labels``: a position is a retrieval rank, so its own PB measures relevance
+    concentration, not position) gets its ``'auto'``-rule sPB with the :math:`\\hat p`
+    of the permuted group (``permutation``, else ``labels_permutation``) with the same
+    other keys, as ``recaudit positional study`` does; without one its sPB is ``None``
+    with the reason (``spb.threshold_from`` names the group used).
     """
     if not by:
         raise InputError(MSG_BY_EMPTY.format(choices=", ".join(GROUP_COLUMNS)))
+    tau = _tau_iv(tau)
+    settings = _Settings(alpha, epsilon, tau, n_resamples, n_boot, confidence_level)
     gen = as_generator(rng)
-    results = []
+    parts: list[tuple[dict[str, Any], Evaluations]] = []
     for keys, part in group_table(read_table(data), list(by)):
         try:
             evals = evaluations_from_table(part)
         except InputError as exc:
             name = ", ".join(f"{k}={v}" for k, v in keys.items())
             raise InputError(MSG_IN_GROUP.format(group=name, error=exc)) from exc
-        results.append(
-            _analyze_group(
-                evals, _plain(keys), alpha, epsilon, n_resamples, n_boot, confidence_level, gen
-            )
-        )
+        parts.append((_plain(keys), evals))
+    # one set of child streams per group, in table order, whatever order they run in
+    streams = [gen.spawn(6) for _ in parts]
+    borrow = "condition" in by and tau == "auto"
+    identity = [borrow and keys.get("condition") in IDENTITY_ORDER for keys, _ in parts]
+    results: list[PositionalAnalysis | None] = [None] * len(parts)
+    # permuted groups first: identity-order groups borrow their p-hat
+    for i in sorted(range(len(parts)), key=lambda i: identity[i]):
+        keys, evals = parts[i]
+        ref: tuple[dict[str, Any], float] | None | str = None
+        if identity[i]:
+            ref = _reference_p_hat(keys, parts, results)
+        results[i] = _analyze_group(evals, keys, settings, streams[i], ref)
         if progress is not None:
             progress(1)
+    done = [r for r in results if r is not None]
     return GroupedAnalysis(
         by=tuple(by),
-        groups=tuple(results),
-        pob_icm_pvalue_holm=holm([r.pob_icm_pvalue for r in results]),
-        pob_unbp_pvalue_holm=holm([r.pob_unbp_pvalue for r in results]),
+        groups=tuple(done),
+        pob_icm_pvalue_holm=holm([r.pob_icm_pvalue for r in done]),
+        pob_unbp_pvalue_holm=holm([r.pob_unbp_pvalue for r in done]),
     )
+
+
+@dataclass(frozen=True)
+class _Settings:
+    alpha: float
+    epsilon: float
+    tau: float | Literal["auto"]
+    n_resamples: int
+    n_boot: int
+    confidence_level: float
+
+
+def _tau_iv(tau: Any) -> float | Literal["auto"]:
+    if isinstance(tau, str):
+        if tau != "auto":
+            raise InputError(MSG_TAU.format(value=tau))
+        return "auto"
+    if isinstance(tau, bool) or not isinstance(tau, int | float | np.integer | np.floating) \
+            or not 0.0 < float(tau) <= 1.0:
+        raise InputError(MSG_TAU.format(value=tau))
+    return float(tau)
+
+
+def _reference_p_hat(
+    keys: dict[str, Any],
+    parts: Sequence[tuple[dict[str, Any], Evaluations]],
+    results: Sequence[PositionalAnalysis | None],
+) -> tuple[dict[str, Any], float] | str:
+    """The permuted group's keys and p-hat for an identity-order group, or the reason."""
+    others = {c: v for c, v in keys.items() if c != "condition"}
+    for cond in PERMUTED_ORDER:
+        for (k2, _), res in zip(parts, results, strict=True):
+            if k2 == {**others, "condition": cond} and res is not None \
+                    and res.spb is not None and res.spb.p_hat is not None:
+                return k2, res.spb.p_hat
+    where = ", ".join(others) or "grouping"
+    return REASON_NO_P_HAT.format(where=where)
 
 
 def _analyze_group(
     evals: Evaluations,
     keys: dict[str, Any],
-    alpha: float,
-    epsilon: float,
-    n_resamples: int,
-    n_boot: int,
-    confidence_level: float,
-    gen: np.random.Generator,
+    settings: _Settings,
+    streams: Sequence[np.random.Generator],
+    reference: tuple[dict[str, Any], float] | str | None = None,
 ) -> PositionalAnalysis:
+    """One group; ``reference`` is the borrowed (keys, p-hat), a reason, or None (own)."""
     # Validated here too: POB-UNBP, their first user, may not run.
-    alpha, epsilon, _ = _pob_unbp_iv(alpha, epsilon, "pooled", "both")
-    g_icm, g_ps, g_ps2, g_pb, g_spb, g_dist = gen.spawn(6)
+    alpha, epsilon, _ = _pob_unbp_iv(settings.alpha, settings.epsilon, "pooled", "both")
+    n_boot, level = settings.n_boot, settings.confidence_level
+    g_icm, g_ps, g_ps2, g_pb, g_spb, g_dist = streams
     two = evals.evaluations_per_query() >= 2
     sub = _subset(evals, two)
     n_two = int(two.sum())
@@ -302,26 +377,32 @@ def _analyze_group(
     ps: Estimate | None = None
     ps_pairwise: Estimate | None = None
     spb: StrongBiasResult | None = None
+    threshold_from: dict[str, Any] | None = None
     if sub is None:
         for name, what in zip(NEEDS_TWO, ("PS", "pairwise PS", "sPB"), strict=True):
             coverage[name] = Coverage(0, REASON_FEW_EVALUATIONS.format(what=what))
     else:
         coverage.update({name: Coverage(n_two) for name in NEEDS_TWO})
-        ps = permutation_sensitivity(
-            sub, rng=g_ps, n_boot=n_boot, confidence_level=confidence_level
-        )
+        ps = permutation_sensitivity(sub, rng=g_ps, n_boot=n_boot, confidence_level=level)
         ps_pairwise = permutation_sensitivity(
-            sub, kind="pairwise", rng=g_ps2, n_boot=n_boot, confidence_level=confidence_level
+            sub, kind="pairwise", rng=g_ps2, n_boot=n_boot, confidence_level=level
         )
-        spb = strong_positional_bias(
-            sub, rng=g_spb, n_boot=n_boot, confidence_level=confidence_level
-        )
+        if isinstance(reference, str):
+            coverage["spb"] = Coverage(0, reference)
+        else:
+            p_hat = None
+            if reference is not None:
+                threshold_from, p_hat = reference
+            spb = strong_positional_bias(
+                sub, tau=settings.tau, p_hat=p_hat, rng=g_spb, n_boot=n_boot,
+                confidence_level=level,
+            )
     icm: PobIcmResult | None = None
     unbp: PobUnbpResult | None = None
     if keys.get("condition") == DECODING:
         coverage["pob_icm"] = coverage["pob_unbp"] = Coverage(0, REASON_DECODING)
     else:
-        icm = pob_icm(evals, n_resamples=n_resamples, rng=g_icm)
+        icm = pob_icm(evals, n_resamples=settings.n_resamples, rng=g_icm)
         if evals.n_queries >= 2:
             unbp = pob_unbp(evals, alpha=alpha, epsilon=epsilon)
         else:
@@ -339,14 +420,16 @@ def _analyze_group(
         pob_unbp=unbp,
         ps=ps,
         ps_pairwise=ps_pairwise,
-        pb=positional_bias(evals, rng=g_pb, n_boot=n_boot, confidence_level=confidence_level),
+        pb=positional_bias(evals, rng=g_pb, n_boot=n_boot, confidence_level=level),
         spb=spb,
         position_distribution=position_distribution(
-            evals, rng=g_dist, n_boot=n_boot, confidence_level=confidence_level
+            evals, rng=g_dist, n_boot=n_boot, confidence_level=level
         ),
         selection_rate_matrix=selection_rate_matrix(evals),
         coverage=coverage,
         group=keys,
+        tau=settings.tau,
+        spb_threshold_from=threshold_from,
     )
 
 

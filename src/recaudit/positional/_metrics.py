@@ -24,6 +24,8 @@ __all__ = [
 MSG_KIND = "`kind` must be 'modal' or 'pairwise', got {value!r}"
 MSG_TAU = "`tau` must be 'auto' or a number in (0, 1], got {value!r}"
 MSG_FOLDS = "`n_folds` must be an integer >= 2, got {value!r}"
+MSG_SPB_P_HAT = "`p_hat` must be a number in [0, 1] or None, got {value!r}"
+MSG_P_HAT_FIXED_TAU = "`p_hat` is the 'auto' rule's share: pass it with tau='auto', not tau={tau!r}"
 MSG_FEW_EVALUATIONS = (
     "row {row}, column `query_id`: query {query!r} has {n} valid evaluation(s); "
     "{what} needs >= 2 per query"
@@ -139,6 +141,7 @@ def strong_positional_bias(
     evals: Evaluations,
     *,
     tau: float | Literal["auto"] = "auto",
+    p_hat: float | None = None,
     n_folds: int = 5,
     n_boot: int = 2000,
     confidence_level: float = 0.95,
@@ -164,16 +167,28 @@ def strong_positional_bias(
     so the rule recovers R in the population. A number ``tau`` is the spec's fixed
     threshold. docs/positional-statistics.md reports how close each comes to the truth.
 
+    ``p_hat`` (``'auto'`` rule only) fixes :math:`\hat p` instead of estimating it from
+    ``evals``: an identity-order condition (``decoding``, ``labels``), where a position
+    is a retrieval rank, is scored with the :math:`\hat p` of the permuted condition
+    (docs/decisions.md, "Identity-order cells borrow the permuted cell's sPB threshold").
+
     References
     ----------
     Peláez-González, Herrera, Herrera-Poyatos, arXiv 2610.37962 (sPB).
     """
     n_boot, confidence_level = check_bootstrap_args(n_boot, confidence_level)
     tau_value, n_folds = _strong_positional_bias_iv(evals, tau, n_folds)
+    if p_hat is not None:
+        if isinstance(p_hat, bool) or not isinstance(p_hat, int | float | np.floating) \
+                or not 0.0 <= float(p_hat) <= 1.0:
+            raise InputError(MSG_SPB_P_HAT.format(value=p_hat))
+        if tau_value is not None:
+            raise InputError(MSG_P_HAT_FIXED_TAU.format(tau=tau))
+        p_hat = float(p_hat)
     gen = as_generator(rng)
-    per_query, threshold, p_hat = _per_query_spb(evals, tau_value, None, n_folds, gen)
+    per_query, threshold, used = _per_query_spb(evals, tau_value, p_hat, n_folds, gen)
     est = _mean_estimate(per_query, n_boot, confidence_level, gen)
-    return StrongBiasResult(est.value, est.ci, tau_value, p_hat, n_folds)
+    return StrongBiasResult(est.value, est.ci, tau_value, used, n_folds)
 
 
 def estimate_p_hat(evals: Evaluations) -> float:

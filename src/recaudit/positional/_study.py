@@ -32,13 +32,12 @@ import pandas as pd
 from .._io import to_jsonable, write_atomic, write_text_atomic
 from .._stats import Estimate, as_generator, holm
 from ..exceptions import InputError
-from ._analyze import PositionalAnalysis, analyze_groups
+from ._analyze import REASON_NO_P_HAT, Coverage, PositionalAnalysis, analyze_groups
 from ._counterfactual import (
     InstanceSpb,
     complete_case,
     discarded_mask,
     dispersion_regression,
-    estimate_p_hat,
     instance_spb,
     paired_instances,
     paired_wilcoxon,
@@ -46,6 +45,7 @@ from ._counterfactual import (
     score_dispersion,
 )
 from ._evaluations import evaluations_from_table, group_table, read_table
+from ._metrics import StrongBiasResult
 
 __all__ = [
     "STUDY_COLUMNS",
@@ -73,8 +73,6 @@ STUDY_COLUMNS = (
     "n_evaluations",
     "note",
 )
-PERMUTED = ("permutation", "labels_permutation")
-IDENTITY = ("decoding", "labels")
 #: (name, condition a, condition b, temperature of b: "same" or 0.0); a - b is tested.
 COMPARISONS: tuple[tuple[str, str, str, str | float], ...] = (
     ("both_vs_decoding", "permutation", "decoding", "same"),
@@ -95,10 +93,6 @@ REASON_DEGENERATE = (
 REASON_NO_DECODING = "no `decoding` condition in the grid: no noise floor"
 REASON_NO_T0 = "no temperature 0 in the grid: no permutation-only reference"
 REASON_NO_CELL = "the grid has no {cond} cell at T = {t:g}"
-REASON_NO_P_HAT = (
-    "identity-order condition without a permuted cell at the same model, k and "
-    "temperature: the 'auto' relevance threshold is undefined (pass a fixed tau)"
-)
 REASON_NO_CANDIDATES = "no candidates table with retrieval scores (candidates.parquet)"
 REASON_LABELS_CELL = (
     "identity order: positions are retrieval ranks, so POB-ICM/POB-UNBP measure "
@@ -355,6 +349,9 @@ class _Analysis:
         self.evals: dict[Cell, Any] = {}
         self.n_evaluations: dict[Cell, int] = {}
         self._instances: dict[Cell, InstanceSpb | str] = {}
+        #: Each cell's sPB from the grouped analysis (or the reason it is missing).
+        self.spb: dict[Cell, tuple[StrongBiasResult | None, Coverage,
+                                   dict[str, Any] | None]] = {}
 
     # -- cells ---------------------------------------------------------------------
     def cells(self) -> list[dict[str, Any]]:
@@ -369,7 +366,8 @@ class _Analysis:
             usable.append(part)
         if not usable:
             return []
-        grouped = analyze_groups(pd.concat(usable), by=list(CELL), rng=self.gen, **self.options)
+        grouped = analyze_groups(pd.concat(usable), by=list(CELL), tau=self.tau, rng=self.gen,
+                                 **self.options)
         as_list = grouped.to_list()
         icm_holm, unbp_holm = grouped.pob_icm_pvalue_holm, grouped.pob_unbp_pvalue_holm
         for i, res in enumerate(grouped.groups):
@@ -402,23 +400,29 @@ class _Analysis:
         for metric, est in (("ps", res.ps), ("ps_pairwise", res.ps_pairwise), ("pb", res.pb)):
             self._row(cell, metric, res.coverage[metric].n_queries, n_e, est=est,
                       note=res.coverage[metric].reason or "")
-        if cell[3] in IDENTITY or self.tau != "auto":
-            # analyze_groups' sPB is the auto rule on the cell's own PB: not the
-            # study's threshold here
-            inst = self.instance(cell)
-            if isinstance(inst, str):
-                self._row(cell, "spb", 0, n_e, note=inst)
-            else:
-                self._row(cell, "spb", inst.n_queries, n_e, est=self._mean(inst),
-                          note=f"fixed tau = {inst.tau:g}" if inst.p_hat is None else
-                          f"threshold from the permuted cell (p_hat = {inst.p_hat:.3g})")
+        # one rule: the grouped analysis scores identity-order cells against the
+        # permuted cell's threshold (analysis.json shows the same numbers)
+        self.spb[cell] = (res.spb, res.coverage["spb"], res.spb_threshold_from)
+        self._spb_row(cell, "spb", n_e, res.spb, res.coverage["spb"],
+                      res.spb_threshold_from)
+
+    def _spb_row(self, cell: tuple[Any, ...], metric: str, n_e: int,
+                 spb: StrongBiasResult | None, cov: Coverage,
+                 threshold_from: Mapping[str, Any] | None) -> None:
+        if spb is None:
+            note = cov.reason or ""
+        elif spb.p_hat is None:
+            note = f"fixed tau = {spb.tau:g}"
+        elif threshold_from is not None:
+            note = (f"threshold from the permuted cell ({threshold_from.get('condition')}, "
+                    f"p_hat = {spb.p_hat:.3g})")
         else:
-            spb = res.spb
-            self._row(cell, "spb", res.coverage["spb"].n_queries, n_e,
-                      est=None if spb is None else Estimate(spb.value, spb.ci),
-                      note=res.coverage["spb"].reason or (
-                          "" if spb is None or spb.p_hat is None
-                          else f"auto rule, p_hat = {spb.p_hat:.3g}"))
+            note = f"auto rule, p_hat = {spb.p_hat:.3g}"
+        if metric == "spb_noise_floor" and spb is not None:
+            note = ("sPB of the decoding-only cell (same model, k, T), same relevance "
+                    "threshold; " + note)
+        self._row(cell, metric, cov.n_queries if spb is not None else 0, n_e,
+                  est=None if spb is None else Estimate(spb.value, spb.ci), note=note)
 
     def _noise_floor_rows(self) -> None:
         for cell in sorted(self.evals, key=_sort_key):
@@ -432,13 +436,7 @@ class _Analysis:
             if t == 0:
                 self._row(cell, "spb_noise_floor", 0, n_e, note=REASON_DEGENERATE)
                 continue
-            inst = self.instance(floor)
-            if isinstance(inst, str):
-                self._row(cell, "spb_noise_floor", 0, n_e, note=inst)
-                continue
-            self._row(cell, "spb_noise_floor", inst.n_queries, n_e, est=self._mean(inst),
-                      note="sPB of the decoding-only cell (same model, k, T), "
-                      "same relevance threshold")
+            self._spb_row(cell, "spb_noise_floor", n_e, *self.spb[floor])
 
     # -- per-instance sPB --------------------------------------------------------------
     def instance(self, cell: Cell) -> InstanceSpb | str:
@@ -451,24 +449,17 @@ class _Analysis:
         evals = self.evals[cell]
         p_hat: float | None = None
         if self.tau == "auto":
-            model, k, t, cond = cell
-            if cond in PERMUTED:
-                p_hat = estimate_p_hat(evals)
-            else:
-                ref = next((self.evals[(model, k, t, c)] for c in PERMUTED
-                            if (model, k, t, c) in self.evals), None)
-                if ref is None:
-                    return REASON_NO_P_HAT
-                p_hat = estimate_p_hat(ref)
+            # the p-hat the cell's sPB used (an identity-order cell's is the permuted
+            # cell's), so comparisons and the cell table share one threshold
+            no_p_hat = REASON_NO_P_HAT.format(where="model, k, temperature")
+            spb, cov, _ = self.spb.get(cell, (None, Coverage(0, no_p_hat), None))
+            if spb is None or spb.p_hat is None:
+                return cov.reason or no_p_hat
+            p_hat = spb.p_hat
         try:
             return instance_spb(evals, tau=self.tau, p_hat=p_hat, rng=self.gen.spawn(1)[0])
         except InputError as exc:
             return str(exc)
-
-    def _mean(self, inst: InstanceSpb) -> Estimate:
-        return inst.mean(n_boot=int(self.options["n_boot"]),
-                         confidence_level=float(self.options["confidence_level"]),
-                         rng=self.gen.spawn(1)[0])
 
     # -- comparisons --------------------------------------------------------------------
     def compare(self) -> None:

@@ -13,7 +13,7 @@ import math
 import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -214,6 +214,8 @@ class PositionalRun:
     missing: tuple[str, ...]
     #: ``study.json`` of ``recaudit positional study`` (None when absent).
     study: Mapping[str, Any] | None = None
+    #: ``sequential.json`` of ``recaudit positional run --sequential`` (None when absent).
+    sequential: Mapping[str, Any] | None = None
 
 
 def _position_distribution(obj: Mapping[str, Any], where: str, k: int) -> tuple[Interval, ...]:
@@ -433,10 +435,12 @@ def _positional(analysis: Any, *, source: str, folder: Path | None = None) -> Po
     versions = _find(meta, "versions", "environment") or {}
     study = _read_json(study_json) if folder is not None \
         and (study_json := folder / "study.json").is_file() else None
+    sequential = _sequential(folder / SEQUENTIAL_JSON) if folder is not None \
+        and (folder / SEQUENTIAL_JSON).is_file() else None
     return PositionalRun(
         source=source,
         alpha=0.05 if alpha is None else float(alpha),
-        groups=_with_study_spb(groups, study),
+        groups=groups,
         discards=discards,
         generations=generations,
         discard_examples=examples,
@@ -447,36 +451,34 @@ def _positional(analysis: Any, *, source: str, folder: Path | None = None) -> Po
         versions={str(k): str(v) for k, v in versions.items()},
         missing=tuple(missing),
         study=study,
+        sequential=sequential,
     )
 
 
-#: Conditions whose sPB the study computes with the permuted cell's threshold.
-_IDENTITY_ORDER = ("decoding", "labels")
+SEQUENTIAL_JSON = "sequential.json"
+SEQUENTIAL_CMD = "`recaudit positional run CONFIG --sequential`"
+#: Keys every cell of ``sequential.json`` must have for the report.
+_SEQUENTIAL_CELL_KEYS = ("model", "k", "temperature", "condition", "decision", "budget")
 
 
-def _with_study_spb(groups: tuple[PositionalGroup, ...], study: Any
-                    ) -> tuple[PositionalGroup, ...]:
-    """Identity-order groups take the study's sPB (full analysis) when a study exists.
-
-    ``recaudit positional study`` scores ``decoding``/``labels`` cells against the
-    threshold of the permuted cell at the same model, k and T (docs/decisions.md), while
-    ``analysis.json`` uses each cell's own; one page must show one noise floor.
-    """
-    if not isinstance(study, Mapping) or not isinstance(study.get("rows"), list):
-        return groups
-    spb = {(str(r.get("model")), int(r.get("k", -1)), float(r.get("temperature", -1.0)),
-            str(r.get("condition"))): r
-           for r in study["rows"]
-           if isinstance(r, Mapping) and r.get("metric") == "spb"
-           and r.get("analysis") == "full" and r.get("condition") in _IDENTITY_ORDER}
-    out = []
-    for g in groups:
-        row = spb.get((g.model, g.k, g.temperature, g.condition))
-        if row is not None and row.get("estimate") is not None:
-            g = replace(g, spb=Interval(_float(row["estimate"]), _float(row.get("ci_low")),
-                                        _float(row.get("ci_high"))))
-        out.append(g)
-    return tuple(out)
+def _sequential(path: Path) -> Mapping[str, Any]:
+    """``sequential.json``, checked for the keys the report prints (named when missing)."""
+    doc = _read_json(path)
+    where = str(path)
+    if not isinstance(doc, Mapping):
+        raise InputError(f"{where}: expected a JSON object; it is written by {SEQUENTIAL_CMD}")
+    cells = _need(doc, where, SEQUENTIAL_CMD, "cells")
+    _need(doc, where, SEQUENTIAL_CMD, "alpha_per_cell")
+    if not isinstance(cells, list):
+        raise InputError(f"{where}: `cells` must be a list; it is written by {SEQUENTIAL_CMD}")
+    for i, cell in enumerate(cells):
+        if not isinstance(cell, Mapping):
+            raise InputError(f"{where}: cells[{i}] must be an object")
+        for key in _SEQUENTIAL_CELL_KEYS:
+            if key not in cell:
+                raise InputError(f"{where}: cells[{i}] has no key `{key}`; it is written "
+                                 f"by {SEQUENTIAL_CMD}")
+    return doc
 
 
 # ----------------------------------------------------------------------- fairness

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ._load import FairnessModel, Interval, PositionalGroup, SimulationRow
 from ._svg import BandScale, Canvas, LinearScale, Panel, nice_ticks, text_width
@@ -18,6 +19,7 @@ __all__ = [
     "OKABE_ITO",
     "coverage_popularity",
     "discards",
+    "e_value_paths",
     "group_bars",
     "long_tail",
     "metric_lines",
@@ -453,6 +455,44 @@ def power_curves(rows: Sequence[SimulationRow], *, alpha: float, fig_id: str) ->
                         title=f"{test}, k={k}, {q} queries, p_bias={r.p_bias:g}: "
                         f"{_fmt(r.rejection_rate)} ({r.reps} reps)",
                     )
+    return canvas.svg(fig_id)
+
+
+def e_value_paths(
+    cells: Sequence[Mapping[str, Any]], *, alpha_per_cell: float, fig_id: str
+) -> str:
+    """log10 E against valid evaluations, one line per sequential cell; threshold line.
+
+    ``cells`` are the items of ``sequential.json`` (``checkpoints``, ``log_e_path``,
+    ``decision``); a cell that rejected ends in a filled marker at its stop.
+    """
+    threshold = math.log10(1.0 / alpha_per_cell)
+    paths = []
+    for c in cells:
+        xs = [float(v) for v in c.get("checkpoints") or []]
+        ys = [float(v) / math.log(10) for v in c.get("log_e_path") or []]
+        label = f"{c['model']}, k={c['k']}, T={float(c['temperature']):g}, {c['condition']}"
+        paths.append((label, xs, ys, str(c.get("decision"))))
+    legend = [(_style_of(i)[1], _style_of(i)[0], "", _short(label))
+              for i, (label, *_rest) in enumerate(paths)]
+    legend += [("--", _GREY, "", f"rejection threshold 1/alpha = {1 / alpha_per_cell:.3g}")]
+    canvas, boxes = _frame(1, ncols=1, height=260, legend=legend, left=70)
+    all_x = [x for _, xs, _, _ in paths for x in xs] or [0.0, 1.0]
+    all_y = [y for _, _, ys, _ in paths for y in ys] + [threshold, 0.0]
+    x, y = _lin(boxes[0], _domain([0.0, *all_x]), _domain(all_y))
+    p = canvas.panel(boxes[0], x, y, title="Sequential evidence per cell",
+                     xlabel="valid evaluations", ylabel="log10 E-value")
+    p.hline(threshold, dash="5 3")
+    p.hline(0.0, dash="1.5 2.5")
+    for i, (label, xs, ys, decision) in enumerate(paths):
+        color, kind = _style_of(i)
+        p.line(xs, ys, color=color)
+        for j, (a, b) in enumerate(zip(xs, ys, strict=True)):
+            last = j == len(xs) - 1
+            p.point(a, b, color=color, kind=kind, r=3.2 if last else 2.2,
+                    fill=None if (last and decision == "rejected") else "white",
+                    title=f"{label}: E = {10 ** b:.3g} after {a:g} valid evaluations"
+                    + (f" ({decision})" if last else ""))
     return canvas.svg(fig_id)
 
 

@@ -513,6 +513,10 @@ def _render_positional(run: PositionalRun) -> tuple[dict[str, Any], list[Section
         from ._study import study_sections
 
         sections.extend(study_sections(run.study))
+    if run.sequential is not None:  # `recaudit positional run --sequential` folder
+        from ._sequential import sequential_sections
+
+        sections.extend(sequential_sections(run.sequential))
     verdict, summary = _positional_verdict(run, index)
     data: dict[str, Any] = {
         "alpha": run.alpha,
@@ -550,6 +554,7 @@ def _render_positional(run: PositionalRun) -> tuple[dict[str, Any], list[Section
             for r in run.simulation
         ],
         **({"study": run.study} if run.study is not None else {}),
+        **({"sequential": run.sequential} if run.sequential is not None else {}),
         "reproduction": {
             "config_file": run.config_name,
             "config": run.config_text,

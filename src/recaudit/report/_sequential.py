@@ -1,0 +1,119 @@
+"""The report's sequential section: a positional run folder with ``sequential.json``.
+
+``recaudit positional run --sequential`` writes ``sequential.json`` (one object per
+(model, k, temperature, condition) cell: the e-process decision, evaluations used
+against the budget, E at stopping, the path of E at round ends, the per-position
+confidence sequences at stopping). The page shows the decision table, the E-value
+paths and the confidence sequences; every number cell points into the sidecar's
+``sequential`` object (``data-path``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from . import _plots
+from ._render import Cell, Fig, Section, Table
+
+__all__ = ["sequential_sections"]
+
+_DECISIONS = {
+    "rejected": "rejected uniformity (stopped)",
+    "budget_spent": "not rejected, budget spent",
+    "plan_exhausted": "not rejected, every planned evaluation used",
+    "running": "running (not finished)",
+}
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _num(path: str, value: Any, text: str) -> Cell:
+    return Cell(text, path, value) if _finite(value) else Cell("n/a", path, None)
+
+
+def _fmt_p(p: Any) -> str:
+    return "n/a" if not _finite(p) else ("< 0.001" if p < 0.001 else f"{p:.3f}")
+
+
+def sequential_sections(doc: Mapping[str, Any], *, base: str = "sequential") -> list[Section]:
+    """The sequential decision table, the E-value paths and the confidence sequences."""
+    cells = list(doc.get("cells") or [])
+    level = float(doc["alpha_per_cell"])
+    options = doc.get("options") or {}
+    rows, cs_rows = [], []
+    for i, c in enumerate(cells):
+        p = f"{base}/cells/{i}"
+        key = (Cell(str(c["model"])), Cell(str(c["k"]), value=c["k"]),
+               Cell(f"{float(c['temperature']):g}"), Cell(str(c["condition"])))
+        used, budget = c.get("evaluations_used", 0), c["budget"]
+        e, thr = c.get("e_value"), c.get("threshold", 1.0 / level)
+        rows.append((
+            *key,
+            Cell(_DECISIONS.get(str(c["decision"]), str(c["decision"])),
+                 css="reject" if c["decision"] == "rejected" else ""),
+            _num(f"{p}/evaluations_used", used, str(used)),
+            _num(f"{p}/budget", budget, str(budget)),
+            _num(f"{p}/valid_evaluations", c.get("valid_evaluations"),
+                 str(c.get("valid_evaluations"))),
+            _num(f"{p}/e_value", e, f"{e:.3g} / {thr:.3g}" if _finite(e) else ""),
+            _num(f"{p}/pvalue", c.get("pvalue"), _fmt_p(c.get("pvalue"))),
+        ))
+        lows, highs = c.get("cs_low") or [], c.get("cs_high") or []
+        counts = c.get("counts") or []
+        for j, (lo, hi) in enumerate(zip(lows, highs, strict=False)):
+            n = counts[j] if j < len(counts) else None
+            cs_rows.append((
+                *key,
+                Cell(str(j + 1), value=j + 1),
+                _num(f"{p}/counts/{j}", n, str(n)),
+                _num(f"{p}/cs_low/{j}", lo, f"{lo:.3f}" if _finite(lo) else ""),
+                _num(f"{p}/cs_high/{j}", hi, f"{hi:.3f}" if _finite(hi) else ""),
+            ))
+    n_rej = sum(c["decision"] == "rejected" for c in cells)
+    alpha = options.get("alpha")
+    notes = (
+        f"{n_rej} of {len(cells)} cell(s) rejected \"the selected position is uniform\" with "
+        f"an anytime-valid test (e-process, Ville's inequality) at alpha = {alpha} across "
+        f"cells (Bonferroni: {level:.3g} per cell, threshold E >= {1 / level:.3g}). After a "
+        "sequential stop the fixed-sample p-values elsewhere on this page are descriptive "
+        "only; this decision is the valid test.",
+        f"Budget: at most {options.get('max_evaluations', 'n/a')} evaluations per cell, in "
+        f"rounds of {options.get('round_evaluations', 'n/a')}; method "
+        f"{options.get('method', 'n/a')}.",
+    )
+    table = Table(
+        "tab-sequential",
+        "Sequential decision per cell: evaluations used against the cell's maximum "
+        "(budget), valid (non-discarded) evaluations the e-process saw, E at stopping "
+        "against the rejection threshold 1/alpha, and the anytime-valid p-value "
+        "min(1, 1/max E).",
+        ("model", "k", "T", "condition", "decision", "evaluations used", "max evaluations",
+         "valid evaluations", "E at stop / threshold", "anytime p"),
+        tuple(rows),
+    )
+    cs_table = Table(
+        "tab-sequential-cs",
+        "Confidence sequences at stopping: for each cell and prompt position, the count of "
+        "selections and the anytime-valid simultaneous interval for the position's "
+        "selection probability (uniform = 1/k).",
+        ("model", "k", "T", "condition", "position", "selections", "CS low", "CS high"),
+        tuple(cs_rows),
+    )
+    figures: tuple[Fig, ...] = ()
+    if any(c.get("log_e_path") for c in cells):
+        figures = (Fig(
+            "fig-sequential",
+            "E-value paths",
+            "The e-process of each cell after every round (log10 scale), against the number "
+            "of valid evaluations. A cell stops and rejects uniformity when its path reaches "
+            "the dashed threshold 1/alpha (per cell); under no positional bias the path "
+            "stays below it with probability >= 1 - alpha at all times. Filled end marker: "
+            "rejected; open: not (yet).",
+            _plots.e_value_paths(cells, alpha_per_cell=level, fig_id="fig-sequential"),
+        ),)
+    return [Section("sequential", "Sequential audit (anytime-valid)", figures=figures,
+                    tables=(table, cs_table) if cs_rows else (table,), notes=notes)]

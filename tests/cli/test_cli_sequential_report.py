@@ -1,0 +1,53 @@
+"""`positional run --sequential` then `recaudit report`: the sequential section, end to end."""
+
+from __future__ import annotations
+
+import json
+
+from runner_helpers import write_config
+from typer.testing import CliRunner
+
+from recaudit.cli import app
+
+MODELS = """\
+[[models]]
+name = "biased"
+backend = "simulated"
+p_bias = 0.6
+
+[[models]]
+name = "null"
+backend = "simulated"
+p_bias = 0.0
+"""
+
+
+def test_sequential_run_folder_reports_its_decision(tmp_path, retriever, emb_cache):
+    from recaudit.llm._audit import run_audit
+    from recaudit.llm._config import load_config
+    from recaudit.llm._sequential import SequentialOptions
+
+    path = write_config(tmp_path, cache_dir=emb_cache, n_queries=30, n_perms=5, models=MODELS)
+    run = tmp_path / "run"
+    # the run in process (the CLI would load the embedder); the CLI then resumes it:
+    # nothing left to evaluate, sequential.json rewritten, analysis.json written
+    run_audit(load_config(path), out_dir=run, retriever=retriever,
+              sequential=SequentialOptions(alpha=0.05, max_evaluations=100))
+    res = CliRunner().invoke(app, ["positional", "run", str(path), "--out", str(run),
+                                   "--resume", "--sequential", "--max-evaluations", "100",
+                                   "--quiet"])
+    assert res.exit_code == 0, res.output
+    out = tmp_path / "report.html"
+    rep = CliRunner().invoke(app, ["report", str(run), "-o", str(out)])
+    assert rep.exit_code == 0, rep.output
+    html = out.read_text(encoding="utf-8")
+    sidecar = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    doc = json.loads((run / "sequential.json").read_text(encoding="utf-8"))
+    assert sidecar["sequential"] == doc
+    cells = {c["model"]: c for c in doc["cells"]}
+    assert cells["biased"]["decision"] == "rejected"
+    assert cells["biased"]["evaluations_used"] < cells["biased"]["budget"] == 100
+    assert "rejected uniformity (stopped)" in html and "Sequential audit" in html
+    assert f'data-path="sequential/cells/0/evaluations_used" ' \
+           f'data-value="{cells["biased"]["evaluations_used"]}"' in html
+    assert "fig-sequential" in [f["id"] for f in sidecar["figures"]]

@@ -1,0 +1,95 @@
+"""The report of a run folder with ``sequential.json`` (`positional run --sequential`)."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from recaudit import InputError
+from recaudit.report import build_report
+
+
+class _Numbers(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.cells: list[tuple[str, str]] = []
+        self.svg_ids: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if a.get("data-path", "").startswith("sequential/"):  # type: ignore[union-attr]
+            self.cells.append((str(a["data-path"]), str(a["data-value"])))
+        if tag == "svg" and a.get("aria-labelledby"):
+            self.svg_ids.append(str(a["aria-labelledby"]))
+
+
+def _resolve(data: Any, path: str) -> Any:
+    for part in path.split("/"):
+        data = data[int(part)] if isinstance(data, list) else data[part]
+    return data
+
+
+def test_decision_budget_and_confidence_sequences_are_shown(sequential_dir: Path) -> None:
+    report = build_report(sequential_dir)
+    doc = json.loads((sequential_dir / "sequential.json").read_text())
+    assert report.data["sequential"] == doc
+    html = report.html
+    assert "Sequential audit (anytime-valid)" in html and 'id="tab-sequential"' in html
+    assert "rejected uniformity (stopped)" in html and "not rejected, budget spent" in html
+    assert "1 of 2 cell(s) rejected" in html
+    parser = _Numbers()
+    parser.feed(html)
+    paths = dict(parser.cells)
+    biased, null = doc["cells"]
+    # evaluations used vs the maximum, E at stop, threshold
+    assert json.loads(paths["sequential/cells/0/evaluations_used"]) == biased["evaluations_used"]
+    assert json.loads(paths["sequential/cells/0/budget"]) == 100
+    assert biased["evaluations_used"] < 100 == null["evaluations_used"]
+    assert json.loads(paths["sequential/cells/0/e_value"]) == pytest.approx(biased["e_value"])
+    assert f"{null['e_value']:.3g} / 40" in html  # E at stop against the threshold 1/alpha
+    # one confidence-sequence row per position of each cell, low and high
+    k = biased["k"]
+    for i in (0, 1):
+        for j in range(k):
+            assert f"sequential/cells/{i}/cs_low/{j}" in paths
+            assert f"sequential/cells/{i}/cs_high/{j}" in paths
+    # every number resolves in the sidecar
+    sidecar = report.data
+    assert len(parser.cells) == 2 * 5 + 2 * 3 * k
+    for path, value in parser.cells:
+        assert json.loads(value) == pytest.approx(_resolve(sidecar, path)), path
+    # the e-value figure is listed and drawn
+    assert "fig-sequential" in [f["id"] for f in report.data["figures"]]
+    assert html.count("<polyline") >= 2
+
+
+def test_without_sequential_json_nothing_changes(positional_dir: Path) -> None:
+    report = build_report(positional_dir)
+    assert "sequential" not in report.data and "tab-sequential" not in report.html
+
+
+def test_sequential_without_paths_has_no_figure(sequential_dir: Path) -> None:
+    doc = json.loads((sequential_dir / "sequential.json").read_text())
+    for c in doc["cells"]:
+        c.pop("log_e_path"), c.pop("checkpoints")
+    (sequential_dir / "sequential.json").write_text(json.dumps(doc))
+    report = build_report(sequential_dir)
+    assert "tab-sequential" in report.html
+    assert "fig-sequential" not in [f["id"] for f in report.data["figures"]]
+
+
+@pytest.mark.parametrize(("edit", "match"), [
+    (lambda d: d.pop("cells"), "missing key `cells`"),
+    (lambda d: d["cells"][1].pop("budget"), r"cells\[1\] has no key `budget`"),
+])
+def test_malformed_sequential_json_is_named(sequential_dir: Path, edit: Any,
+                                            match: str) -> None:
+    doc = json.loads((sequential_dir / "sequential.json").read_text())
+    edit(doc)
+    (sequential_dir / "sequential.json").write_text(json.dumps(doc))
+    with pytest.raises(InputError, match=match):
+        build_report(sequential_dir)
