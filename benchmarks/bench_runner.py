@@ -1,9 +1,12 @@
 """Runner throughput and journal overhead against a real loopback server.
 
-A chat-completions server with a fixed injected latency (default 50 ms) runs in a
+A chat-completions server with an injected latency (mean 50 ms by default) runs in a
 separate process (so it does not share the client's core); the runner sends N calls
-through :class:`~recaudit.llm.OpenAIBackend` at concurrency 1, 8 and 32. The server's
-limit is ``concurrency / latency`` calls per second; the benchmark reports the
+through :class:`~recaudit.llm.OpenAIBackend` at concurrency 1, 8 and 32. Latency
+models (``--latency-model``): ``fixed`` (every call exactly the mean: the slots stay
+in lock-step), ``uniform`` (uniform on mean +- 20%) and ``exp`` (exponential with that
+mean), seeded. The server's limit is ``concurrency / mean latency`` calls per second;
+the benchmark reports the
 achieved fraction of that limit (goal: >= 0.9 at 32), once with the SQLite journal as
 the sink (background writer thread, as ``positional run`` uses it) and once with an
 in-memory sink (journal overhead goal: < 5%), and the client's CPU time per call
@@ -16,6 +19,7 @@ loop allow. It also times journal writes alone.
 Usage::
 
     PYTHONPATH=src python benchmarks/bench_runner.py [--latency-ms 50] [--calls-per-slot 40]
+        [--repeats 3] [--concurrency 1 8 32] [--latency-model fixed uniform]
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import statistics
 import subprocess
 import sys
@@ -41,7 +46,21 @@ ANSWER = json.dumps({"choices": [{"message": {"role": "assistant",
                      "usage": {"prompt_tokens": 200, "completion_tokens": 9}}).encode()
 
 
-async def _serve(port: int, latency: float) -> None:
+def _latency_sampler(model: str, mean: float, seed: int = 0):
+    """``() -> seconds`` for one call under the latency ``model``."""
+    rng = random.Random(seed)
+    if model == "fixed":
+        return lambda: mean
+    if model == "uniform":
+        return lambda: rng.uniform(0.8 * mean, 1.2 * mean)
+    if model == "exp":
+        return lambda: rng.expovariate(1.0 / mean)
+    raise SystemExit(f"unknown --latency-model {model!r}: fixed, uniform or exp")
+
+
+async def _serve(port: int, latency: float, model: str = "fixed") -> None:
+    delay = _latency_sampler(model, latency)
+
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
@@ -53,7 +72,7 @@ async def _serve(port: int, latency: float) -> None:
                     if name.lower() == "content-length":
                         length = int(value)
                 await reader.readexactly(length)
-                await asyncio.sleep(latency)
+                await asyncio.sleep(delay())
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                              b"Content-Length: " + str(len(ANSWER)).encode() + b"\r\n\r\n"
                              + ANSWER)
@@ -161,71 +180,81 @@ def _journal_write_cost(n: int = 2000, pace_s: float = 0.001) -> tuple[float, fl
     return out[0], out[1], out[2]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--latency-ms", type=float, default=50.0)
-    ap.add_argument("--calls-per-slot", type=int, default=40,
-                    help="calls per unit of concurrency (ideal wall time = this x latency)")
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
-    ap.add_argument("--serve", type=int, help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    latency = args.latency_ms / 1000
-    levels = args.concurrency
-    if args.serve is not None:
-        asyncio.run(_serve(args.serve, latency))
-        return
-
+def _start_server(latency_ms: float, model: str) -> tuple[subprocess.Popen[bytes], str]:
     import socket
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = subprocess.Popen([sys.executable, __file__, "--serve", str(port),
-                               "--latency-ms", str(args.latency_ms)])
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        asyncio.run(_run_once(url, 4, 20, MemorySink()))  # warm-up
-        print(f"server latency {args.latency_ms:.0f} ms; {args.repeats} repeats, median")
-        print(f"{'concurrency':>11} {'calls':>6} {'limit/s':>8} {'journal/s':>10} "
-              f"{'fraction':>8} {'memory/s':>9} {'overhead':>8} {'cpu ms/call':>11} "
-              f"{'1/cpu':>6}")
-        for c in levels:
-            n = args.calls_per_slot * c
-            rates_j, rates_m, cpus = [], [], []
-            for _ in range(args.repeats):
-                with tempfile.TemporaryDirectory() as tmp:
-                    with Journal(Path(tmp) / "journal.sqlite", meta={}, resume=False,
-                                 background=True) as j:
-                        rates_j.append(asyncio.run(_run_once(url, c, n, j))[0])
-                rate, cpu = asyncio.run(_run_once(url, c, n, MemorySink()))
-                rates_m.append(rate)
-                cpus.append(cpu)
-            limit = c / latency
-            rj, rm, cpu = (statistics.median(x) for x in (rates_j, rates_m, cpus))
-            print(f"{c:>11} {n:>6} {limit:>8.0f} {rj:>10.1f} {rj / limit:>8.2f} "
-                  f"{rm:>9.1f} {1 - rj / rm:>8.1%} {cpu:>11.2f} {1e3 / cpu:>6.0f}")
-        for c in levels:
-            n = args.calls_per_slot * c
-            runs = [asyncio.run(_raw_reference(url, c, n))
-                    for _ in range(args.repeats)]
-            rate = statistics.median(r for r, _ in runs)
-            cpu = statistics.median(x for _, x in runs)
-            print(f"reference client (no HTTP library), concurrency {c}: {rate:.1f} calls/s, "
-                  f"fraction {rate / (c / latency):.2f}, {cpu:.2f} ms CPU/call")
-        inline, queued, memory = _journal_write_cost()
-        print(f"time inside sink.write at ~1,000 records/s: journal committing inline "
-              f"(64 per commit) {inline:.0f} us/record, journal with the writer thread "
-              f"{queued:.1f} us/record, in-memory sink {memory:.1f} us/record")
-    finally:
-        server.terminate()
-        server.wait()
+                               "--latency-ms", str(latency_ms), "--latency-model", model])
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    return server, f"http://127.0.0.1:{port}/v1"
+
+
+def _table(url: str, args: argparse.Namespace, model: str) -> None:
+    latency = args.latency_ms / 1000
+    levels = args.concurrency
+    asyncio.run(_run_once(url, 4, 20, MemorySink()))  # warm-up
+    print(f"server latency {model}, mean {args.latency_ms:.0f} ms; {args.repeats} repeats, "
+          f"median")
+    print(f"{'concurrency':>11} {'calls':>6} {'limit/s':>8} {'journal/s':>10} "
+          f"{'fraction':>8} {'memory/s':>9} {'overhead':>8} {'cpu ms/call':>11} "
+          f"{'1/cpu':>6}")
+    for c in levels:
+        n = args.calls_per_slot * c
+        rates_j, rates_m, cpus = [], [], []
+        for _ in range(args.repeats):
+            with tempfile.TemporaryDirectory() as tmp:
+                with Journal(Path(tmp) / "journal.sqlite", meta={}, resume=False,
+                             background=True) as j:
+                    rates_j.append(asyncio.run(_run_once(url, c, n, j))[0])
+            rate, cpu = asyncio.run(_run_once(url, c, n, MemorySink()))
+            rates_m.append(rate)
+            cpus.append(cpu)
+        limit = c / latency
+        rj, rm, cpu = (statistics.median(x) for x in (rates_j, rates_m, cpus))
+        print(f"{c:>11} {n:>6} {limit:>8.0f} {rj:>10.1f} {rj / limit:>8.2f} "
+              f"{rm:>9.1f} {1 - rj / rm:>8.1%} {cpu:>11.2f} {1e3 / cpu:>6.0f}")
+    for c in levels:
+        n = args.calls_per_slot * c
+        runs = [asyncio.run(_raw_reference(url, c, n)) for _ in range(args.repeats)]
+        rate = statistics.median(r for r, _ in runs)
+        cpu = statistics.median(x for _, x in runs)
+        print(f"reference client (no HTTP library), concurrency {c}: {rate:.1f} calls/s, "
+              f"fraction {rate / (c / latency):.2f}, {cpu:.2f} ms CPU/call")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--latency-ms", type=float, default=50.0, help="mean server latency")
+    ap.add_argument("--calls-per-slot", type=int, default=40,
+                    help="calls per unit of concurrency (ideal wall time = this x latency)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
+    ap.add_argument("--latency-model", nargs="+", default=["fixed", "uniform"],
+                    choices=["fixed", "uniform", "exp"])
+    ap.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.serve is not None:
+        asyncio.run(_serve(args.serve, args.latency_ms / 1000, args.latency_model[0]))
+        return
+    for model in args.latency_model:
+        server, url = _start_server(args.latency_ms, model)
+        try:
+            _table(url, args, model)
+        finally:
+            server.terminate()
+            server.wait()
+    inline, queued, memory = _journal_write_cost()
+    print(f"time inside sink.write at ~1,000 records/s: journal committing inline "
+          f"(64 per commit) {inline:.0f} us/record, journal with the writer thread "
+          f"{queued:.1f} us/record, in-memory sink {memory:.1f} us/record")
 
 
 if __name__ == "__main__":

@@ -8,9 +8,10 @@ import json
 import math
 import sqlite3
 
-import httpx
 import numpy as np
 import pytest
+from aiohttp import web
+from fault_server import FaultServer
 from runner_helpers import json_parse, make_task
 
 from recaudit.llm._journal import EvalKey, EvalRecord, Journal
@@ -98,14 +99,12 @@ def test_openai_answer_slot_is_after_the_answer_key():
     assert probs == pytest.approx((0.1 / 0.9, 0.3 / 0.9, 0.5 / 0.9))
     assert outside == pytest.approx(0.1)
 
-    def handler(request):
-        body = json.loads(request.content)
-        assert body["logprobs"] is True and body["top_logprobs"] >= 3
-        return httpx.Response(200, json={"choices": [{
+    with FaultServer() as server:  # a real loopback server (tests/runner/fault_server.py)
+        server.serve(lambda n, seen: web.json_response({"choices": [{
             "message": {"content": 'Option 1 {"article_number": 3}'},
-            "logprobs": {"content": content}}]})
-
-    resp = asyncio.run(OpenAIBackend("http://llm.test/v1", "m",
-                                     transport=httpx.MockTransport(handler)
-                                     ).complete(_req((1, 2, 3), 0)))
+            "logprobs": {"content": content}}]}))
+        resp = asyncio.run(OpenAIBackend(server.base_url, "m", max_retries=0
+                                         ).complete(_req((1, 2, 3), 0)))
+        body = server.requests[0].json
+    assert body["logprobs"] is True and body["top_logprobs"] >= 3
     assert resp.choice_probs == pytest.approx(probs)

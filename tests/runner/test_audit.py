@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import sqlite3
 
-import httpx
 import pandas as pd
 import pytest
+from aiohttp import web
 from runner_helpers import write_config
 
 from recaudit.exceptions import EndpointError, JournalError
@@ -20,7 +20,7 @@ OPENAI_MODEL = """\
 [[models]]
 name = "remote"
 backend = "openai"
-base_url = "http://llm.test/v1"
+base_url = "{url}"
 model = "tiny"
 max_retries = 1
 """
@@ -96,28 +96,20 @@ def test_resume_guards(tmp_path, retriever, emb_cache):
     assert run_audit(load_config(path), out_dir=tmp_path / "run", resume=True).ran_now == 0
 
 
-def test_endpoint_down_then_resume(tmp_path, retriever, emb_cache):
+def test_endpoint_down_then_resume(tmp_path, retriever, emb_cache, fault_server):
+    url = fault_server.base_url
     cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=4, n_perms=3,
-                                   models=OPENAI_MODEL))
-
-    def down(request):
-        raise httpx.ConnectError("connection refused", request=request)
-
-    with pytest.raises(EndpointError, match="http://llm.test/v1/chat/completions.*--resume"):
-        run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever,
-                  transport=httpx.MockTransport(down))
+                                   models=OPENAI_MODEL.format(url=url)))
+    fault_server.script([], then="reset")  # every connection reset: the endpoint is down
+    with pytest.raises(EndpointError, match=f"{url}/chat/completions.*--resume"):
+        run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever)
     assert not (tmp_path / "run" / "evaluations.parquet").exists()
-    prompts = []
-
-    def up(request):
-        body = json.loads(request.content)
-        prompts.append(body)
-        return httpx.Response(200, json={"choices": [{"message": {
-            "content": '{"article_number": 2, "article_title": "x"}'}}],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 9}})
-
-    res = run_audit(cfg, out_dir=tmp_path / "run", resume=True,
-                    transport=httpx.MockTransport(up))
+    fault_server.reset()
+    fault_server.serve(lambda n, seen: web.json_response({"choices": [{"message": {
+        "content": '{"article_number": 2, "article_title": "x"}'}}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 9}}))
+    res = run_audit(cfg, out_dir=tmp_path / "run", resume=True)
+    prompts = [seen.json for seen in fault_server.requests]
     assert res.ok == 12 and len(prompts) == 12
     df = pd.read_parquet(res.evaluations_path)
     assert df["selected_position"].eq(2).all()
@@ -129,7 +121,7 @@ def test_endpoint_down_then_resume(tmp_path, retriever, emb_cache):
     for session in manifest["sessions"]:
         assert session["backends"] == [{
             "model": "remote", "k": 4, "backend": "openai", "name": "remote",
-            "model_id": "tiny", "base_url": "http://llm.test/v1"}]
+            "model_id": "tiny", "base_url": url}]
 
 
 LOCAL_MODEL = """\

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 
-import httpx
 import numpy as np
 import pytest
+from aiohttp import web
 from runner_helpers import LoopbackServer, json_parse, make_tasks
 
 from recaudit.exceptions import EndpointError, InputError
@@ -16,8 +16,6 @@ from recaudit.llm._journal import Journal, MemorySink
 from recaudit.llm._runner import run_tasks
 from recaudit.llm.backends._openai import OpenAIBackend
 from recaudit.llm.backends._simulated import SimulatedBackend, SimulationProfile
-
-URL = "http://llm.test/v1"
 
 
 def run(tasks, backend, sink, **kw):
@@ -47,17 +45,13 @@ def test_simulated_run_writes_every_key(tmp_path):
     assert all(i.startswith("item-") for i in ok["selected_item_id"])
 
 
-def test_random_faults_end_in_success_or_recorded_failure():
+def test_random_faults_end_in_success_or_recorded_failure(fault_server):
     rng = np.random.default_rng(5)
     kinds = ["ok", "429", "500", "timeout", "reset", "malformed", "empty"]
-
-    def handler(request):
-        from test_openai_backend import fault_response
-
-        return fault_response(str(rng.choice(kinds, p=[.4, .1, .1, .1, .1, .1, .1])), request)
-
+    fault_server.serve(lambda n, seen: str(rng.choice(kinds,
+                                                      p=[.4, .1, .1, .1, .1, .1, .1])))
     tasks = make_tasks(20, 5)
-    backend = OpenAIBackend(URL, "m", transport=httpx.MockTransport(handler), max_retries=2,
+    backend = OpenAIBackend(fault_server.base_url, "m", max_retries=2, timeout_s=0.1,
                             backoff_base_s=0.001, backoff_max_s=0.001)
     sink = MemorySink()
     summary = run(tasks, backend, sink, concurrency=8, max_consecutive_failures=100)
@@ -71,36 +65,30 @@ def test_random_faults_end_in_success_or_recorded_failure():
                and r.discard_reason is None for r in failed)
 
 
-def test_endpoint_down_aborts_and_resume_completes(tmp_path):
+def test_endpoint_down_aborts_and_resume_completes(tmp_path, fault_server):
     tasks = make_tasks(10, 4)
     path = tmp_path / "j.sqlite"
-
-    def down(request):
-        raise httpx.ConnectError("connection refused", request=request)
-
+    fault_server.script([], then="reset")  # every connection is reset: endpoint down
+    url = fault_server.base_url
     with Journal(path, meta={"config_hash": "x"}, resume=False) as j:
-        b = OpenAIBackend(URL, "m", transport=httpx.MockTransport(down), max_retries=1,
-                          backoff_base_s=0.001, backoff_max_s=0.001)
+        b = OpenAIBackend(url, "m", max_retries=1, backoff_base_s=0.001,
+                          backoff_max_s=0.001)
         with pytest.raises(EndpointError, match=r"model 'm': 3 evaluations in a row failed "
-                                                r".*http://llm.test/v1/chat/completions.*"
-                                                r"--resume") as info:
+                                                rf".*{url}/chat/completions.*"
+                                                r"connection error.*--resume") as info:
             run(tasks, b, j, concurrency=2, max_consecutive_failures=3)
         assert "40 evaluations still missing" in str(info.value)
         assert 3 <= j.counts()["failed"] <= 4
-    calls = []
-
-    def up(request):
-        calls.append(request)
-        return httpx.Response(200, json={"choices": [{"message": {"content":
-                                                                  '{"article_number": 3}'}}]})
-
+    fault_server.reset()
+    fault_server.serve(lambda n, seen: web.json_response(
+        {"choices": [{"message": {"content": '{"article_number": 3}'}}]}))
     with Journal(path, meta={"config_hash": "x"}, resume=True) as j:
         done = j.completed_keys()
         todo = [t for t in tasks if t.key not in done]
-        b = OpenAIBackend(URL, "m", transport=httpx.MockTransport(up))
+        b = OpenAIBackend(url, "m")
         run(todo, b, j, concurrency=4)
         assert j.counts() == {"ok": 40, "discarded": 0, "failed": 0}
-    assert len(calls) == 40
+    assert fault_server.n_requests == 40
 
 
 def test_real_socket_faults_are_retried():

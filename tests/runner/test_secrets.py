@@ -4,15 +4,13 @@ stdout/stderr, not to exception messages -- even when the server echoes it back.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import sqlite3
-import threading
 
-import httpx
 import pytest
-from runner_helpers import LoopbackServer, write_config
+from aiohttp import web
+from runner_helpers import write_config
 from typer.testing import CliRunner
 
 from recaudit.cli import app
@@ -39,43 +37,40 @@ def assert_clean(folder, *texts):
         assert SECRET not in text
 
 
-def echoing_handler(seen):
+def echoing_handler():
     """First attempt of each request: a 500 echoing the Authorization header; then an
     answer that echoes it."""
     bodies: set[bytes] = set()
 
-    def handler(request):
-        seen.append(request.headers.get("authorization"))
-        auth = request.headers.get("authorization", "")
-        if request.content not in bodies:
-            bodies.add(request.content)
-            return httpx.Response(500, text=f"internal error for {auth}")
-        return httpx.Response(200, json={"choices": [{"message": {
+    def handler(n, seen):
+        auth = seen.headers.get("Authorization", "")
+        if seen.body not in bodies:
+            bodies.add(seen.body)
+            return web.Response(status=500, text=f"internal error for {auth}")
+        return web.json_response({"choices": [{"message": {
             "content": '{"article_number": 1, "note": "' + auth + '"}'}}]})
 
     return handler
 
 
-def test_key_never_leaks_in_process(tmp_path, retriever, emb_cache, monkeypatch, caplog):
+def test_key_never_leaks_in_process(tmp_path, retriever, emb_cache, monkeypatch, caplog,
+                                    fault_server):
     monkeypatch.setenv("RECAUDIT_TEST_SECRET", SECRET)
     caplog.set_level(logging.DEBUG)
     cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=3, n_perms=3,
-                                   models=MODEL.format(url="http://llm.test/v1")))
-    seen: list[str] = []
-    res = run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever,
-                    transport=httpx.MockTransport(echoing_handler(seen)))
-    assert seen and all(s == f"Bearer {SECRET}" for s in seen)  # the key is sent
+                                   models=MODEL.format(url=fault_server.base_url)))
+    fault_server.serve(echoing_handler())
+    res = run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever)
+    seen = [s.headers.get("Authorization") for s in fault_server.requests]
+    assert len(seen) == 18 and all(s == f"Bearer {SECRET}" for s in seen)  # the key is sent
     assert res.ok + res.discarded == 9
     # an endpoint that rejects the request and echoes the key in its error body
     cfg2 = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=3, n_perms=3,
-                                    models=MODEL.format(url="http://llm.test/v1")))
-
-    def reject(request):
-        return httpx.Response(401, text=f"bad key {request.headers['authorization']}")
-
+                                    models=MODEL.format(url=fault_server.base_url)))
+    fault_server.serve(lambda n, seen: web.Response(
+        status=401, text=f"bad key {seen.headers['Authorization']}"))
     with pytest.raises(EndpointError) as info:
-        run_audit(cfg2, out_dir=tmp_path / "run2", retriever=retriever,
-                  transport=httpx.MockTransport(reject))
+        run_audit(cfg2, out_dir=tmp_path / "run2", retriever=retriever)
     assert "HTTP 401" in str(info.value) or "failed" in str(info.value)
     with sqlite3.connect(tmp_path / "run2" / "journal.sqlite") as conn:
         messages = [r[0] for r in conn.execute("SELECT error_message FROM evaluations")]
@@ -83,37 +78,23 @@ def test_key_never_leaks_in_process(tmp_path, retriever, emb_cache, monkeypatch,
     assert_clean(tmp_path, str(info.value), caplog.text, repr(res))
 
 
-def test_key_never_leaks_through_the_cli(tmp_path, retriever, emb_cache, monkeypatch):
+def test_key_never_leaks_through_the_cli(tmp_path, retriever, emb_cache, monkeypatch,
+                                        fault_server):
     monkeypatch.setenv("RECAUDIT_TEST_SECRET", SECRET)
-    loop = asyncio.new_event_loop()
-    server = LoopbackServer(lambda n: "500" if n % 4 == 0 else "ok")
-    started = threading.Event()
-
-    def serve():
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(server.__aenter__())
-        started.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    started.wait(10)
-    try:
-        path = write_config(tmp_path, cache_dir=emb_cache, n_queries=3, n_perms=4,
-                            models=MODEL.format(url=server.base_url))
-        # prepare the run folder in process (no embedder in the CLI), empty its journal
-        run_audit(load_config(path), out_dir=tmp_path / "run", retriever=retriever,
-                  transport=httpx.MockTransport(lambda r: httpx.Response(200, json={
-                      "choices": [{"message": {"content": '{"article_number": 2}'}}]})))
-        with sqlite3.connect(tmp_path / "run" / "journal.sqlite") as conn:
-            conn.execute("DELETE FROM evaluations")
-        result = CliRunner().invoke(app, ["positional", "run", str(path), "--out",
-                                          str(tmp_path / "run"), "--resume", "--json"])
-        assert result.exit_code == 0, result.output
-        summary = json.loads(result.stdout)
-        assert summary["run"]["ran_now"] == 12 and summary["run"]["retries"] >= 3
-        assert server.requests >= 15
-        assert_clean(tmp_path, result.output)
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
+    path = write_config(tmp_path, cache_dir=emb_cache, n_queries=3, n_perms=4,
+                        models=MODEL.format(url=fault_server.base_url))
+    # prepare the run folder in process (no embedder in the CLI), empty its journal
+    run_audit(load_config(path), out_dir=tmp_path / "run", retriever=retriever)
+    with sqlite3.connect(tmp_path / "run" / "journal.sqlite") as conn:
+        conn.execute("DELETE FROM evaluations")
+    fault_server.reset()
+    fault_server.serve(lambda n, seen: "500" if n % 4 == 0 else "ok")
+    result = CliRunner().invoke(app, ["positional", "run", str(path), "--out",
+                                      str(tmp_path / "run"), "--resume", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["run"]["ran_now"] == 12 and summary["run"]["retries"] >= 3
+    assert fault_server.n_requests >= 15
+    assert all(s.headers["Authorization"] == f"Bearer {SECRET}"
+               for s in fault_server.requests)
+    assert_clean(tmp_path, result.output)

@@ -143,16 +143,13 @@ def answer_schema(identifiers: tuple[str, ...]) -> dict[str, Any]:
     return {"type": "json_object", "schema": schema}
 
 
-def build_backends(cfg: AuditConfig, *, transport: Any = None
-                   ) -> dict[tuple[str, int], Backend]:
+def build_backends(cfg: AuditConfig) -> dict[tuple[str, int], Backend]:
     """One backend per (model name, k) (instances are shared across k when they can).
 
     Parameters
     ----------
     cfg : AuditConfig
         The config.
-    transport : httpx transport, optional
-        Passed to every ``openai`` backend (tests inject faults here).
     """
     out: dict[tuple[str, int], Backend] = {}
     for m in cfg.models:
@@ -162,7 +159,7 @@ def build_backends(cfg: AuditConfig, *, transport: Any = None
             shared = OpenAIBackend(
                 p.base_url, p.model, api_key_env=p.api_key_env, concurrency=p.concurrency,
                 rate_limit_per_s=p.rate_limit_per_s, timeout_s=p.timeout_s,
-                max_retries=p.max_retries, transport=transport, name=m.name,
+                max_retries=p.max_retries, name=m.name,
                 rng=np.random.default_rng(stable_words("jitter", cfg.seed, m.name)),
             )
         elif isinstance(p, LocalParams):
@@ -311,7 +308,6 @@ def run_audit(
     out_dir: str | os.PathLike[str],
     resume: bool = False,
     progress: RunProgress | None = None,
-    transport: Any = None,
     retriever: Retriever | None = None,
     on_phase: Callable[[str], None] | None = None,
     sequential: SequentialOptions | None = None,
@@ -332,8 +328,6 @@ def run_audit(
         journal row (never-run keys and ``failed`` ones).
     progress : RunProgress, optional
         Live counts.
-    transport : httpx transport, optional
-        Passed to ``openai`` backends (fault injection in tests).
     retriever : Retriever, optional
         Reuse a loaded retriever (default: one built from ``[retrieval]``).
     on_phase : callable, optional
@@ -387,7 +381,7 @@ def run_audit(
         else PromptTemplate.from_file(cfg.prompt.template)
     say("starting the backends")
     # the Ray executor builds the backends on its workers, while this process plans
-    backends = build_backends(cfg, transport=transport) if executor == "local" else {}
+    backends = build_backends(cfg) if executor == "local" else {}
     pool = RayPool(cfg, parse=_parse, address=ray_address) if executor == "ray" else None
     meta = {"config_hash": config_hash(cfg), "catalog_sha256": catalog.sha256}
     closed = False

@@ -53,7 +53,6 @@ def run_study(
     seed: int | None = None,
     progress: RunProgress | None = None,
     on_phase: Callable[[str], None] | None = None,
-    transport: Any = None,
     retriever: Retriever | None = None,
 ) -> StudyRun:
     """Run (or resume) the study grid of ``cfg``, analyse every cell, write the tables.
@@ -73,11 +72,11 @@ def run_study(
         Bootstrap resamples of every CI, POB-ICM shuffles, sPB threshold rule.
     seed : int, optional
         Seed of the analysis (default: the config's ``seed``).
-    progress, on_phase, transport, retriever
+    progress, on_phase, retriever
         Passed to :func:`run_audit`; ``on_phase`` also hears the analysis steps.
     """
     audit = run_audit(cfg, out_dir=out_dir, resume=resume, progress=progress,
-                      transport=transport, retriever=retriever, on_phase=on_phase)
+                      retriever=retriever, on_phase=on_phase)
     study = analyze_study_folder(
         audit.run_dir, n_boot=n_boot, n_resamples=n_resamples, tau=tau,
         rng=cfg.seed if seed is None else seed, progress=on_phase,

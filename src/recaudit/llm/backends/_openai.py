@@ -18,6 +18,15 @@ Reliability policy (documented in ``docs/runner.md``):
 The API key is read from the environment variable NAMED by ``api_key_env`` and only
 ever placed in the ``Authorization`` header; any text that leaves this module (error
 messages, response text) is passed through a redaction that replaces the key.
+Redirects are not followed (the key is never sent to another URL): a 3xx fails at once.
+
+HTTP goes through aiohttp (C-accelerated HTTP/1.1 parser): one long-lived
+``ClientSession`` per backend and event loop, created on first use inside the running
+loop (a backend may be built outside any loop and used by several ``asyncio.run``
+calls in turn), keep-alive connections, at most ``concurrency`` of them. The session
+closes with ``aclose()`` or, at the latest, when its loop shuts down (``asyncio.run``
+finalises the backend's closer generator). Why aiohttp and how it was tuned:
+``docs/decisions.md``, "The HTTP client is aiohttp".
 """
 
 from __future__ import annotations
@@ -28,6 +37,8 @@ import json
 import math
 import os
 import time
+import urllib.request
+from collections.abc import AsyncGenerator
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -42,8 +53,9 @@ __all__ = ["OpenAIBackend", "choice_probabilities_from_logprobs"]
 #: The JSON key whose value is the answer slot (the default template's).
 ANSWER_KEY = "article_number"
 RETRY_STATUS = frozenset({408, 409, 429})
-#: Connections per httpx pool (see ``OpenAIBackend.__init__``).
-POOL_SIZE = 2
+#: Idle seconds after which a keep-alive connection is not reused: below the 5 s idle
+#: timeout of uvicorn (llama-cpp-python's server), so we never reuse one it is closing.
+KEEPALIVE_S = 4.0
 MSG_NO_KEY = (
     "environment variable `{env}` (named by `api_key_env`) is not set; export the API "
     "key in it (the config names the variable, never the key)"
@@ -148,6 +160,33 @@ def choice_probabilities_from_logprobs(
     return None
 
 
+class _LoopSession:
+    """The HTTP session of one event loop and its in-flight bound (internal)."""
+
+    __slots__ = ("loop", "http", "slots", "closer")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, http: Any, concurrency: int) -> None:
+        self.loop = loop
+        self.http = http
+        self.slots = asyncio.Semaphore(concurrency)
+        self.closer: AsyncGenerator[None, None] = _close_at_loop_shutdown(http)
+
+
+async def _close_at_loop_shutdown(http: Any) -> AsyncGenerator[None, None]:
+    """Parked at its ``yield`` while the session lives; finalising it closes the session.
+
+    Once iterated, an async generator is registered with its event loop, and
+    ``asyncio.run`` (like ``asyncio.Runner``) finalises every such generator before it
+    closes the loop: the session's connections are then closed inside the loop that
+    owns them, even when the caller never awaited :meth:`OpenAIBackend.aclose`.
+    """
+    try:
+        yield
+    finally:
+        if not http.closed:
+            await http.close()
+
+
 class OpenAIBackend:
     """A :class:`~recaudit.llm.Backend` for an OpenAI-compatible HTTP endpoint.
 
@@ -161,15 +200,13 @@ class OpenAIBackend:
     api_key_env : str or None
         NAME of the environment variable holding the API key (``None``: no key).
     concurrency : int
-        Maximum requests in flight.
+        Maximum requests in flight (and keep-alive connections).
     rate_limit_per_s : float or None
         Maximum request starts per second (``None``: unlimited).
     timeout_s : float
-        Per-attempt timeout.
+        Per-attempt timeout (connect, send and read the whole answer).
     max_retries : int
         Retries after the first attempt before giving up.
-    transport : httpx.AsyncBaseTransport or None
-        Transport override (fault injection with ``httpx.MockTransport``).
     backoff_base_s, backoff_max_s : float
         Exponential backoff: attempt a waits ``uniform(0, min(max, base * 2**a))``.
     retry_after_max_s : float
@@ -181,10 +218,16 @@ class OpenAIBackend:
     name : str or None
         Label (default: ``model``).
 
+    Notes
+    -----
+    A proxy named by ``HTTP_PROXY`` / ``HTTPS_PROXY`` (honouring ``NO_PROXY``) is
+    read once, when the backend is built, not per request.
+
     Examples
     --------
     >>> b = OpenAIBackend("http://127.0.0.1:8080/v1", "smollm2")  # doctest: +SKIP
     >>> resp = await b.complete(request)  # doctest: +SKIP
+    >>> await b.aclose()  # doctest: +SKIP
     """
 
     def __init__(
@@ -197,7 +240,6 @@ class OpenAIBackend:
         rate_limit_per_s: float | None = None,
         timeout_s: float = 60.0,
         max_retries: int = 6,
-        transport: Any = None,
         backoff_base_s: float = 0.5,
         backoff_max_s: float = 30.0,
         retry_after_max_s: float = 120.0,
@@ -206,15 +248,18 @@ class OpenAIBackend:
         name: str | None = None,
     ) -> None:
         try:
-            import httpx
-        except ImportError as exc:  # pragma: no cover - httpx ships with the llm extra
-            raise MissingExtraError("httpx", "llm") from exc
+            import aiohttp
+            import yarl
+        except ImportError as exc:  # pragma: no cover - aiohttp ships with the llm extra
+            raise MissingExtraError("aiohttp", "llm") from exc
         args = _openai_iv(base_url, model, api_key_env, concurrency, rate_limit_per_s,
                           timeout_s, max_retries, backoff_base_s, backoff_max_s)
         self.base_url = args["base_url"]
         self.url = f"{self.base_url}/chat/completions"
         self.model = model
         self.name = name or model
+        self.concurrency = concurrency
+        self.timeout_s = timeout_s
         self.max_retries = max_retries
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
@@ -223,33 +268,14 @@ class OpenAIBackend:
         self._secret: str | None = args["key"]
         self._rng = np.random.default_rng(rng)
         self._bucket = None if rate_limit_per_s is None else _TokenBucket(rate_limit_per_s)
-        headers = {"Content-Type": "application/json"}
+        # parsed once (a str URL would be re-parsed by yarl on every request)
+        self._target = yarl.URL(self.url)
+        self._proxy = _env_proxy(self.url)
+        self._headers = {"Content-Type": "application/json"}
         if self._secret is not None:
-            headers["Authorization"] = f"Bearer {self._secret}"
-        # One long-lived client set per backend (never per call), HTTP/1.1 keep-alive,
-        # ``concurrency`` connections in all. httpcore scans every pooled connection on
-        # each request and response (O(pool size) CPU per call), so the connections are
-        # sharded over pools of POOL_SIZE (2 measured cheapest: benchmarks/README.md).
-        n_pools = math.ceil(concurrency / POOL_SIZE)
-        ssl_context = httpx.create_ssl_context()  # ~50 ms each: build one, share it
-        self._clients = [
-            httpx.AsyncClient(
-                verify=ssl_context,
-                timeout=httpx.Timeout(timeout_s),
-                headers=headers,
-                transport=transport,
-                http1=True,
-                http2=False,  # one request per connection at a time: no h2 multiplexing
-                # keep-alive with httpx's 5 s idle expiry (below common server timeouts)
-                limits=httpx.Limits(max_connections=POOL_SIZE,
-                                    max_keepalive_connections=POOL_SIZE),
-            )
-            for _ in range(n_pools)
-        ]
-        # one slot per allowed in-flight request, each bound to a pool
-        self._slots: asyncio.Queue[Any] = asyncio.Queue()
-        for i in range(concurrency):
-            self._slots.put_nowait(self._clients[i % n_pools])
+            self._headers["Authorization"] = f"Bearer {self._secret}"
+        self._client_errors: tuple[type[BaseException], ...] = (aiohttp.ClientError, OSError)
+        self._session: _LoopSession | None = None
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(base_url={self.base_url!r}, model={self.model!r})"
@@ -303,10 +329,11 @@ class OpenAIBackend:
         Raises
         ------
         EndpointError
-            After ``max_retries`` retries, or at once on a non-retryable 4xx. The
-            message names the URL and the last error; ``exc.retries`` holds the count.
+            After ``max_retries`` retries, or at once on a non-retryable 4xx or a
+            redirect. The message names the URL and the last error; ``exc.retries``
+            holds the count.
         """
-        # encoded once (httpx's ``json=`` would re-encode on every retry), compact UTF-8
+        # encoded once per call (not per retry), compact UTF-8
         body = json.dumps(self.payload(request), ensure_ascii=False, separators=(",", ":"),
                           allow_nan=False).encode()
         t0 = time.perf_counter()
@@ -327,33 +354,62 @@ class OpenAIBackend:
         err.retries = self.max_retries  # type: ignore[attr-defined]
         raise err
 
-    async def _attempt(self, body: bytes) -> dict[str, Any]:
-        import httpx
+    async def _loop_session(self) -> _LoopSession:
+        """This loop's session, opened on first use in the loop (see the module doc)."""
+        loop = asyncio.get_running_loop()
+        current = self._session
+        if current is not None and current.loop is loop and not current.http.closed:
+            return current
+        import aiohttp
 
+        # a session of another (finished) loop is left to that loop's shutdown
+        http = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=self.concurrency,
+                                           keepalive_timeout=KEEPALIVE_S),
+            headers=self._headers,
+            timeout=aiohttp.ClientTimeout(total=self.timeout_s),
+            cookie_jar=aiohttp.DummyCookieJar(),  # an API client keeps no cookies
+            proxy=self._proxy,
+        )
+        current = self._session = _LoopSession(loop, http, self.concurrency)
+        await current.closer.__anext__()  # registers it for finalisation by the loop
+        return current
+
+    async def _attempt(self, body: bytes) -> dict[str, Any]:
         if self._bucket is not None:
             await self._bucket.acquire()
-        client = await self._slots.get()
-        try:
-            resp = await client.post(self.url, content=body)
-        except httpx.TimeoutException as exc:
-            raise _RetryableError(f"timeout ({type(exc).__name__})") from None
-        except httpx.TransportError as exc:
-            raise _RetryableError(f"connection error ({type(exc).__name__})") from None
-        finally:
-            self._slots.put_nowait(client)
-        status = resp.status_code
+        session = self._session
+        if session is None or session.loop is not asyncio.get_running_loop() \
+                or session.http.closed:
+            session = await self._loop_session()
+        async with session.slots:
+            try:
+                async with session.http.post(self._target, data=body,
+                                             allow_redirects=False) as resp:
+                    raw = await resp.read()
+            except TimeoutError:  # before OSError: TimeoutError is one
+                raise _RetryableError("timeout") from None
+            except self._client_errors as exc:
+                raise _RetryableError(f"connection error ({type(exc).__name__})") from None
+        status = resp.status
         if status in RETRY_STATUS or status >= 500:
             raise _RetryableError(f"HTTP {status}",
-                                  parse_retry_after(resp.headers.get("retry-after")))
+                                  parse_retry_after(resp.headers.get("Retry-After")))
         if status >= 400:
-            snippet = self._redact(resp.text[:300])
+            snippet = self._redact(raw.decode("utf-8", "replace"))[:300]
             raise EndpointError(
                 f"endpoint {self.url} rejected the request with HTTP {status} (not "
                 f"retried: check the model name, API key variable and request options): "
                 f"{snippet}"
             )
+        if status >= 300:
+            where = self._redact(resp.headers.get("Location", "?"))
+            raise EndpointError(
+                f"endpoint {self.url} answered HTTP {status} (redirect to {where}); "
+                f"redirects are not followed: set `base_url` to the final address"
+            )
         try:
-            data = resp.json()
+            data = json.loads(raw)
         except ValueError:
             raise _RetryableError("malformed JSON body") from None
         if not isinstance(data, dict):
@@ -392,9 +448,22 @@ class OpenAIBackend:
         )
 
     async def aclose(self) -> None:
-        """Close the HTTP clients."""
-        for client in self._clients:
-            await client.aclose()
+        """Close this loop's HTTP session (a later call opens a new one)."""
+        session, self._session = self._session, None
+        if session is None:
+            return
+        if session.loop is asyncio.get_running_loop():
+            await session.closer.aclose()  # runs its ``finally``: closes the session
+        # else: the session belongs to another loop, which closes it at its shutdown
+
+
+def _env_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``None``: direct)."""
+    parts = urlsplit(url)
+    proxy = urllib.request.getproxies().get(parts.scheme)
+    if proxy is None or urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    return proxy
 
 
 def _int_or_none(value: object) -> int | None:
