@@ -314,8 +314,29 @@ class EvalActor:
         """The worker process id (tests kill it)."""
         return os.getpid()
 
-    def warm(self) -> ActorStartup:
-        """Build every model's backends now (loads local models); time the phases."""
+    def _batch_lock(self) -> Any:
+        import asyncio
+
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
+
+    async def warm(self) -> ActorStartup:
+        """Build every model's backends now (loads local models); time the phases.
+
+        Holds the batch lock and loads in a worker thread: Ray does not order the calls
+        of an async actor, and a first batch that ran before ``warm`` built the
+        backends itself inside its batch (measured: one actor's ``warm`` found its
+        model already loaded), so the load counted as batch time and ``warm`` timed
+        nothing. Now whichever comes first loads, the other waits on the lock, and the
+        event loop stays free (:meth:`pid` and :meth:`stats` answer during the load).
+        """
+        import asyncio
+
+        async with self._batch_lock():
+            return await asyncio.to_thread(self._warm)
+
+    def _warm(self) -> ActorStartup:
         from ._audit import build_backends
 
         if any(m.backend == "local" for m in self.cfg.models):
@@ -359,13 +380,9 @@ class EvalActor:
         driver's two in-flight batches, and both would finish late): the second waits
         here while the first computes, and is ready to start the moment it ends.
         """
-        import asyncio
-
         from ._runner import run_tasks
 
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
+        async with self._batch_lock():
             t0, cpu0 = time.perf_counter(), time.process_time()
             sink = MemorySink()
             aborted = False
