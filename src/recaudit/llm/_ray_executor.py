@@ -307,6 +307,7 @@ class EvalActor:
         self.parse = parse
         self.backends: dict[tuple[str, int], Any] = {}
         self._lock: Any = None
+        self._warming: Any = None
         self._n = self._batches = 0
         self._busy_s = self._busy_cpu_s = 0.0
 
@@ -321,20 +322,25 @@ class EvalActor:
             self._lock = asyncio.Lock()
         return self._lock
 
+    def _warmed(self) -> Any:
+        """The one load of this actor's backends (an asyncio task, started on first use)."""
+        import asyncio
+
+        if self._warming is None:
+            self._warming = asyncio.ensure_future(asyncio.to_thread(self._warm))
+        return self._warming
+
     async def warm(self) -> ActorStartup:
         """Build every model's backends now (loads local models); time the phases.
 
-        Holds the batch lock and loads in a worker thread: Ray does not order the calls
-        of an async actor, and a first batch that ran before ``warm`` built the
-        backends itself inside its batch (measured: one actor's ``warm`` found its
-        model already loaded), so the load counted as batch time and ``warm`` timed
-        nothing. Now whichever comes first loads, the other waits on the lock, and the
-        event loop stays free (:meth:`pid` and :meth:`stats` answer during the load).
+        The load runs once, in a worker thread, whichever of :meth:`warm` and the
+        first :meth:`run` arrives first (Ray does not order an async actor's calls:
+        first batches were measured starting before ``warm`` and loading the model
+        inside the batch); both await it, and the event loop stays free meanwhile
+        (:meth:`pid` and :meth:`stats` answer during the load).
         """
-        import asyncio
-
-        async with self._batch_lock():
-            return await asyncio.to_thread(self._warm)
+        result: ActorStartup = await self._warmed()
+        return result
 
     def _warm(self) -> ActorStartup:
         from ._audit import build_backends
@@ -382,6 +388,7 @@ class EvalActor:
         """
         from ._runner import run_tasks
 
+        await self._warmed()
         async with self._batch_lock():
             t0, cpu0 = time.perf_counter(), time.process_time()
             sink = MemorySink()
