@@ -14,10 +14,14 @@ sys.path.insert(0, str(ROOT / "tests" / "runner"))  # runner_helpers
 
 @pytest.fixture(scope="session")
 def ray_cluster():
-    """``ray.init(num_cpus=2)`` on this machine; shut down (only what it started) after.
+    """A new 2-CPU Ray cluster on this machine's loopback; shut down (only what it
+    started) after.
 
-    The workers import this worktree's ``src`` (absolute PYTHONPATH), not another
-    installed copy. Yields the cluster's GCS address (for ``--ray-address``).
+    Started by :func:`recaudit.llm._ray_executor.init_local` (``ray.init(address=
+    "local", num_cpus=2)`` in Ray's single-machine mode): node address 127.0.0.1,
+    every Ray process listening on loopback only. The workers import this worktree's
+    ``src`` (absolute PYTHONPATH), not another installed copy. Yields the cluster's
+    GCS address (``127.0.0.1:PORT``, for ``--ray-address``).
     """
     ray = pytest.importorskip("ray", reason="the `ray` extra is not installed")
     src = str(ROOT / "src")
@@ -26,8 +30,10 @@ def ray_cluster():
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if ray.is_initialized():
         ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             object_store_memory=200 * 1024**2, namespace="recaudit")
+    from recaudit.llm._ray_executor import init_local
+
+    init_local(num_cpus=2, include_dashboard=False, log_to_driver=False,
+               object_store_memory=200 * 1024**2, namespace="recaudit")
     try:
         yield ray.get_runtime_context().gcs_address
     finally:

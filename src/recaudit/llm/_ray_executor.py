@@ -11,7 +11,9 @@ step "evaluate the missing keys" differs:
   ``n_threads=1``), and answers batches of :class:`~._runner.EvalTask`
   with the ordinary asyncio runner (:func:`~._runner.run_tasks`) into an in-memory
   sink, returning the :class:`~._journal.EvalRecord` list;
-- the driver keeps two batches in flight per actor, streams finished batches back with
+- the driver keeps two batches in flight per actor (one computing, one waiting on the
+  actor), sized GUIDED (large while much remains, small at the end so the actors
+  finish together), streams finished batches back with
   ``ray.wait`` and alone writes the journal (one upsert per record, as the local
   executor does), so resume and exactly-once are unchanged;
 - a dead actor (:class:`ray.exceptions.RayActorError`, e.g. its worker process was
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import time
 import uuid
 from collections.abc import Sequence
@@ -40,7 +43,18 @@ from ._config import AuditConfig, OpenAIParams
 from ._journal import EvalRecord, MemorySink, ResultSink
 from ._runner import MSG_ABORT, EvalTask, ParseFn, RunProgress, RunSummary, _count, _Counters
 
-__all__ = ["EXECUTORS", "RayOptions", "RayPool", "import_ray", "ray_session", "run_tasks_ray"]
+__all__ = [
+    "EXECUTORS",
+    "ActorStartup",
+    "ActorStats",
+    "RayOptions",
+    "RayPool",
+    "import_ray",
+    "init_local",
+    "is_loopback",
+    "ray_session",
+    "run_tasks_ray",
+]
 
 #: Accepted values of ``--executor``.
 EXECUTORS = ("local", "ray")
@@ -79,13 +93,74 @@ def check_executor(executor: str, ray_address: str | None) -> str:
     return executor
 
 
+#: Hosts of a loopback address (``--ray-address 127.0.0.1:PORT``).
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
+#: Ray's switch for "single-machine mode": with it off, Ray takes 127.0.0.1 as the
+#: node's address and every Ray process listens on loopback only (Ray's default on
+#: macOS and Windows; read by ``ray._private.services.get_node_ip_address``).
+_RAY_CLUSTER_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+class _loopback:  # noqa: N801 -- a context manager
+    """Make Ray use 127.0.0.1 as this node's address while a cluster starts or joins.
+
+    On Linux Ray resolves ``127.0.0.1`` to the machine's outbound address and its
+    processes listen on every interface. Ray's single-machine mode (the one it uses on
+    macOS/Windows) takes 127.0.0.1 instead; it is read from
+    ``ray._private.ray_constants.ENABLE_RAY_CLUSTER`` in this process and from the
+    environment variable ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` in the processes the
+    cluster spawns. Both are set for the ``with`` block and restored after it (the
+    started processes keep the environment they inherited).
+    """
+
+    def __enter__(self) -> None:
+        from ray._private import ray_constants
+
+        self._constants = ray_constants
+        self._old = (ray_constants.ENABLE_RAY_CLUSTER, os.environ.get(_RAY_CLUSTER_ENV))
+        ray_constants.ENABLE_RAY_CLUSTER = False
+        os.environ[_RAY_CLUSTER_ENV] = "0"
+
+    def __exit__(self, *exc: object) -> None:
+        flag, env = self._old
+        self._constants.ENABLE_RAY_CLUSTER = flag
+        if env is None:
+            os.environ.pop(_RAY_CLUSTER_ENV, None)
+        else:
+            os.environ[_RAY_CLUSTER_ENV] = env
+
+
+def is_loopback(address: str | None) -> bool:
+    """Whether ``address`` (``"host:port"``) names a cluster on this machine's loopback."""
+    if address is None or "://" in address:
+        return False
+    return address.rsplit(":", 1)[0] in LOOPBACK_HOSTS
+
+
+def init_local(**kwargs: Any) -> Any:
+    """Start a new Ray cluster on this machine, bound to 127.0.0.1 only.
+
+    ``ray.init(address="local", **kwargs)`` in Ray's single-machine mode (see
+    :class:`_loopback`): the node address is 127.0.0.1 and the GCS, raylet, object
+    store and workers listen on loopback only, so nothing of the cluster is reachable
+    from the network (Ray has no authentication). ``address="local"`` always starts a
+    new cluster (never joins one found on the machine or in ``RAY_ADDRESS``). Returns
+    the :mod:`ray` module.
+    """
+    ray = import_ray()
+    with _loopback():
+        ray.init(address="local", **kwargs)
+    return ray
+
+
 class ray_session:  # noqa: N801 -- used as a context manager, like open()
     """Connect to Ray for the duration of a ``with`` block.
 
     Reuses a connection the caller already opened (``ray.is_initialized()``); otherwise
-    connects to ``address`` (``"auto"``, ``"ray://host:10001"``, ``"host:6379"``) or,
-    with ``address=None``, starts a local cluster on this machine, and shuts down what
-    it started on exit.
+    connects to ``address`` (``"auto"``, ``"ray://host:10001"``, ``"host:6379"``; a
+    ``127.0.0.1:PORT`` address joins a loopback-only cluster, see :func:`init_local`)
+    or, with ``address=None``, starts a new local cluster on this machine bound to
+    127.0.0.1 (:func:`init_local`), and shuts down what it started on exit.
     """
 
     def __init__(self, address: str | None = None) -> None:
@@ -98,8 +173,12 @@ class ray_session:  # noqa: N801 -- used as a context manager, like open()
         if not ray.is_initialized():
             kwargs: dict[str, Any] = {"log_to_driver": False, "namespace": NAMESPACE}
             if self.address is None:
-                kwargs["include_dashboard"] = False
-            ray.init(address=self.address, **kwargs)
+                init_local(include_dashboard=False, **kwargs)
+            elif is_loopback(self.address):
+                with _loopback():
+                    ray.init(address=self.address, **kwargs)
+            else:
+                ray.init(address=self.address, **kwargs)
             self._started = True
         return ray
 
@@ -117,8 +196,8 @@ class RayOptions:
     n_actors : int or None
         Evaluation actors (default: the cluster's CPU count, at least 1).
     batch_size : int or None
-        Evaluations per batch sent to an actor (default: enough for about 4 batches
-        per actor, between 1 and 32; smaller batches stream results back sooner).
+        Evaluations per batch sent to an actor (default: guided, ``ceil(remaining /
+        (4 * n_actors))`` between 1 and 32, see :func:`_next_batch`).
     """
 
     n_actors: int | None = None
@@ -144,6 +223,77 @@ def worker_config(cfg: AuditConfig, n_actors: int) -> AuditConfig:
                    concurrency=max(1, math.ceil(cfg.concurrency / n_actors)))
 
 
+@dataclass(frozen=True)
+class ActorStartup:
+    """When one actor's start-up phases ended (wall-clock epoch seconds).
+
+    Attributes
+    ----------
+    pid : int
+        The worker process.
+    process_start : float or None
+        The worker process's creation (``psutil``; None without it). Ray starts idle
+        workers ahead, so this can precede the actor's creation.
+    init : float
+        ``EvalActor.__init__`` entered: the worker imported recaudit and unpickled the
+        config (the actor's class and arguments travel pickled).
+    imports_done : float
+        torch and transformers imported (only when a ``local`` model is configured;
+        otherwise equal to ``init``'s end).
+    ready : float
+        Every model's backends built (local models loaded).
+    cpu_s : float
+        The worker process's CPU seconds at ``ready``.
+    loads : tuple of (str, float, bool)
+        Per local model: name, load seconds (``LocalBackend.load_s``) and whether the
+        dequantised weights cache was hit.
+    """
+
+    pid: int
+    process_start: float | None
+    init: float
+    imports_done: float
+    ready: float
+    cpu_s: float
+    loads: tuple[tuple[str, float, bool], ...]
+
+
+@dataclass(frozen=True)
+class ActorStats:
+    """What one actor did so far (see :meth:`EvalActor.stats`).
+
+    Attributes
+    ----------
+    pid : int
+        The worker process.
+    evaluations : int
+        Records returned.
+    batches : int
+        Batches answered.
+    busy_s : float
+        Wall seconds spent answering batches (one at a time, see :meth:`EvalActor.run`).
+    busy_cpu_s : float
+        The process's CPU seconds over those intervals (all its threads).
+    torch_threads : int or None
+        ``torch.get_num_threads()`` in the actor (None when torch is not imported).
+    """
+
+    pid: int
+    evaluations: int
+    batches: int
+    busy_s: float
+    busy_cpu_s: float
+    torch_threads: int | None
+
+
+def _process_start() -> float | None:
+    try:
+        import psutil
+    except ImportError:
+        return None
+    return float(psutil.Process().create_time())
+
+
 class EvalActor:
     """Evaluates batches of tasks on one Ray worker (wrapped by ``ray.remote``).
 
@@ -151,23 +301,74 @@ class EvalActor:
     """
 
     def __init__(self, cfg: AuditConfig, parse: ParseFn) -> None:
+        self._init = time.time()
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         self.cfg = cfg
         self.parse = parse
         self.backends: dict[tuple[str, int], Any] = {}
+        self._lock: Any = None
+        self._warming: Any = None
+        self._n = self._batches = 0
+        self._busy_s = self._busy_cpu_s = 0.0
 
     def pid(self) -> int:
         """The worker process id (tests kill it)."""
         return os.getpid()
 
-    def warm(self) -> int:
-        """Build every model's backends now (loads local models); returns the pid."""
+    def _batch_lock(self) -> Any:
+        import asyncio
+
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
+
+    def _warmed(self) -> Any:
+        """The one load of this actor's backends (an asyncio task, started on first use)."""
+        import asyncio
+
+        if self._warming is None:
+            self._warming = asyncio.ensure_future(asyncio.to_thread(self._warm))
+        return self._warming
+
+    async def warm(self) -> ActorStartup:
+        """Build every model's backends now (loads local models); time the phases.
+
+        The load runs once, in a worker thread, whichever of :meth:`warm` and the
+        first :meth:`run` arrives first (Ray does not order an async actor's calls:
+        first batches were measured starting before ``warm`` and loading the model
+        inside the batch); both await it, and the event loop stays free meanwhile
+        (:meth:`pid` and :meth:`stats` answer during the load).
+        """
+        result: ActorStartup = await self._warmed()
+        return result
+
+    def _warm(self) -> ActorStartup:
         from ._audit import build_backends
 
+        if any(m.backend == "local" for m in self.cfg.models):
+            import torch  # noqa: F401 -- timed apart from the model load
+            import transformers  # noqa: F401
+        imports_done = time.time()
+        loads = []
         for model in self.cfg.models:
             if model.name not in {m for m, _ in self.backends}:
-                self.backends.update(build_backends(replace(self.cfg, models=(model,))))
-        return os.getpid()
+                built = build_backends(replace(self.cfg, models=(model,)))
+                self.backends.update(built)
+                inner = getattr(next(iter(built.values())), "backend", None) \
+                    or next(iter(built.values()))
+                if hasattr(inner, "load_s"):
+                    loads.append((model.name, float(inner.load_s),
+                                  getattr(inner, "loaded_from", None) is not None))
+        return ActorStartup(pid=os.getpid(), process_start=_process_start(), init=self._init,
+                            imports_done=imports_done, ready=time.time(),
+                            cpu_s=time.process_time(), loads=tuple(loads))
+
+    def stats(self) -> ActorStats:
+        """Evaluations, busy wall and CPU so far, and torch's thread count."""
+        torch = sys.modules.get("torch")
+        return ActorStats(pid=os.getpid(), evaluations=self._n, batches=self._batches,
+                          busy_s=self._busy_s, busy_cpu_s=self._busy_cpu_s,
+                          torch_threads=None if torch is None else int(torch.get_num_threads()))
 
     def _backends_for(self, tasks: Sequence[EvalTask]) -> dict[tuple[str, int], Any]:
         from ._audit import build_backends
@@ -179,27 +380,48 @@ class EvalActor:
         return self.backends
 
     async def run(self, tasks: list[EvalTask]) -> tuple[list[EvalRecord], bool]:
-        """Evaluate ``tasks``; return their records and whether an endpoint gave up."""
+        """Evaluate ``tasks``; return their records and whether an endpoint gave up.
+
+        Batches run one after the other (an async actor would otherwise interleave the
+        driver's two in-flight batches, and both would finish late): the second waits
+        here while the first computes, and is ready to start the moment it ends.
+        """
         from ._runner import run_tasks
 
-        sink = MemorySink()
-        aborted = False
-        try:
-            await run_tasks(tasks, backends=self._backends_for(tasks), sink=sink,
-                            parse=self.parse, concurrency=self.cfg.concurrency,
-                            max_consecutive_failures=self.cfg.max_consecutive_failures)
-        except EndpointError:
-            aborted = True
+        await self._warmed()
+        async with self._batch_lock():
+            t0, cpu0 = time.perf_counter(), time.process_time()
+            sink = MemorySink()
+            aborted = False
+            try:
+                await run_tasks(tasks, backends=self._backends_for(tasks), sink=sink,
+                                parse=self.parse, concurrency=self.cfg.concurrency,
+                                max_consecutive_failures=self.cfg.max_consecutive_failures)
+            except EndpointError:
+                aborted = True
+            self._busy_s += time.perf_counter() - t0
+            self._busy_cpu_s += time.process_time() - cpu0
+            self._n += len(sink.records)
+            self._batches += 1
         return list(sink.records.values()), aborted
 
 
-def _batches(tasks: list[EvalTask], size: int) -> list[list[EvalTask]]:
-    # keep one model per batch (an actor loads a model on its first batch of it)
-    by_model: dict[str, list[EvalTask]] = {}
-    for t in tasks:
-        by_model.setdefault(t.key.model, []).append(t)
-    return [group[i:i + size] for group in by_model.values()
-            for i in range(0, len(group), size)]
+def _next_batch(pending: list[EvalTask], size: int | None, n_slots: int) -> list[EvalTask]:
+    """Take the next batch from the front of ``pending`` (reversed: the end is the front).
+
+    Batches hold one model (an actor loads a model on its first batch of it). Without
+    a fixed ``size`` the batch is GUIDED (as OpenMP's ``schedule(guided)``):
+    ``ceil(remaining / (2 * n_slots))`` tasks, between 1 and 32 -- large while much
+    remains (few round trips), small at the end, so the actors finish within about
+    one small batch of each other instead of one idling while the other computes a
+    large last batch.
+    """
+    n = size or max(1, min(32, math.ceil(len(pending) / (2 * n_slots))))
+    model = pending[-1].key.model
+    batch: list[EvalTask] = []
+    while pending and len(batch) < n and pending[-1].key.model == model:
+        batch.append(pending.pop())
+    return batch
 
 
 def _pool_iv(options: RayOptions, n_cpus: int) -> int:
@@ -247,6 +469,8 @@ class RayPool:
             self._remote = ray.remote(num_cpus=1, max_restarts=0)(EvalActor)
             self._run_id = uuid.uuid4().hex[:8]
             self._serial = 0
+            self.created = time.time()
+            self._warm: dict[int, Any] = {}
             self.actors = [self._new_actor() for _ in range(self.n_actors)]
         except BaseException:
             self._session.__exit__(None, None, None)
@@ -257,8 +481,34 @@ class RayPool:
         actor = self._remote.options(name=f"eval-{self._run_id}-{self._serial}",
                                      namespace=NAMESPACE).remote(self._wcfg, self._parse)
         self._serial += 1
-        actor.warm.remote()  # load the models now; a failure shows on the first batch
+        # load the models now; a failure shows on the first batch
+        self._warm[id(actor)] = actor.warm.remote()
         return actor
+
+    def startup(self, timeout: float | None = None) -> list[ActorStartup]:
+        """The start-up phases of the current actors (waits until they are ready).
+
+        Times are epoch seconds, comparable with :attr:`created` (when this pool asked
+        Ray for the actors). Actors that died or did not answer within ``timeout`` are
+        left out.
+        """
+        ray, out = self._ray, []
+        for actor in self.actors:
+            try:
+                out.append(ray.get(self._warm[id(actor)], timeout=timeout))
+            except (ray.exceptions.RayError, KeyError):
+                continue
+        return out
+
+    def stats(self) -> list[ActorStats]:
+        """Each current actor's :class:`ActorStats` (dead actors are left out)."""
+        ray, out = self._ray, []
+        for actor in self.actors:
+            try:
+                out.append(ray.get(actor.stats.remote(), timeout=30))
+            except ray.exceptions.RayError:
+                continue
+        return out
 
     def __enter__(self) -> RayPool:
         return self
@@ -294,21 +544,23 @@ class RayPool:
         t0 = time.perf_counter()
         if progress is not None:
             progress.start(len(todo))
-        size = self.options.batch_size or max(
-            1, min(32, math.ceil(len(todo) / (4 * self.n_actors))))
-        queue = _batches(todo, size)
-        queue.reverse()  # pop() from the end = submission order
+        pending = [t for m in dict.fromkeys(t.key.model for t in todo)
+                   for t in todo if t.key.model == m]
+        pending.reverse()  # pop() from the end = submission order
+        queue: list[list[EvalTask]] = []  # resubmitted batches, sent first
+        n_slots = IN_FLIGHT_PER_ACTOR * self.n_actors
         in_flight: dict[Any, tuple[int, list[EvalTask]]] = {}
         resubmitted: set[Any] = set()
         written: set[Any] = set()
 
         def submit(slot: int) -> None:
-            batch = queue.pop()
+            batch = queue.pop() if queue else _next_batch(pending, self.options.batch_size,
+                                                          n_slots)
             in_flight[self.actors[slot].run.remote(batch)] = (slot, batch)
 
         for _ in range(IN_FLIGHT_PER_ACTOR):
             for slot in range(self.n_actors):
-                if queue:
+                if queue or pending:
                     submit(slot)
         while in_flight:
             ready, _ = ray.wait(list(in_flight), num_returns=1)
@@ -328,7 +580,7 @@ class RayPool:
                 resubmitted.update(t.key for t in lost)
                 if lost:
                     queue.append(lost)
-                if counters.abort_model is None and queue:
+                if counters.abort_model is None and (queue or pending):
                     submit(slot)
                 continue
             for record in records:
@@ -343,7 +595,7 @@ class RayPool:
                 progress.update(done=counters.ok + counters.discarded + counters.failed,
                                 discarded=counters.discarded, failed=counters.failed,
                                 retries=counters.retries)
-            if counters.abort_model is None and queue:
+            if counters.abort_model is None and (queue or pending):
                 submit(slot)
         summary = RunSummary(
             total=len(todo), ok=counters.ok, discarded=counters.discarded,
