@@ -159,3 +159,17 @@ def test_cli_analyze_passes_and_validates_spb_repeats(tmp_path) -> None:
         out = runner.invoke(app, ["positional", "analyze", str(path), "--spb-repeats", bad])
         assert out.exit_code == 2
         assert "`--spb-repeats` must be an integer >= 1" in out.output, out.output
+
+
+def test_cli_help_states_the_library_default() -> None:
+    from typer.testing import CliRunner
+
+    from recaudit.cli import app
+    from recaudit.cli.positional import SPB_REPEATS_DEFAULT
+
+    assert SPB_REPEATS_DEFAULT == str(M.N_REPEATS)
+    for command in ("analyze", "run", "study"):
+        res = CliRunner().invoke(app, ["positional", command, "--help"], env={"COLUMNS": "200"})
+        assert res.exit_code == 0
+        assert "--spb-repeats" in res.output, command
+        assert f"[default: ({M.N_REPEATS})]" in res.output, command

@@ -59,6 +59,10 @@ SPB_REPEATS_HELP = (
 )
 
 
+#: Shown in --help (the CLI imports the library lazily); tested equal to N_REPEATS.
+SPB_REPEATS_DEFAULT = "20"
+
+
 def _spb_repeats(value: int) -> int:
     """Validate `--spb-repeats`: an integer >= 1."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -157,7 +161,7 @@ def analyze_command(
     epsilon: Annotated[float, typer.Option(help="Tolerated TV drift for POB-UNBP.")] = 0.0,
     tau: Annotated[str, typer.Option("--tau", help=TAU_HELP)] = "auto",
     spb_repeats: Annotated[int | None, typer.Option(
-        "--spb-repeats", help=SPB_REPEATS_HELP + " [default: 20]")] = None,
+        "--spb-repeats", help=SPB_REPEATS_HELP, show_default=SPB_REPEATS_DEFAULT)] = None,
     n_resamples: Annotated[int, typer.Option(help="POB-ICM within-query shuffles.")] = 9999,
     n_boot: Annotated[int, typer.Option(help="Bootstrap resamples of each CI.")] = 2000,
     seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
@@ -684,7 +688,7 @@ def run_command(
         "a local cluster).")] = None,
     tau: Annotated[str, typer.Option("--tau", help=TAU_HELP)] = "auto",
     spb_repeats: Annotated[int | None, typer.Option(
-        "--spb-repeats", help=SPB_REPEATS_HELP + " [default: 20]")] = None,
+        "--spb-repeats", help=SPB_REPEATS_HELP, show_default=SPB_REPEATS_DEFAULT)] = None,
 ) -> None:
     """Run an audit from CONFIG: every evaluation journaled, resumable after a crash.
 
@@ -844,7 +848,7 @@ def study_command(
         "--seed", help="Analysis seed (default: the config's seed).")] = None,
     tau: Annotated[str, typer.Option("--tau", help=TAU_HELP)] = "auto",
     spb_repeats: Annotated[int | None, typer.Option(
-        "--spb-repeats", help=SPB_REPEATS_HELP + " [default: 20]")] = None,
+        "--spb-repeats", help=SPB_REPEATS_HELP, show_default=SPB_REPEATS_DEFAULT)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
 ) -> None:
