@@ -326,3 +326,11 @@ def test_spb_repeats_are_used_and_recorded(grid, tmp_path):
     bad = runner.invoke(app, ["positional", "study", "--analyze-only", str(run),
                               "--spb-repeats", "0"])
     assert bad.exit_code == 2 and "`--spb-repeats` must be an integer >= 1" in bad.output
+
+
+def test_cli_study_run_refuses_non_default_spb_repeats(tmp_path):
+    # the run + analysis path lives in recaudit.llm; the re-analysis takes the option
+    res = CliRunner().invoke(app, ["positional", "study", "tests/study/study-sim.toml",
+                                   "--out", str(tmp_path / "run"), "--spb-repeats", "3"])
+    assert res.exit_code == 2 and "--analyze-only" in res.output, res.output
+    assert not (tmp_path / "run").exists()  # nothing was run
