@@ -291,3 +291,46 @@ def test_report_shows_the_study_noise_floor(grid, tmp_path):
                  and g["temperature"] == r["temperature"] and g["condition"] == "decoding")
         assert g["spb"]["value"] == pytest.approx(r["estimate"])
         assert g["spb"]["ci_low"] == pytest.approx(r["ci_low"])
+
+
+def test_spb_repeats_are_used_and_recorded(grid, tmp_path):
+    from recaudit.positional._metrics import N_REPEATS
+
+    table, cands, study = grid
+    assert study.settings["spb_n_repeats"] == N_REPEATS and study.settings["spb_n_folds"] == 5
+    assert all(g["spb"]["n_repeats"] == N_REPEATS for g in study.analysis
+               if g["spb"]["value"] is not None)
+    one = analyze_study(table, candidates=cands, rng=3, spb_repeats=1, **FAST)
+    assert one.settings["spb_n_repeats"] == 1
+    assert {g["spb"]["n_repeats"] for g in one.analysis} <= {1, None}
+    # only sPB and what is built on it change with the repeats
+    key = ["analysis", "model", "k", "temperature", "condition", "metric"]
+    a = study.table.set_index(key)["estimate"]
+    b = one.table.set_index(key)["estimate"]
+    pb = a.index.get_level_values("metric") == "pb"
+    pd.testing.assert_series_equal(a[pb], b[pb])
+    spb = a.index.get_level_values("metric") == "spb"
+    assert not np.allclose(a[spb].astype(float), b[spb].astype(float), equal_nan=True)
+    # the CLI passes --spb-repeats to the re-analysis and validates it
+    run = tmp_path / "run"
+    run.mkdir()
+    table.to_parquet(run / "evaluations.parquet")
+    cands.to_parquet(run / "candidates.parquet")
+    runner = CliRunner()
+    res = runner.invoke(app, ["positional", "study", "--analyze-only", str(run), "--json",
+                              "--bootstrap", "50", "--resamples", "19", "--spb-repeats", "2",
+                              "--seed", "0"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["settings"]["spb_n_repeats"] == 2
+    assert json.loads((run / "study.json").read_text())["settings"]["spb_n_repeats"] == 2
+    bad = runner.invoke(app, ["positional", "study", "--analyze-only", str(run),
+                              "--spb-repeats", "0"])
+    assert bad.exit_code == 2 and "`--spb-repeats` must be an integer >= 1" in bad.output
+
+
+def test_cli_study_run_refuses_non_default_spb_repeats(tmp_path):
+    # the run + analysis path lives in recaudit.llm; the re-analysis takes the option
+    res = CliRunner().invoke(app, ["positional", "study", "tests/study/study-sim.toml",
+                                   "--out", str(tmp_path / "run"), "--spb-repeats", "3"])
+    assert res.exit_code == 2 and "--analyze-only" in res.output, res.output
+    assert not (tmp_path / "run").exists()  # nothing was run

@@ -49,6 +49,32 @@ TAU_HELP = (
     "or a fixed cumulative share in (0, 1], e.g. 0.8."
 )
 
+MSG_SPB_REPEATS_OPTION = (
+    "`--spb-repeats` must be an integer >= 1 (random fold assignments sPB's "
+    "cross-validation averages over), e.g. --spb-repeats 20; got {value!r}"
+)
+SPB_REPEATS_HELP = (
+    "Random fold assignments sPB's 5-fold cross-validation averages over (repeated CV; "
+    "1 = one split)."
+)
+
+
+#: Shown in --help (the CLI imports the library lazily); tested equal to N_REPEATS.
+SPB_REPEATS_DEFAULT = "20"
+
+
+def _spb_repeats(value: int) -> int:
+    """Validate `--spb-repeats`: an integer >= 1."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(MSG_SPB_REPEATS_OPTION.format(value=value))
+    return value
+
+
+def _spb_repeats_default() -> int:
+    from ..positional._metrics import N_REPEATS
+
+    return N_REPEATS
+
 
 def _tau(value: str) -> float | Literal["auto"]:
     """Parse `--tau`: 'auto' or a number in (0, 1]."""
@@ -134,6 +160,8 @@ def analyze_command(
     alpha: Annotated[float, typer.Option(help="Level of both tests.")] = 0.05,
     epsilon: Annotated[float, typer.Option(help="Tolerated TV drift for POB-UNBP.")] = 0.0,
     tau: Annotated[str, typer.Option("--tau", help=TAU_HELP)] = "auto",
+    spb_repeats: Annotated[int | None, typer.Option(
+        "--spb-repeats", help=SPB_REPEATS_HELP, show_default=SPB_REPEATS_DEFAULT)] = None,
     n_resamples: Annotated[int, typer.Option(help="POB-ICM within-query shuffles.")] = 9999,
     n_boot: Annotated[int, typer.Option(help="Bootstrap resamples of each CI.")] = 2000,
     seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
@@ -151,6 +179,7 @@ def analyze_command(
     from ..positional import analyze, analyze_groups, read_table
 
     tau_value = _tau(tau)
+    repeats = _spb_repeats_default() if spb_repeats is None else _spb_repeats(spb_repeats)
     if evals.is_dir():
         evals = evals / "evaluations.parquet"
         if not evals.is_file():
@@ -163,6 +192,9 @@ def analyze_command(
         if tau_value != "auto":
             raise InputError("`--tau` does not apply to `--exact`: exact-mode sPB uses the "
                              "'auto' rule on expected counts; drop `--tau` or `--exact`")
+        if spb_repeats is not None:
+            raise InputError("`--spb-repeats` does not apply to `--exact`: exact-mode sPB "
+                             "has its own folds; drop `--spb-repeats` or `--exact`")
         _analyze_exact_cli(read_exact_table(evals), columns, alpha=alpha, epsilon=epsilon,
                            n_boot=n_boot, seed=seed, json_output=json_output, quiet=quiet,
                            fail_on_bias=fail_on_bias)
@@ -172,6 +204,7 @@ def analyze_command(
         "alpha": alpha,
         "epsilon": epsilon,
         "tau": tau_value,
+        "spb_repeats": repeats,
         "n_resamples": n_resamples,
         "n_boot": n_boot,
         "rng": seed,
@@ -541,7 +574,7 @@ def _progress_display() -> Progress:
 def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
              analyze: bool, sequential: Any = None, executor: str = "local",
              ray_address: str | None = None,
-             tau: float | Literal["auto"] = "auto") -> None:
+             tau: float | Literal["auto"] = "auto", spb_repeats: int | None = None) -> None:
     """Run the audit with a progress display, then analyse (shared by run and demo)."""
     from ..llm._audit import run_audit
 
@@ -573,7 +606,7 @@ def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
             highlight=False,
         )
     analysis = _analyze_run(result.evaluations_path, seed=cfg.seed, quiet=not live,
-                            tau=tau) if analyze else None
+                            tau=tau, spb_repeats=spb_repeats) if analyze else None
     if as_json:
         doc = {"run": result.to_dict(), "analysis": analysis}
         if seq_doc is not None:
@@ -602,7 +635,8 @@ def _sequential_summary(run_dir: Path, live: bool) -> dict[str, Any]:
 
 
 def _analyze_run(path: Path, *, seed: int, quiet: bool,
-                 tau: float | Literal["auto"] = "auto") -> list[dict[str, Any]] | None:
+                 tau: float | Literal["auto"] = "auto",
+                 spb_repeats: int | None = None) -> list[dict[str, Any]] | None:
     """Analyse a finished run with :mod:`recaudit.positional` (grouped, Holm).
 
     A table the statistics cannot use (e.g. every answer discarded) is reported with
@@ -613,7 +647,9 @@ def _analyze_run(path: Path, *, seed: int, quiet: bool,
     if not quiet:
         err_console.print("[dim]analysing (POB-ICM, POB-UNBP, PS, PB, sPB)...[/]")
     try:
-        grouped = analyze_groups(path, by=list(GROUP_BY), tau=tau, rng=seed)
+        repeats = _spb_repeats_default() if spb_repeats is None else spb_repeats
+        grouped = analyze_groups(path, by=list(GROUP_BY), tau=tau, rng=seed,
+                                 spb_repeats=repeats)
     except RecauditError as exc:
         err_console.print(f"[yellow]analysis skipped:[/] {exc}; inspect the table and run "
                           f"`recaudit positional analyze {path}`", highlight=False)
@@ -651,6 +687,8 @@ def run_command(
         "--ray-address", help="Ray cluster address with --executor ray (default: start "
         "a local cluster).")] = None,
     tau: Annotated[str, typer.Option("--tau", help=TAU_HELP)] = "auto",
+    spb_repeats: Annotated[int | None, typer.Option(
+        "--spb-repeats", help=SPB_REPEATS_HELP, show_default=SPB_REPEATS_DEFAULT)] = None,
 ) -> None:
     """Run an audit from CONFIG: every evaluation journaled, resumable after a crash.
 
@@ -661,12 +699,13 @@ def run_command(
     from ..llm._sequential import SequentialOptions
 
     tau_value = _tau(tau)
+    repeats = None if spb_repeats is None else _spb_repeats(spb_repeats)
     cfg = load_config(config)
     seq = SequentialOptions(alpha=alpha, max_evaluations=max_evaluations) \
         if sequential else None
     _execute(cfg, out=out or Path("runs") / config.stem, resume=resume, as_json=as_json,
              quiet=quiet, analyze=analyze, sequential=seq, executor=executor,
-             ray_address=ray_address, tau=tau_value)
+             ray_address=ray_address, tau=tau_value, spb_repeats=repeats)
 
 
 # -- demo -------------------------------------------------------------------------
@@ -808,6 +847,8 @@ def study_command(
     seed: Annotated[int | None, typer.Option(
         "--seed", help="Analysis seed (default: the config's seed).")] = None,
     tau: Annotated[str, typer.Option("--tau", help=TAU_HELP)] = "auto",
+    spb_repeats: Annotated[int | None, typer.Option(
+        "--spb-repeats", help=SPB_REPEATS_HELP, show_default=SPB_REPEATS_DEFAULT)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
 ) -> None:
@@ -821,6 +862,7 @@ def study_command(
 
     live = not (quiet or as_json)
     tau_value = _tau(tau)
+    repeats = _spb_repeats_default() if spb_repeats is None else _spb_repeats(spb_repeats)
 
     def say(msg: str) -> None:
         if live:
@@ -831,7 +873,8 @@ def study_command(
             raise InputError("`--analyze-only RUN_DIR` runs nothing: drop CONFIG, `--out` "
                              "and `--resume`")
         study = analyze_study_folder(analyze_only, n_boot=bootstrap, n_resamples=resamples,
-                                     tau=tau_value, rng=seed, progress=say)
+                                     tau=tau_value, spb_repeats=repeats, rng=seed,
+                                     progress=say)
         paths = study.save(analyze_only)
         summary: dict[str, Any] = {"run": None, "files": {k: str(v) for k, v in paths.items()},
                                    **{k: v for k, v in study.to_dict().items()
@@ -839,6 +882,10 @@ def study_command(
     else:
         if config is None:
             raise InputError("give the study CONFIG (TOML), or `--analyze-only RUN_DIR`")
+        if repeats != _spb_repeats_default():
+            raise InputError(f"`--spb-repeats {repeats}` applies to `--analyze-only`: run "
+                             "the study, then `recaudit positional study --analyze-only "
+                             f"RUN_DIR --spb-repeats {repeats}`")
         from ..llm._config import load_config
         from ..llm._study import run_study
 

@@ -24,7 +24,9 @@ from ._evaluations import (
 from ._icm import PobIcmResult, pob_icm
 from ._metrics import (
     MSG_TAU,
+    N_REPEATS,
     StrongBiasResult,
+    check_n_repeats,
     permutation_sensitivity,
     positional_bias,
     strong_positional_bias,
@@ -156,7 +158,8 @@ class PositionalAnalysis:
                 **(
                     self.spb.to_dict()
                     if self.spb is not None
-                    else {**_estimate_dict(None), "tau": None, "p_hat": None}
+                    else {**_estimate_dict(None), "tau": None, "p_hat": None,
+                          "n_folds": None, "n_repeats": None}
                 ),
                 "threshold_from": self.spb_threshold_from,
             },
@@ -220,6 +223,7 @@ def analyze(
     alpha: float = 0.05,
     epsilon: float = 0.0,
     tau: float | Literal["auto"] = "auto",
+    spb_repeats: int = N_REPEATS,
     n_resamples: int = 9999,
     n_boot: int = 2000,
     confidence_level: float = 0.95,
@@ -244,6 +248,9 @@ def analyze(
     tau : 'auto' or float in (0, 1]
         sPB's relevance-set threshold: the ``'auto'`` rule (default) or a fixed
         cumulative share (see :func:`~recaudit.positional.strong_positional_bias`).
+    spb_repeats : int
+        Fold assignments sPB's cross-validation averages over (``n_repeats`` of
+        :func:`~recaudit.positional.strong_positional_bias`).
     n_resamples, n_boot : int
         Within-query shuffles of POB-ICM; bootstrap resamples of the CIs.
     confidence_level : float
@@ -252,8 +259,10 @@ def analyze(
         One stream, split into independent child streams per statistic.
     """
     tau = _tau_iv(tau)
+    spb_repeats = check_n_repeats(spb_repeats)
     evals = data if isinstance(data, Evaluations) else evaluations_from_table(data)
-    settings = _Settings(alpha, epsilon, tau, n_resamples, n_boot, confidence_level)
+    settings = _Settings(alpha, epsilon, tau, n_resamples, n_boot, confidence_level,
+                         spb_repeats)
     return _analyze_group(evals, {}, settings, as_generator(rng).spawn(6))
 
 
@@ -264,6 +273,7 @@ def analyze_groups(
     alpha: float = 0.05,
     epsilon: float = 0.0,
     tau: float | Literal["auto"] = "auto",
+    spb_repeats: int = N_REPEATS,
     n_resamples: int = 9999,
     n_boot: int = 2000,
     confidence_level: float = 0.95,
@@ -288,7 +298,9 @@ def analyze_groups(
     if not by:
         raise InputError(MSG_BY_EMPTY.format(choices=", ".join(GROUP_COLUMNS)))
     tau = _tau_iv(tau)
-    settings = _Settings(alpha, epsilon, tau, n_resamples, n_boot, confidence_level)
+    spb_repeats = check_n_repeats(spb_repeats)
+    settings = _Settings(alpha, epsilon, tau, n_resamples, n_boot, confidence_level,
+                         spb_repeats)
     gen = as_generator(rng)
     parts: list[tuple[dict[str, Any], Evaluations]] = []
     for keys, part in group_table(read_table(data), list(by)):
@@ -329,6 +341,7 @@ class _Settings:
     n_resamples: int
     n_boot: int
     confidence_level: float
+    spb_repeats: int = N_REPEATS
 
 
 def _tau_iv(tau: Any) -> float | Literal["auto"]:
@@ -395,7 +408,7 @@ def _analyze_group(
                 threshold_from, p_hat = reference
             spb = strong_positional_bias(
                 sub, tau=settings.tau, p_hat=p_hat, rng=g_spb, n_boot=n_boot,
-                confidence_level=level,
+                confidence_level=level, n_repeats=settings.spb_repeats,
             )
     icm: PobIcmResult | None = None
     unbp: PobUnbpResult | None = None

@@ -22,6 +22,7 @@ from ._analyze import _subset
 from ._bootstrap import check_bootstrap_args
 from ._evaluations import Evaluations
 from ._metrics import (
+    N_REPEATS,
     _mean_estimate,
     _per_query_spb,
     _strong_positional_bias_iv,
@@ -87,6 +88,8 @@ class InstanceSpb:
         The ``'auto'`` rule's position-driven share (given or estimated).
     n_queries_excluded : int
         Queries with < 2 valid evaluations (left out).
+    n_folds, n_repeats : int
+        Folds of the cross-validation and fold assignments averaged.
     """
 
     query_ids: npt.NDArray[Any]
@@ -97,6 +100,8 @@ class InstanceSpb:
     tau: float | None
     p_hat: float | None
     n_queries_excluded: int
+    n_folds: int = 5
+    n_repeats: int = 1
 
     @property
     def n_queries(self) -> int:
@@ -121,12 +126,14 @@ def instance_spb(
     tau: float | Literal["auto"] = "auto",
     p_hat: float | None = None,
     n_folds: int = 5,
+    n_repeats: int = N_REPEATS,
     rng: np.random.Generator | int | None = None,
 ) -> InstanceSpb:
     r"""Per-instance sPB (cross-validated) and the relevance set of each query.
 
     :math:`sPB_j` = share of query j's held-out selections outside the relevance set
     :math:`R_j(\tau)` built from the other folds (``min(n_folds, l_j)`` random folds),
+    averaged over ``n_repeats`` independent fold assignments (repeated CV, Kim 2009),
     exactly as in :func:`~recaudit.positional.strong_positional_bias`, whose value is
     the mean of these. ``p_hat`` fixes the ``'auto'`` rule's position-driven share:
     pass the one estimated on a *permuted* condition to compare two conditions under
@@ -141,17 +148,20 @@ def instance_spb(
     References
     ----------
     Peláez-González, Herrera, Herrera-Poyatos, arXiv 2610.37962 (sPB, appendices).
+    Kim, J.-H. (2009). Estimating classification error rate: Repeated
+    cross-validation, repeated hold-out and bootstrap. Comput. Statist. Data Anal.
+    53(11), 3735-3745.
     """
     gen = as_generator(rng)
     two = evals.evaluations_per_query() >= 2
     sub = _subset(evals, two)
     if sub is None:
         raise InputError(MSG_NO_TWO)
-    tau_value, n_folds = _strong_positional_bias_iv(sub, tau, n_folds)
+    tau_value, n_folds, n_repeats = _strong_positional_bias_iv(sub, tau, n_folds, n_repeats)
     if p_hat is not None and (isinstance(p_hat, bool) or not 0.0 <= float(p_hat) <= 1.0):
         raise InputError(MSG_P_HAT.format(value=p_hat))
     per_query, threshold, used_p = _per_query_spb(
-        sub, tau_value, None if p_hat is None else float(p_hat), n_folds, gen
+        sub, tau_value, None if p_hat is None else float(p_hat), n_folds, gen, n_repeats
     )
     return InstanceSpb(
         query_ids=sub.query_ids,
@@ -162,6 +172,8 @@ def instance_spb(
         tau=tau_value,
         p_hat=used_p,
         n_queries_excluded=int((~two).sum()),
+        n_folds=n_folds,
+        n_repeats=n_repeats,
     )
 
 

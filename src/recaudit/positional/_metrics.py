@@ -24,6 +24,10 @@ __all__ = [
 MSG_KIND = "`kind` must be 'modal' or 'pairwise', got {value!r}"
 MSG_TAU = "`tau` must be 'auto' or a number in (0, 1], got {value!r}"
 MSG_FOLDS = "`n_folds` must be an integer >= 2, got {value!r}"
+MSG_REPEATS = "`n_repeats` must be an integer >= 1, got {value!r}"
+#: Default number of fold assignments sPB averages over (docs/decisions.md,
+#: "sPB averages over repeated fold assignments").
+N_REPEATS = 20
 MSG_SPB_P_HAT = "`p_hat` must be a number in [0, 1] or None, got {value!r}"
 MSG_P_HAT_FIXED_TAU = "`p_hat` is the 'auto' rule's share: pass it with tau='auto', not tau={tau!r}"
 MSG_FEW_EVALUATIONS = (
@@ -125,15 +129,18 @@ class StrongBiasResult:
     tau: float | None
     p_hat: float | None
     n_folds: int
+    n_repeats: int = 1
 
-    def to_dict(self) -> dict[str, float | None]:
-        """``{"value", "ci_low", "ci_high", "tau", "p_hat"}``."""
+    def to_dict(self) -> dict[str, float | int | None]:
+        """``{"value", "ci_low", "ci_high", "tau", "p_hat", "n_folds", "n_repeats"}``."""
         return {
             "value": self.value,
             "ci_low": self.ci.low,
             "ci_high": self.ci.high,
             "tau": self.tau,
             "p_hat": self.p_hat,
+            "n_folds": self.n_folds,
+            "n_repeats": self.n_repeats,
         }
 
 
@@ -143,6 +150,7 @@ def strong_positional_bias(
     tau: float | Literal["auto"] = "auto",
     p_hat: float | None = None,
     n_folds: int = 5,
+    n_repeats: int = N_REPEATS,
     n_boot: int = 2000,
     confidence_level: float = 0.95,
     rng: np.random.Generator | int | None = None,
@@ -153,9 +161,17 @@ def strong_positional_bias(
     frequently recommended items whose cumulative share is >= tau (ties broken by
     original index, i.e. retrieval rank). Each query's evaluations are split at random
     into ``min(n_folds, l_j)`` folds; R_j is built from the other folds and the held-out
-    fold is scored. :math:`sPB_j` = held-out selections outside R_j / l_j and
-    :math:`sPB = \frac1n \sum_j sPB_j`, with a percentile bootstrap CI over queries
-    (folds fixed).
+    fold is scored. One random fold assignment a gives
+    :math:`O_j^{(a)}` = held-out selections outside R_j, summed over the folds; repeated
+    cross-validation averages ``n_repeats`` = A independent assignments,
+
+    .. math:: sPB_j = \frac{1}{A} \sum_{a=1}^{A} O_j^{(a)} / l_j,
+              \qquad sPB = \frac1n \sum_j sPB_j,
+
+    with a percentile bootstrap CI over queries of the averaged :math:`sPB_j`. The
+    estimand is the expected CV estimate over fold assignments; averaging only removes
+    the fold lottery (its Monte-Carlo variance shrinks like 1/A), which the bootstrap
+    over queries does not see. ``n_repeats=1`` is single-split CV.
 
     ``tau='auto'`` (our rule, calibrated across instances) lets the threshold depend on
     the size m of the candidate set: R_j is the smallest top-m set with cumulative
@@ -172,12 +188,19 @@ def strong_positional_bias(
     is a retrieval rank, is scored with the :math:`\hat p` of the permuted condition
     (docs/decisions.md, "Identity-order cells borrow the permuted cell's sPB threshold").
 
+    ``n_repeats`` (default 20, docs/decisions.md "sPB averages over repeated fold
+    assignments") sets A; the ``'auto'`` rule's :math:`\hat p` comes from PB on all
+    evaluations, so it does not depend on the folds.
+
     References
     ----------
     Peláez-González, Herrera, Herrera-Poyatos, arXiv 2610.37962 (sPB).
+    Kim, J.-H. (2009). Estimating classification error rate: Repeated
+    cross-validation, repeated hold-out and bootstrap. Comput. Statist. Data Anal.
+    53(11), 3735-3745 (repeated k-fold CV).
     """
     n_boot, confidence_level = check_bootstrap_args(n_boot, confidence_level)
-    tau_value, n_folds = _strong_positional_bias_iv(evals, tau, n_folds)
+    tau_value, n_folds, n_repeats = _strong_positional_bias_iv(evals, tau, n_folds, n_repeats)
     if p_hat is not None:
         if isinstance(p_hat, bool) or not isinstance(p_hat, int | float | np.floating) \
                 or not 0.0 <= float(p_hat) <= 1.0:
@@ -186,9 +209,11 @@ def strong_positional_bias(
             raise InputError(MSG_P_HAT_FIXED_TAU.format(tau=tau))
         p_hat = float(p_hat)
     gen = as_generator(rng)
-    per_query, threshold, used = _per_query_spb(evals, tau_value, p_hat, n_folds, gen)
+    per_query, threshold, used = _per_query_spb(
+        evals, tau_value, p_hat, n_folds, gen, n_repeats
+    )
     est = _mean_estimate(per_query, n_boot, confidence_level, gen)
-    return StrongBiasResult(est.value, est.ci, tau_value, used, n_folds)
+    return StrongBiasResult(est.value, est.ci, tau_value, used, n_folds, n_repeats)
 
 
 def estimate_p_hat(evals: Evaluations) -> float:
@@ -216,6 +241,7 @@ def _per_query_spb(
     p_hat: float | None,
     n_folds: int,
     gen: np.random.Generator,
+    n_repeats: int = 1,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], float | None]:
     """Per-query cross-validated sPB, the thresholds used and p_hat (auto rule).
 
@@ -228,7 +254,8 @@ def _per_query_spb(
     elif tau is not None:
         p_hat = None
     threshold = spb_thresholds(evals.k, tau, p_hat)
-    return _cross_validated_outside(evals, threshold, n_folds, gen), threshold, p_hat
+    outside = _cross_validated_outside(evals, threshold, n_folds, gen, n_repeats)
+    return outside, threshold, p_hat
 
 
 def relevance_sets(
@@ -246,15 +273,15 @@ def relevance_sets(
 def _top_sets(
     counts: npt.NDArray[np.int64], threshold: npt.NDArray[np.float64]
 ) -> npt.NDArray[np.bool_]:
-    """Membership of the smallest top-m set reaching ``threshold[m-1]`` along axis 2."""
-    srt = np.argsort(-counts, axis=2, kind="stable")
-    sorted_counts = np.take_along_axis(counts, srt, axis=2)
-    total = counts.sum(axis=2, keepdims=True)
-    reached = np.cumsum(sorted_counts, axis=2) >= threshold * total - 1e-9
-    done = np.cumsum(reached, axis=2) > 0
-    member_sorted = np.concatenate([np.ones_like(done[..., :1]), ~done[..., :-1]], axis=2)
+    """Membership of the smallest top-m set reaching ``threshold[m-1]`` along the last axis."""
+    srt = np.argsort(-counts, axis=-1, kind="stable")
+    sorted_counts = np.take_along_axis(counts, srt, axis=-1)
+    total = counts.sum(axis=-1, keepdims=True)
+    reached = np.cumsum(sorted_counts, axis=-1) >= threshold * total - 1e-9
+    done = np.cumsum(reached, axis=-1) > 0
+    member_sorted = np.concatenate([np.ones_like(done[..., :1]), ~done[..., :-1]], axis=-1)
     relevant = np.zeros_like(member_sorted)
-    np.put_along_axis(relevant, srt, member_sorted, axis=2)
+    np.put_along_axis(relevant, srt, member_sorted, axis=-1)
     return relevant
 
 
@@ -263,28 +290,37 @@ def _cross_validated_outside(
     threshold: npt.NDArray[np.float64],
     n_folds: int,
     gen: np.random.Generator,
+    n_repeats: int = 1,
 ) -> npt.NDArray[np.float64]:
     """Per query: share of held-out selections outside the training folds' R.
 
     R is the smallest top-m set (by training count, ties by original index) whose
-    cumulative share reaches ``threshold[m - 1]``.
+    cumulative share reaches ``threshold[m - 1]``. The share is averaged over
+    ``n_repeats`` independent fold assignments, all drawn at once as an
+    ``(n_repeats, n_evaluations)`` block of random keys (with ``n_repeats=1`` the
+    stream is consumed exactly as single-split CV always has).
     """
-    k, nq = evals.k, evals.n_queries
+    k, nq, reps = evals.k, evals.n_queries, n_repeats
+    n = evals.query.size
     size = evals.evaluations_per_query()
     folds_per_query = np.minimum(n_folds, size)
-    # Random fold of each evaluation: its rank within the query under random keys.
-    order = np.lexsort((gen.random(evals.query.size), evals.query))
+    # Random fold of each evaluation in each repeat: its rank within (repeat, query)
+    # under random keys, modulo the query's number of folds.
+    keys = gen.random((reps, n)).ravel()
+    query = np.tile(evals.query, reps)
+    repeat = np.repeat(np.arange(reps), n)
+    order = np.lexsort((keys, query, repeat))
     starts = np.concatenate([[0], np.cumsum(size)[:-1]])
+    within = np.arange(n) - np.repeat(starts, size)  # rank within query, sorted order
     rank = np.empty_like(order)
-    rank[order] = np.arange(order.size) - np.repeat(starts, size)
-    fold = rank % folds_per_query[evals.query]
-    held = np.bincount(
-        (evals.query * n_folds + fold) * k + evals.item, minlength=nq * n_folds * k
-    ).reshape(nq, n_folds, k)
-    train = held.sum(axis=1, keepdims=True) - held
+    rank[order] = np.tile(within, reps)
+    fold = rank % folds_per_query[query]
+    cell = ((repeat * nq + query) * n_folds + fold) * k + np.tile(evals.item, reps)
+    held = np.bincount(cell, minlength=reps * nq * n_folds * k).reshape(reps, nq, n_folds, k)
+    train = held.sum(axis=2, keepdims=True) - held
     relevant = _top_sets(train, threshold)
-    outside = (held * ~relevant).sum(axis=(1, 2))
-    return outside / size
+    outside = (held * ~relevant).sum(axis=(2, 3))  # (repeats, queries)
+    return outside.mean(axis=0) / size
 
 
 def _mean_estimate(
@@ -315,10 +351,11 @@ def _require_two(evals: Evaluations, what: str) -> None:
 
 
 def _strong_positional_bias_iv(
-    evals: Evaluations, tau: float | str, n_folds: int
-) -> tuple[float | None, int]:
+    evals: Evaluations, tau: float | str, n_folds: int, n_repeats: int = 1
+) -> tuple[float | None, int, int]:
     if isinstance(n_folds, bool) or not isinstance(n_folds, int | np.integer) or n_folds < 2:
         raise InputError(MSG_FOLDS.format(value=n_folds))
+    n_repeats = check_n_repeats(n_repeats)
     if isinstance(tau, str):
         if tau != "auto":
             raise InputError(MSG_TAU.format(value=tau))
@@ -328,4 +365,12 @@ def _strong_positional_bias_iv(
     else:
         tau_value = float(tau)
     _require_two(evals, "sPB (cross-validation)")
-    return tau_value, int(n_folds)
+    return tau_value, int(n_folds), n_repeats
+
+
+def check_n_repeats(n_repeats: object) -> int:
+    """``n_repeats`` as an int >= 1, else :class:`InputError` naming it."""
+    if isinstance(n_repeats, bool) or not isinstance(n_repeats, int | np.integer) \
+            or n_repeats < 1:
+        raise InputError(MSG_REPEATS.format(value=n_repeats))
+    return int(n_repeats)

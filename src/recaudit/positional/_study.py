@@ -45,7 +45,7 @@ from ._counterfactual import (
     score_dispersion,
 )
 from ._evaluations import evaluations_from_table, group_table, read_table
-from ._metrics import StrongBiasResult
+from ._metrics import N_REPEATS, StrongBiasResult, check_n_repeats
 
 __all__ = [
     "STUDY_COLUMNS",
@@ -108,6 +108,8 @@ MSG_NO_EVALUATIONS = (
 )
 
 Cell = tuple[str, int, float, str]
+#: sPB's folds (the default of ``strong_positional_bias``, which the grouped analysis uses).
+SPB_FOLDS = 5
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,7 +128,8 @@ class StudyResult:
     analysis : list of dict
         The full grouped analysis in the shape of ``analysis.json``.
     settings : dict
-        alpha, epsilon, tau, n_boot, n_resamples, confidence level, seed, counts.
+        alpha, epsilon, tau, sPB folds and repeats, n_boot, n_resamples, confidence
+        level, seed, counts.
     """
 
     table: pd.DataFrame = field(repr=False)
@@ -184,6 +187,7 @@ def analyze_study_folder(
     alpha: float = 0.05,
     epsilon: float = 0.0,
     tau: float | Literal["auto"] = "auto",
+    spb_repeats: int = N_REPEATS,
     n_resamples: int = 9999,
     n_boot: int = 2000,
     confidence_level: float = 0.95,
@@ -212,6 +216,7 @@ def analyze_study_folder(
         alpha=alpha,
         epsilon=epsilon,
         tau=tau,
+        spb_repeats=spb_repeats,
         n_resamples=n_resamples,
         n_boot=n_boot,
         confidence_level=confidence_level,
@@ -227,6 +232,7 @@ def analyze_study(
     alpha: float = 0.05,
     epsilon: float = 0.0,
     tau: float | Literal["auto"] = "auto",
+    spb_repeats: int = N_REPEATS,
     n_resamples: int = 9999,
     n_boot: int = 2000,
     confidence_level: float = 0.95,
@@ -254,6 +260,10 @@ def analyze_study(
     standardized SD of the candidates' retrieval scores, weights = valid evaluations,
     HC1 Wald test; Holm across every slope of the analysis.
 
+    sPB (cells and per instance) averages its 5-fold cross-validation over
+    ``spb_repeats`` random fold assignments (repeated CV, Kim 2009), recorded in
+    ``settings`` as ``spb_n_folds``/``spb_n_repeats`` and per cell in ``analysis.json``.
+
     Everything is computed twice: ``analysis = "full"`` and ``"complete_case"``
     (queries without any discarded generation in their model and k).
 
@@ -261,9 +271,12 @@ def analyze_study(
     ----------
     Wilcoxon (1945); White (1980); MacKinnon & White (1985); Holm, S. (1979). A simple
     sequentially rejective multiple test procedure. Scand. J. Statist. 6, 65-70.
+    Kim, J.-H. (2009). Estimating classification error rate: Repeated cross-validation,
+    repeated hold-out and bootstrap. Comput. Statist. Data Anal. 53(11), 3735-3745.
     Peláez-González, Herrera, Herrera-Poyatos, arXiv 2610.37962 (appendices).
     """
     data = _analyze_study_iv(table)
+    spb_repeats = check_n_repeats(spb_repeats)
     gen = as_generator(rng)
     seed = rng if isinstance(rng, int) else None
     say = progress or (lambda _msg: None)
@@ -291,7 +304,7 @@ def analyze_study(
                             "reason": "no query without a discarded generation"})
             continue
         say(f"{name}: cells")
-        run = _Analysis(name, part, candidates, tau, options, g)
+        run = _Analysis(name, part, candidates, tau, options, g, spb_repeats)
         grouped = run.cells()
         if name == "full":
             grouped_full = grouped
@@ -309,6 +322,8 @@ def analyze_study(
     settings = {
         **options,
         "tau": tau,
+        "spb_n_folds": SPB_FOLDS,
+        "spb_n_repeats": spb_repeats,
         "seed": seed,
         "n_queries_complete": cc.n_queries_kept,
         "n_queries_with_discards": cc.n_queries_dropped,
@@ -335,8 +350,10 @@ class _Analysis:
         tau: float | Literal["auto"],
         options: Mapping[str, Any],
         gen: np.random.Generator,
+        spb_repeats: int = N_REPEATS,
     ) -> None:
         self.name = name
+        self.spb_repeats = spb_repeats
         self.table = table
         self.candidates = candidates
         self.tau = tau
@@ -367,7 +384,7 @@ class _Analysis:
         if not usable:
             return []
         grouped = analyze_groups(pd.concat(usable), by=list(CELL), tau=self.tau, rng=self.gen,
-                                 **self.options)
+                                 spb_repeats=self.spb_repeats, **self.options)
         as_list = grouped.to_list()
         icm_holm, unbp_holm = grouped.pob_icm_pvalue_holm, grouped.pob_unbp_pvalue_holm
         for i, res in enumerate(grouped.groups):
@@ -457,7 +474,8 @@ class _Analysis:
                 return cov.reason or no_p_hat
             p_hat = spb.p_hat
         try:
-            return instance_spb(evals, tau=self.tau, p_hat=p_hat, rng=self.gen.spawn(1)[0])
+            return instance_spb(evals, tau=self.tau, p_hat=p_hat, n_folds=SPB_FOLDS,
+                                n_repeats=self.spb_repeats, rng=self.gen.spawn(1)[0])
         except InputError as exc:
             return str(exc)
 
