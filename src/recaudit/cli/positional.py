@@ -882,17 +882,14 @@ def study_command(
     else:
         if config is None:
             raise InputError("give the study CONFIG (TOML), or `--analyze-only RUN_DIR`")
-        if repeats != _spb_repeats_default():
-            raise InputError(f"`--spb-repeats {repeats}` applies to `--analyze-only`: run "
-                             "the study, then `recaudit positional study --analyze-only "
-                             f"RUN_DIR --spb-repeats {repeats}`")
         from ..llm._config import load_config
         from ..llm._study import run_study
 
         cfg = load_config(config)
         target = out or Path("runs") / config.stem
         options: dict[str, Any] = {"out_dir": target, "resume": resume, "n_boot": bootstrap,
-                                   "n_resamples": resamples, "seed": seed, "tau": tau_value}
+                                   "n_resamples": resamples, "seed": seed, "tau": tau_value,
+                                   "spb_repeats": repeats}
         if live:
             with _progress_display() as display:
                 result = run_study(cfg, progress=_RichProgress(display), on_phase=say,

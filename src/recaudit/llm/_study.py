@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..positional._metrics import N_REPEATS
 from ..positional._study import StudyResult, analyze_study_folder
 from ._audit import AuditResult, run_audit
 from ._config import AuditConfig
@@ -50,6 +51,7 @@ def run_study(
     n_boot: int = 2000,
     n_resamples: int = 9999,
     tau: float | Literal["auto"] = "auto",
+    spb_repeats: int = N_REPEATS,
     seed: int | None = None,
     progress: RunProgress | None = None,
     on_phase: Callable[[str], None] | None = None,
@@ -68,8 +70,9 @@ def run_study(
         ``analysis.json`` are written beside ``evaluations.parquet``.
     resume : bool
         Continue the run in ``out_dir`` (see :func:`run_audit`).
-    n_boot, n_resamples, tau
-        Bootstrap resamples of every CI, POB-ICM shuffles, sPB threshold rule.
+    n_boot, n_resamples, tau, spb_repeats
+        Bootstrap resamples of every CI, POB-ICM shuffles, sPB threshold rule, fold
+        assignments sPB's cross-validation averages over.
     seed : int, optional
         Seed of the analysis (default: the config's ``seed``).
     progress, on_phase, retriever
@@ -79,6 +82,6 @@ def run_study(
                       retriever=retriever, on_phase=on_phase)
     study = analyze_study_folder(
         audit.run_dir, n_boot=n_boot, n_resamples=n_resamples, tau=tau,
-        rng=cfg.seed if seed is None else seed, progress=on_phase,
+        spb_repeats=spb_repeats, rng=cfg.seed if seed is None else seed, progress=on_phase,
     )
     return StudyRun(audit=audit, study=study, paths=study.save(audit.run_dir))

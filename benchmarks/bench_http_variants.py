@@ -1,0 +1,118 @@
+"""CPU per call of ``OpenAIBackend`` tuning variants (aiohttp session options) through
+``run_tasks`` + an in-memory sink against bench_runner's loopback server.
+
+Usage::
+
+    PYTHONPATH=src python benchmarks/bench_http_variants.py
+"""
+
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
+import aiohttp
+import bench_runner as br
+
+from recaudit.llm._journal import MemorySink
+from recaudit.llm.backends._openai import KEEPALIVE_S, OpenAIBackend, _LoopSession
+
+OPTS = {}
+
+
+class V(OpenAIBackend):
+    async def _loop_session(self):
+        loop = asyncio.get_running_loop()
+        cur = self._session
+        if cur is not None and cur.loop is loop and not cur.http.closed:
+            return cur
+        kw = dict(
+            connector=aiohttp.TCPConnector(limit=self.concurrency, keepalive_timeout=KEEPALIVE_S),
+            headers=self._headers,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            proxy=self._proxy,
+        )
+        kw["timeout"] = aiohttp.ClientTimeout(
+            total=None if OPTS.get("notimeout") else self.timeout_s
+        )
+        if OPTS.get("skip"):
+            kw["skip_auto_headers"] = ("User-Agent", "Accept-Encoding", "Accept")
+        if OPTS.get("nodecomp"):
+            kw["auto_decompress"] = False
+        http = aiohttp.ClientSession(**kw)
+        cur = self._session = _LoopSession(loop, http, self.concurrency)
+        await cur.closer.__anext__()
+        return cur
+
+    async def _attempt(self, body):
+        session = self._session
+        if session is None or session.loop is not asyncio.get_running_loop() or session.http.closed:
+            session = await self._loop_session()
+        if OPTS.get("nosem"):
+            if OPTS.get("noctx"):
+                resp = await session.http.post(self._target, data=body, allow_redirects=False)
+                raw = await resp.read()
+            else:
+                async with session.http.post(
+                    self._target, data=body, allow_redirects=False
+                ) as resp:
+                    raw = await resp.read()
+        else:
+            async with session.slots:
+                if OPTS.get("noctx"):
+                    resp = await session.http.post(self._target, data=body, allow_redirects=False)
+                    raw = await resp.read()
+                else:
+                    async with session.http.post(
+                        self._target, data=body, allow_redirects=False
+                    ) as resp:
+                        raw = await resp.read()
+        data = json.loads(raw)
+        return data
+
+
+br.OpenAIBackend = V
+c = int(os.environ.get("C", "32"))
+n = int(os.environ.get("N", "2560"))
+with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+srv = subprocess.Popen([sys.executable, br.__file__, "--serve", str(port), "--latency-ms", "50"])
+url = f"http://127.0.0.1:{port}/v1"
+variants = [
+    {},
+    {"skip": 1},
+    {"nodecomp": 1},
+    {"notimeout": 1},
+    {"nosem": 1},
+    {"noctx": 1},
+    {"skip": 1, "notimeout": 1, "nosem": 1, "noctx": 1},
+]
+try:
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    asyncio.run(br._run_once(url, 4, 20, MemorySink()))
+    res = {i: [] for i in range(len(variants))}
+    for _rep in range(int(os.environ.get("REP", "3"))):
+        for i, v in enumerate(variants):
+            OPTS.clear()
+            OPTS.update(v)
+            rate, cpu = asyncio.run(br._run_once(url, c, n, MemorySink()))
+            res[i].append((rate / (c / 0.05), cpu))
+    for i, v in enumerate(variants):
+        fr = statistics.median(x for x, _ in res[i])
+        cpu = statistics.median(y for _, y in res[i])
+        print(
+            f"{str(v):70s} fraction {fr:.3f} cpu {cpu:.3f} ms/call  all cpu {[round(y, 3) for _, y in res[i]]}"  # noqa: E501
+        )
+finally:
+    srv.terminate()
