@@ -93,3 +93,14 @@ def test_exact_rejects_tau_and_an_empty_folder(exact_run, tmp_path):
     assert res.exit_code == 2 and "`--tau` does not apply to `--exact`" in res.output
     empty = runner.invoke(app, ["positional", "analyze", str(tmp_path), "--exact", *FAST])
     assert empty.exit_code == 2 and "no evaluations.parquet" in empty.output
+
+
+def test_exact_passes_spb_repeats(exact_run):
+    res = runner.invoke(app, ["positional", "analyze", str(exact_run), "--exact", "--json",
+                              *FAST, "--spb-repeats", "3"])
+    assert res.exit_code == 0, res.output
+    printed = json.loads(res.stdout)
+    table = pd.read_parquet(exact_run / "evaluations.parquet")
+    direct = analyze_exact(table, n_boot=100, rng=3, spb_repeats=3).to_dict()
+    assert printed["spb"]["n_repeats"] == 3
+    assert printed == json.loads(json.dumps(direct))

@@ -131,3 +131,23 @@ def test_bad_tables_name_row_and_column(mutate, msg):
     with pytest.raises(InputError, match=msg):
         exact_evaluations_from_table(mutate(df))
     assert "probabilities summing to 1" in MSG_BAD_VECTOR
+
+
+def test_exact_spb_averages_over_fold_assignments():
+    # repeated cross-validation in exact mode: with one-hot vectors the exact sPB
+    # estimates the sampled-mode sPB's estimand; averaging removes the fold lottery
+    from recaudit.exceptions import InputError
+    from recaudit.positional import strong_positional_bias
+
+    ev = simulate_evaluations(40, k=5, n_perms=10, p_bias=0.3, rng=6)
+    table = one_hot_table(ev)
+    one = [analyze_exact(table, rng=s, n_boot=50, spb_repeats=1).spb.value for s in range(12)]
+    many = [analyze_exact(table, rng=s, n_boot=50, spb_repeats=20).spb.value
+            for s in range(12)]
+    assert np.std(many) < 0.5 * np.std(one)
+    sampled = strong_positional_bias(ev, n_repeats=50, n_boot=50, rng=0).value
+    exact = analyze_exact(table, rng=0, n_boot=50, spb_repeats=50)
+    assert exact.spb.value == pytest.approx(sampled, abs=0.01)
+    assert exact.to_dict()["spb"]["n_repeats"] == 50
+    with pytest.raises(InputError, match="n_repeats"):
+        analyze_exact(table, spb_repeats=0)

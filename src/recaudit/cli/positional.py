@@ -192,12 +192,9 @@ def analyze_command(
         if tau_value != "auto":
             raise InputError("`--tau` does not apply to `--exact`: exact-mode sPB uses the "
                              "'auto' rule on expected counts; drop `--tau` or `--exact`")
-        if spb_repeats is not None:
-            raise InputError("`--spb-repeats` does not apply to `--exact`: exact-mode sPB "
-                             "has its own folds; drop `--spb-repeats` or `--exact`")
         _analyze_exact_cli(read_exact_table(evals), columns, alpha=alpha, epsilon=epsilon,
                            n_boot=n_boot, seed=seed, json_output=json_output, quiet=quiet,
-                           fail_on_bias=fail_on_bias)
+                           fail_on_bias=fail_on_bias, spb_repeats=repeats)
         return
     table = read_table(evals)
     options: dict[str, Any] = {
@@ -236,13 +233,13 @@ def analyze_command(
 
 def _analyze_exact_cli(table: Any, columns: list[str], *, alpha: float, epsilon: float,
                        n_boot: int, seed: int | None, json_output: bool, quiet: bool,
-                       fail_on_bias: bool) -> None:
+                       fail_on_bias: bool, spb_repeats: int) -> None:
     """`analyze --exact`: :func:`recaudit.positional.analyze_exact`, per group with --by."""
     from ..positional import analyze_exact
     from ..positional._analyze_exact import analyze_exact_groups
 
     options: dict[str, Any] = {"alpha": alpha, "epsilon": epsilon, "n_boot": n_boot,
-                               "rng": seed}
+                               "spb_repeats": spb_repeats, "rng": seed}
     with _progress(quiet or json_output) as bar:
         if columns:
             n_groups = (int(table.groupby(columns, dropna=False).ngroups)

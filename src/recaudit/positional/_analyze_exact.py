@@ -19,6 +19,7 @@ from ..exceptions import InputError
 from ._analyze import MSG_IN_GROUP, _plain
 from ._evaluations import group_table, read_table
 from ._exact import ExactAnalysis, analyze_exact
+from ._metrics import N_REPEATS
 
 __all__ = [
     "EXACT_COLUMNS",
@@ -101,6 +102,7 @@ def analyze_exact_groups(
     epsilon: float = 0.0,
     n_boot: int = 2000,
     confidence_level: float = 0.95,
+    spb_repeats: int = N_REPEATS,
     rng: np.random.Generator | int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> GroupedExactAnalysis:
@@ -121,7 +123,8 @@ def analyze_exact_groups(
     for keys, part in group_table(table, list(by)):
         try:
             res = analyze_exact(part, alpha=alpha, epsilon=epsilon, n_boot=n_boot,
-                                confidence_level=confidence_level, rng=gen.spawn(1)[0])
+                                confidence_level=confidence_level, spb_repeats=spb_repeats,
+                                rng=gen.spawn(1)[0])
         except InputError as exc:
             name = ", ".join(f"{k}={v}" for k, v in keys.items())
             raise InputError(MSG_IN_GROUP.format(group=name, error=exc)) from exc

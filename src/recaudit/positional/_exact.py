@@ -40,6 +40,7 @@ from .._stats import Estimate, as_generator
 from ..exceptions import InputError
 from ._bootstrap import bootstrap_ci, check_bootstrap_args
 from ._evaluations import _parse_orders, _with_row_numbers, read_table
+from ._metrics import MSG_REPEATS, N_REPEATS, _top_sets
 from ._unbp import PobUnbpResult, _pob_unbp_iv, _pob_unbp_shares
 
 __all__ = [
@@ -209,6 +210,7 @@ class ExactAnalysis:
     position_distribution: tuple[Estimate, ...]
     selection_rate_matrix: npt.NDArray[np.float64] = field(repr=False)
     group: Mapping[str, Any] = field(default_factory=dict)
+    spb_repeats: int = N_REPEATS
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (fractions in [0, 1]); ``choice`` is ``"probabilities"``."""
@@ -239,7 +241,7 @@ class ExactAnalysis:
             "ps": est(self.ps),
             "ps_pairwise": est(self.ps_pairwise),
             "pb": self.pb.to_dict(),
-            "spb": est(self.spb),
+            "spb": {**est(self.spb), "n_folds": 5, "n_repeats": self.spb_repeats},
             "position_distribution": [e.value for e in self.position_distribution],
             "position_distribution_ci": [[e.ci.low, e.ci.high]
                                          for e in self.position_distribution],
@@ -254,6 +256,7 @@ def analyze_exact(
     epsilon: float = 0.0,
     n_boot: int = 2000,
     confidence_level: float = 0.95,
+    spb_repeats: int = N_REPEATS,
     rng: np.random.Generator | int | None = None,
 ) -> ExactAnalysis:
     r"""POB-UNBP, PS, PB, sPB, position distribution and S matrix from probabilities.
@@ -273,6 +276,9 @@ def analyze_exact(
         Level and tolerated TV drift of POB-UNBP.
     n_boot, confidence_level : int, float
         Bootstrap resamples and CI level.
+    spb_repeats : int
+        Random fold assignments sPB's 5-fold cross-validation averages over (default
+        20, as :func:`~recaudit.positional.strong_positional_bias`).
     rng : numpy.random.Generator or int, optional
         Bootstrap and fold randomness.
 
@@ -281,8 +287,8 @@ def analyze_exact(
     Peláez-González, Herrera, Herrera-Poyatos, arXiv 2610.37962 (the statistics).
     Blackwell, D. (1947). Conditional expectation and unbiased sequential estimation.
     """
-    ev, alpha, epsilon, n_boot, confidence_level = _analyze_exact_iv(
-        data, alpha, epsilon, n_boot, confidence_level)
+    ev, alpha, epsilon, n_boot, confidence_level, spb_repeats = _analyze_exact_iv(
+        data, alpha, epsilon, n_boot, confidence_level, spb_repeats)
     gen = as_generator(rng)
     g_pb, g_dist, g_ps, g_ps2, g_spb = gen.spawn(5)
     k = ev.k
@@ -316,7 +322,7 @@ def analyze_exact(
         ps2 = _mean(pair, n_boot, confidence_level, g_ps2)
         p_hat = min(1.0, pb_value / (1.0 - 1.0 / k))
         threshold = 1.0 - p_hat * (k - np.arange(1, k + 1)) / k
-        outside = _cv_outside(ev, item, threshold, 5, g_spb)[two]
+        outside = _cv_outside(ev, item, threshold, 5, g_spb, spb_repeats)[two]
         spb = _mean(outside, n_boot, confidence_level, g_spb)
     om = ev.outside_mass[np.isfinite(ev.outside_mass)]
     return ExactAnalysis(
@@ -325,6 +331,7 @@ def analyze_exact(
         pb=Estimate(pb_value, pb_ci), spb=spb,
         outside_mass=float(om.mean()) if om.size else None,
         position_distribution=dist, selection_rate_matrix=exact_selection_rate_matrix(ev),
+        spb_repeats=spb_repeats,
     )
 
 
@@ -340,30 +347,27 @@ def exact_selection_rate_matrix(ev: ExactEvaluations) -> npt.NDArray[np.float64]
 
 def _cv_outside(
     ev: ExactEvaluations, item: npt.NDArray[np.float64], threshold: npt.NDArray[np.float64],
-    n_folds: int, gen: np.random.Generator,
+    n_folds: int, gen: np.random.Generator, n_repeats: int = N_REPEATS,
 ) -> npt.NDArray[np.float64]:
     """Per query: expected held-out selections outside the training folds' R / l_j
-    (the rule of ``_metrics._cross_validated_outside`` on expected counts)."""
+    (the rule of ``_metrics._cross_validated_outside`` on expected counts), averaged
+    over ``n_repeats`` random fold assignments (repeated cross-validation, as in
+    sampled mode; ``n_repeats=1`` is single-split CV)."""
     k, nq = ev.k, ev.n_queries
     size = ev.evaluations_per_query()
     folds = np.maximum(np.minimum(n_folds, size), 1)
-    order = np.lexsort((gen.random(ev.query.size), ev.query))
     starts = np.concatenate([[0], np.cumsum(size)[:-1]])
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size) - np.repeat(starts, size)
-    fold = rank % folds[ev.query]
-    held = np.zeros((nq, n_folds, k))
-    np.add.at(held, (ev.query, fold), item)
-    train = held.sum(axis=1, keepdims=True) - held
-    srt = np.argsort(-train, axis=2, kind="stable")
-    sorted_counts = np.take_along_axis(train, srt, axis=2)
-    total = train.sum(axis=2, keepdims=True)
-    reached = np.cumsum(sorted_counts, axis=2) >= threshold * total - 1e-9
-    done = np.cumsum(reached, axis=2) > 0
-    member = np.concatenate([np.ones_like(done[..., :1]), ~done[..., :-1]], axis=2)
-    relevant = np.zeros_like(member)
-    np.put_along_axis(relevant, srt, member, axis=2)
-    return np.asarray((held * ~relevant).sum(axis=(1, 2)) / size, dtype=float)
+    total = np.zeros(nq)
+    for _ in range(n_repeats):
+        order = np.lexsort((gen.random(ev.query.size), ev.query))
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size) - np.repeat(starts, size)
+        fold = rank % folds[ev.query]
+        held = np.zeros((nq, n_folds, k))
+        np.add.at(held, (ev.query, fold), item)
+        relevant = _top_sets(held.sum(axis=1, keepdims=True) - held, threshold)
+        total += (held * ~relevant).sum(axis=(1, 2))
+    return np.asarray(total / n_repeats / size, dtype=float)
 
 
 def _mean(values: npt.NDArray[np.float64], n_boot: int, level: float,
@@ -375,10 +379,13 @@ def _mean(values: npt.NDArray[np.float64], n_boot: int, level: float,
 
 def _analyze_exact_iv(
     data: ExactEvaluations | pd.DataFrame | str | Path, alpha: float, epsilon: float,
-    n_boot: int, confidence_level: float,
-) -> tuple[ExactEvaluations, float, float, int, float]:
+    n_boot: int, confidence_level: float, spb_repeats: int,
+) -> tuple[ExactEvaluations, float, float, int, float, int]:
     alpha, epsilon, _ = _pob_unbp_iv(alpha, epsilon, "pooled", "both")
     n_boot, confidence_level = check_bootstrap_args(n_boot, confidence_level)
+    if isinstance(spb_repeats, bool) or not isinstance(spb_repeats, int | np.integer) \
+            or spb_repeats < 1:
+        raise InputError(MSG_REPEATS.format(value=spb_repeats))
     ev = data if isinstance(data, ExactEvaluations) else exact_evaluations_from_table(data)
-    return ev, alpha, epsilon, n_boot, confidence_level
+    return ev, alpha, epsilon, n_boot, confidence_level, int(spb_repeats)
 
