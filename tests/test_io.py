@@ -34,3 +34,13 @@ def test_to_jsonable_is_strict_json():
     out = to_jsonable(value)
     assert out == {"1": None, "b": [3, [None, None]], "c": [1.5, 2.0]}
     json.dumps(out, allow_nan=False)
+
+
+def test_write_bytes_atomic_round_trip(tmp_path):
+    from recaudit._io import write_bytes_atomic
+
+    target = tmp_path / "a.bin"
+    write_bytes_atomic(target, b"\x00\x01")
+    write_bytes_atomic(target, b"\x02")
+    assert target.read_bytes() == b"\x02"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bin"]

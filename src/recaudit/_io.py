@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["to_jsonable", "write_atomic", "write_text_atomic"]
+__all__ = ["to_jsonable", "write_atomic", "write_bytes_atomic", "write_text_atomic"]
 
 
 def write_atomic(path: str | os.PathLike[str], write: Callable[[Path], object]) -> None:
@@ -31,6 +31,11 @@ def write_atomic(path: str | os.PathLike[str], write: Callable[[Path], object]) 
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """:func:`write_atomic` of bytes."""
+    write_atomic(path, lambda tmp: tmp.write_bytes(data))
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:

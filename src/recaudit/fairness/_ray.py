@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._io import write_bytes_atomic
 from .models._recbole import TrainedModel, expand_grid, recbole_class, train_model
 
 __all__ = ["RayGridTrainer"]
@@ -94,14 +95,14 @@ class RayGridTrainer:
             if on_grid_point is not None:
                 on_grid_point(index, len(jobs), {})
             if ref is None:
-                trained = self._finished(folder, stamp)
-                assert trained is not None
+                finished = self._finished(folder, stamp)
+                if finished is None:  # submit() found it finished; it was removed since
+                    raise FileNotFoundError(f"{folder / POINT_FILE} disappeared during the run")
+                trained = finished
             else:
                 trained = self._ray.get(ref)
-                tmp = folder / (POINT_FILE + ".tmp")
-                with tmp.open("wb") as fh:
-                    pickle.dump({"fingerprint": stamp, "trained": trained}, fh)
-                os.replace(tmp, folder / POINT_FILE)
+                write_bytes_atomic(folder / POINT_FILE,
+                                   pickle.dumps({"fingerprint": stamp, "trained": trained}))
             points.append(trained)
         best = points[0]
         for p in points[1:]:  # ties: the first wins, as in the local grid search

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from .._io import write_atomic
+from .._io import write_bytes_atomic
 from ..exceptions import InputError, MissingExtraError
 from ._catalog import Catalog
 from ._queries import Query
@@ -190,7 +190,7 @@ class Retriever:
             emb = self.embed(catalog.items["title"].tolist())
             self.n_embedded += len(catalog)
             path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, lambda tmp: tmp.write_bytes(_npy_bytes(emb)))
+            write_bytes_atomic(path, _npy_bytes(emb))
         self._memory[key] = emb
         return emb
 
