@@ -262,14 +262,9 @@ def _analyze_exact_cli(table: Any, columns: list[str], *, alpha: float, epsilon:
         raise typer.Exit(code=1)
 
 
-def _print_exact(rows: list[dict[str, Any]], by: list[str]) -> None:
-    holm = ", Holm" if by else ""
-    lines: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
-        ("k", lambda r: str(r["k"])),
-        ("queries / evaluations", lambda r: f"{r['n_queries']} / {r['n_evaluations']}"),
-        ("rows without a vector", lambda r: str(r["n_missing"])),
-        ("mean outside mass",
-         lambda r: "n/a" if r["outside_mass"] is None else f"{r['outside_mass']:.3f}"),
+def _unbp_and_effect_lines(holm: str) -> list[tuple[str, Callable[[dict[str, Any]], str]]]:
+    """The summary lines both modes print: POB-UNBP, PS, PB, sPB, position shares."""
+    return [
         (
             f"POB-UNBP L, pp (p{holm})",
             lambda r: (
@@ -284,6 +279,18 @@ def _print_exact(rows: list[dict[str, Any]], by: list[str]) -> None:
         ("PB [95% CI]", lambda r: _fmt(r["pb"])),
         ("sPB [95% CI]", lambda r: _fmt(r["spb"])),
         ("position shares", lambda r: " ".join(f"{q:.2f}" for q in r["position_distribution"])),
+    ]
+
+
+def _print_exact(rows: list[dict[str, Any]], by: list[str]) -> None:
+    holm = ", Holm" if by else ""
+    lines: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+        ("k", lambda r: str(r["k"])),
+        ("queries / evaluations", lambda r: f"{r['n_queries']} / {r['n_evaluations']}"),
+        ("rows without a vector", lambda r: str(r["n_missing"])),
+        ("mean outside mass",
+         lambda r: "n/a" if r["outside_mass"] is None else f"{r['outside_mass']:.3f}"),
+        *_unbp_and_effect_lines(holm),
     ]
     _print_groups("Positional bias from choice probabilities (exact mode)", rows, by, lines)
     verdict = f"alpha = {rows[0]['alpha']}" + (", Holm across groups" if by else "")
@@ -384,20 +391,7 @@ def _print_analysis(rows: list[dict[str, Any]], by: list[str]) -> None:
             "POB-ICM asymptotic p",
             lambda r: _na(r["pob_icm"], "statistic") or f"{r['pob_icm']['pvalue_asymptotic']:.3g}",
         ),
-        (
-            f"POB-UNBP L, pp (p{holm})",
-            lambda r: (
-                _na(r["pob_unbp"], "L")
-                or (
-                    f"{100 * r['pob_unbp']['L']:.2f} "
-                    f"({r['pob_unbp'].get('pvalue_holm', r['pob_unbp']['pvalue']):.3g})"
-                )
-            ),
-        ),
-        ("PS [95% CI]", lambda r: _fmt(r["ps"])),
-        ("PB [95% CI]", lambda r: _fmt(r["pb"])),
-        ("sPB [95% CI]", lambda r: _fmt(r["spb"])),
-        ("position shares", lambda r: " ".join(f"{q:.2f}" for q in r["position_distribution"])),
+        *_unbp_and_effect_lines(holm),
     ]
     _print_groups("Positional bias", rows, by, lines)
     verdict = f"alpha = {rows[0]['alpha']}" + (", Holm across groups" if by else "")
