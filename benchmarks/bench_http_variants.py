@@ -9,11 +9,8 @@ Usage::
 import asyncio
 import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
-import time
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
 import aiohttp
@@ -49,29 +46,22 @@ class V(OpenAIBackend):
         await cur.closer.__anext__()
         return cur
 
+    async def _post(self, session, body):
+        if OPTS.get("noctx"):
+            resp = await session.http.post(self._target, data=body, allow_redirects=False)
+            return await resp.read()
+        async with session.http.post(self._target, data=body, allow_redirects=False) as resp:
+            return await resp.read()
+
     async def _attempt(self, body):
         session = self._session
         if session is None or session.loop is not asyncio.get_running_loop() or session.http.closed:
             session = await self._loop_session()
         if OPTS.get("nosem"):
-            if OPTS.get("noctx"):
-                resp = await session.http.post(self._target, data=body, allow_redirects=False)
-                raw = await resp.read()
-            else:
-                async with session.http.post(
-                    self._target, data=body, allow_redirects=False
-                ) as resp:
-                    raw = await resp.read()
+            raw = await self._post(session, body)
         else:
             async with session.slots:
-                if OPTS.get("noctx"):
-                    resp = await session.http.post(self._target, data=body, allow_redirects=False)
-                    raw = await resp.read()
-                else:
-                    async with session.http.post(
-                        self._target, data=body, allow_redirects=False
-                    ) as resp:
-                        raw = await resp.read()
+                raw = await self._post(session, body)
         data = json.loads(raw)
         return data
 
@@ -79,11 +69,7 @@ class V(OpenAIBackend):
 br.OpenAIBackend = V
 c = int(os.environ.get("C", "32"))
 n = int(os.environ.get("N", "2560"))
-with socket.socket() as s:
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-srv = subprocess.Popen([sys.executable, br.__file__, "--serve", str(port), "--latency-ms", "50"])
-url = f"http://127.0.0.1:{port}/v1"
+srv, url = br.start_server(50.0)
 variants = [
     {},
     {"skip": 1},
@@ -94,12 +80,6 @@ variants = [
     {"skip": 1, "notimeout": 1, "nosem": 1, "noctx": 1},
 ]
 try:
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.1)
     asyncio.run(br._run_once(url, 4, 20, MemorySink()))
     res = {i: [] for i in range(len(variants))}
     for _rep in range(int(os.environ.get("REP", "3"))):

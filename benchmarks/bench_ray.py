@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -45,6 +43,7 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+import bench_runner  # noqa: E402 -- this folder (the script's) is on sys.path
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
@@ -225,26 +224,11 @@ def _fit(sizes: list[int], local: list[float], ray: list[float]) -> None:
     print(f"\n== wall = a + b N over N = {sizes}: local a {al:.1f} s, b {bl:.3f} s/eval; "
           f"ray a {ar:.1f} s, b {br:.3f} s/eval; asymptotic speed-up b_local/b_ray "
           f"{bl / br:.2f}x; fixed cost of Ray over local {ar - al:+.1f} s")
-def _serve(latency_ms: float) -> tuple[subprocess.Popen, str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "bench_runner.py"),
-                               "--serve", str(port), "--latency-ms", str(latency_ms)])
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    return server, f"http://127.0.0.1:{port}/v1"
-
-
 def bench_http(tmp: Path, retriever: Retriever, calls: int, latency_ms: float) -> None:
     perms = 20
     queries = max(1, calls // perms)
     n = queries * perms
-    server, url = _serve(latency_ms)
+    server, url = bench_runner.start_server(latency_ms)
     try:
         base = _demo_config(CATALOG.resolve(), queries, perms, 5)
         model = ModelConfig(name="http", backend="openai",

@@ -180,7 +180,8 @@ def _journal_write_cost(n: int = 2000, pace_s: float = 0.001) -> tuple[float, fl
     return out[0], out[1], out[2]
 
 
-def _start_server(latency_ms: float, model: str) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(latency_ms: float, model: str = "fixed") -> tuple[subprocess.Popen[bytes], str]:
+    """Start this file's loopback server in a subprocess; wait until it accepts; its URL."""
     import socket
 
     with socket.socket() as s:
@@ -245,7 +246,7 @@ def main() -> None:
         asyncio.run(_serve(args.serve, args.latency_ms / 1000, args.latency_model[0]))
         return
     for model in args.latency_model:
-        server, url = _start_server(args.latency_ms, model)
+        server, url = start_server(args.latency_ms, model)
         try:
             _table(url, args, model)
         finally:

@@ -9,10 +9,7 @@ Usage (environment: C concurrency, N calls, LAT latency ms, REP repeats)::
 
 import asyncio
 import os
-import socket
-import subprocess
 import sys
-import time
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
 import bench_runner as br
@@ -21,20 +18,8 @@ from recaudit.llm._journal import MemorySink
 
 c = int(os.environ.get("C", "32"))
 n = int(os.environ.get("N", "5000"))
-with socket.socket() as s:
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-srv = subprocess.Popen(
-    [sys.executable, br.__file__, "--serve", str(port), "--latency-ms", os.environ.get("LAT", "50")]
-)
-url = f"http://127.0.0.1:{port}/v1"
+srv, url = br.start_server(float(os.environ.get("LAT", "50")))
 try:
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.1)
     asyncio.run(br._run_once(url, 4, 20, MemorySink()))
     for _ in range(int(os.environ.get("REP", "1"))):
         rate, cpu = asyncio.run(br._run_once(url, c, n, MemorySink()))
