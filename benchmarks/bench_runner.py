@@ -240,8 +240,14 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
     ap.add_argument("--latency-model", nargs="+", default=["fixed", "uniform"],
                     choices=["fixed", "uniform", "exp"])
+    ap.add_argument("--uvloop", action="store_true",
+                    help="run the client on uvloop (pip install uvloop; not a dependency)")
     ap.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.uvloop and args.serve is None:
+        import uvloop
+
+        uvloop.install()
     if args.serve is not None:
         asyncio.run(_serve(args.serve, args.latency_ms / 1000, args.latency_model[0]))
         return
