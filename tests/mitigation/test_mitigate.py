@@ -145,3 +145,23 @@ def test_cli_writes_mitigation_json(study):
     assert report.data["mitigation"]["groups"][0]["arms"][1]["mitigation"] == "ensemble"
     assert {g["model"] for g in json.loads((folder / "out" / "analysis.json").read_text())} \
         == {"sim" + mcfg.suffix(m) for m in ("none", *mcfg.methods)}
+
+
+def test_cli_passes_tau_and_spb_repeats(study):
+    """`--tau` / `--spb-repeats` reach both mitigation.json and the folder's analysis.json."""
+    cfg, mcfg, folder, arms, result = study
+    out = folder / "out"
+    res = CliRunner().invoke(app, ["positional", "mitigate", str(folder / "mitigate.toml"),
+                                   "--out", str(out), "--json", "--tau", "0.3",
+                                   "--spb-repeats", "3"])
+    assert res.exit_code == 0, res.output
+    data = json.loads((out / "mitigation.json").read_text())
+    assert data["analysis"]["tau"] == 0.3 and data["analysis"]["spb_repeats"] == 3
+    spb = [a["spb"] for g in data["groups"] for a in g["arms"] if a["spb"] is not None]
+    assert spb and all(s["tau"] == 0.3 and s["n_repeats"] == 3 for s in spb)
+    analysis = json.loads((out / "analysis.json").read_text())
+    assert all(row["tau"] == 0.3 for row in analysis)
+    assert {row["spb"]["n_repeats"] for row in analysis if row["spb"]["value"] is not None} == {3}
+    res = CliRunner().invoke(app, ["positional", "mitigate", str(folder / "mitigate.toml"),
+                                   "--out", str(out), "--spb-repeats", "0"])
+    assert res.exit_code != 0 and "--spb-repeats" in res.output

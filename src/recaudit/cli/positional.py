@@ -235,8 +235,7 @@ def _analyze_exact_cli(table: Any, columns: list[str], *, alpha: float, epsilon:
                        n_boot: int, seed: int | None, json_output: bool, quiet: bool,
                        fail_on_bias: bool, spb_repeats: int) -> None:
     """`analyze --exact`: :func:`recaudit.positional.analyze_exact`, per group with --by."""
-    from ..positional import analyze_exact
-    from ..positional._analyze_exact import analyze_exact_groups
+    from ..positional import analyze_exact, analyze_exact_groups
 
     options: dict[str, Any] = {"alpha": alpha, "epsilon": epsilon, "n_boot": n_boot,
                                "spb_repeats": spb_repeats, "rng": seed}
@@ -911,6 +910,9 @@ def mitigate_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")
                        ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
+    tau: Annotated[str, typer.Option("--tau", help=TAU_HELP)] = "auto",
+    spb_repeats: Annotated[int | None, typer.Option(
+        "--spb-repeats", help=SPB_REPEATS_HELP, show_default=SPB_REPEATS_DEFAULT)] = None,
 ) -> None:
     """Audit the same model with and without each mitigation (order-ensemble voting,
     prior calibration, canonical order) and compare PB, sPB, PS, agreement with the
@@ -923,6 +925,8 @@ def mitigate_command(
         write_mitigation_json,
     )
 
+    tau_value = _tau(tau)
+    repeats = _spb_repeats_default() if spb_repeats is None else _spb_repeats(spb_repeats)
     cfg, mcfg = load_mitigation_config(config)
     folder = out or Path("runs") / f"{config.stem}-mitigate"
     live = not (quiet or as_json)
@@ -938,10 +942,12 @@ def mitigate_command(
     else:
         arms = run_mitigation(cfg, mcfg, out_dir=folder)
     say("comparing the arms (PB, sPB, PS, agreement, cost)")
-    result = compare_arms(arms, mcfg, seed=cfg.seed, cfg=cfg)
+    result = compare_arms(arms, mcfg, seed=cfg.seed, cfg=cfg, tau=tau_value,
+                          spb_repeats=repeats)
     path = write_mitigation_json(result, folder)
     # OUT is also a positional run folder: every arm's rows, analysed per model name
-    _analyze_run(write_combined(arms, folder), seed=cfg.seed, quiet=not live)
+    _analyze_run(write_combined(arms, folder), seed=cfg.seed, quiet=not live, tau=tau_value,
+                 spb_repeats=repeats)
     if as_json:
         print_json(result)
         return

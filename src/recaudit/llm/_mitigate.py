@@ -29,7 +29,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -42,6 +42,7 @@ from ..exceptions import ConfigError, InputError
 from ..positional import analyze, evaluations_from_table, positional_bias
 from ..positional._bootstrap import bootstrap_ci
 from ..positional._evaluations import Evaluations
+from ..positional._metrics import N_REPEATS
 from ._audit import answer_schema, run_audit
 from ._catalog import ColumnMap, load_catalog
 from ._config import AuditConfig, SimulatedParams, parse_config
@@ -476,11 +477,15 @@ def _inside_truth(evals: Evaluations, truth: Callable[[str], tuple[int, ...]], n
 
 
 def compare_arms(arms: list[ArmRun], mcfg: MitigationConfig, *, seed: int = 0,
-                 n_resamples: int = 999, cfg: AuditConfig | None = None) -> dict[str, Any]:
+                 n_resamples: int = 999, cfg: AuditConfig | None = None,
+                 tau: float | Literal["auto"] = "auto",
+                 spb_repeats: int = N_REPEATS) -> dict[str, Any]:
     """PB, sPB, PS, agreement and cost of every arm, per (model, k, temperature,
     condition) group; the JSON written to ``mitigation.json``. With ``cfg``, simulated
     models also get ``inside_true_set``: the share of answers inside the simulator's
-    TRUE relevance sets (query mean, bootstrap CI)."""
+    TRUE relevance sets (query mean, bootstrap CI). ``tau`` and ``spb_repeats`` are
+    :func:`recaudit.positional.analyze`'s (sPB's threshold and its repeated
+    cross-validation) and are recorded in the JSON's ``analysis`` entry."""
     base = next(a for a in arms if a.method == "none")
     base_table = pd.read_parquet(base.evaluations_path)
     groups = []
@@ -502,7 +507,8 @@ def compare_arms(arms: list[ArmRun], mcfg: MitigationConfig, *, seed: int = 0,
             evals = evaluations_from_table(table)
             gen = np.random.default_rng(stable_words("compare", seed, name, k, temperature,
                                                      condition))
-            res = analyze(table, n_resamples=n_resamples, n_boot=mcfg.n_boot, rng=gen)
+            res = analyze(table, n_resamples=n_resamples, n_boot=mcfg.n_boot, rng=gen,
+                          tau=tau, spb_repeats=spb_repeats)
             agr = agreement(b_evals, evals, n_boot=mcfg.n_boot, rng=gen)
             calls = 1.0 if arm.method == "none" else (
                 float(mcfg.ensemble_m) if arm.method == "ensemble" else 1.0)
@@ -537,7 +543,9 @@ def compare_arms(arms: list[ArmRun], mcfg: MitigationConfig, *, seed: int = 0,
             })
         groups.append({"model": model, "k": int(k), "temperature": float(temperature),
                        "condition": condition, "arms": rows})
-    return {"kind": "mitigation", "config": asdict(mcfg), "groups": groups}
+    return {"kind": "mitigation", "config": asdict(mcfg),
+            "analysis": {"tau": tau, "spb_repeats": spb_repeats, "n_resamples": n_resamples},
+            "groups": groups}
 
 
 def write_combined(arms: list[ArmRun], out_dir: str | Path) -> Path:

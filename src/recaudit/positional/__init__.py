@@ -5,12 +5,14 @@ Read an evaluations table (:func:`evaluations_from_table`), then run everything 
 :func:`analyze` (one group) or :func:`analyze_groups` (``by`` columns, Holm across
 groups), or call each statistic. :func:`power_study` runs the simulation study.
 :func:`analyze_exact` computes the statistics from choice-probability vectors (logprob
-mode); :func:`sequential_uniformity_test` is the anytime-valid test of sequential
-audits (docs/exact-and-sequential.md).
+mode), :func:`analyze_exact_groups` per group with Holm;
+:func:`sequential_uniformity_test` is the anytime-valid test of sequential audits
+(docs/exact-and-sequential.md).
 See docs/positional-statistics.md for every formula, its reference and our choices.
 """
 
 from ._analyze import GroupedAnalysis, PositionalAnalysis, analyze, analyze_groups
+from ._analyze_exact import GroupedExactAnalysis, analyze_exact_groups
 from ._distribution import position_distribution, selection_rate_matrix
 from ._evaluations import Evaluations, evaluations_from_table, group_table, read_table
 from ._exact import (
@@ -67,6 +69,7 @@ __all__ = [
     "ExactAnalysis",
     "ExactEvaluations",
     "GroupedAnalysis",
+    "GroupedExactAnalysis",
     "PobIcmResult",
     "PobUnbpResult",
     "PositionalAnalysis",
@@ -78,6 +81,7 @@ __all__ = [
     "TopNResult",
     "analyze",
     "analyze_exact",
+    "analyze_exact_groups",
     "analyze_groups",
     "contingency_table",
     "draw_ranking",
