@@ -6,9 +6,9 @@ import json
 import sqlite3
 
 import pytest
-from study_helpers import synthetic_table
 from typer.testing import CliRunner
 
+from helpers import synthetic_table
 from recaudit.cli import app
 from recaudit.positional import simulate_evaluations
 
@@ -86,8 +86,7 @@ def test_study_analyze_only_tau_recorded_everywhere(tmp_path):
 
 
 def test_run_tau_reaches_analysis_json(tmp_path, retriever, emb_cache):
-    from runner_helpers import write_config
-
+    from helpers import write_config
     from recaudit.llm._audit import run_audit
     from recaudit.llm._config import load_config
 

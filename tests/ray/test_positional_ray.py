@@ -8,8 +8,8 @@ import sqlite3
 import numpy as np
 import pandas as pd
 import pytest
-from runner_helpers import write_config
 
+from helpers import write_config
 from recaudit.exceptions import InputError
 from recaudit.llm._audit import run_audit
 from recaudit.llm._config import load_config

@@ -8,8 +8,8 @@ import sqlite3
 import pandas as pd
 import pytest
 from aiohttp import web
-from runner_helpers import write_config
 
+from helpers import write_config
 from recaudit.exceptions import EndpointError, JournalError
 from recaudit.llm._audit import run_audit
 from recaudit.llm._config import load_config

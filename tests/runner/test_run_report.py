@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from runner_helpers import write_config
 from typer.testing import CliRunner
 
+from helpers import write_config
 from recaudit.cli import app
 from recaudit.llm._audit import run_audit
 from recaudit.llm._config import load_config
