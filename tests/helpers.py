@@ -11,7 +11,9 @@ helpers stay in their folder (``runner_helpers``: fake tasks and a loopback serv
 from __future__ import annotations
 
 import csv
+import sqlite3
 from collections.abc import Callable, Iterable
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -102,6 +104,22 @@ def write_config(folder: Path, *, cache_dir: Path, n_queries: int = 8, n_perms: 
     path = folder / name
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def prepared_run(config: Path, out_dir: Path, retriever: object) -> Path:
+    """Run the audit of ``config`` in process, then empty its journal; return ``out_dir``.
+
+    The folder holds what ``positional run`` writes before any evaluation (queries,
+    candidate sets, journal meta), so a CLI ``--resume`` on it re-runs every evaluation
+    without loading the embedder.
+    """
+    from recaudit.llm._audit import run_audit
+    from recaudit.llm._config import load_config
+
+    run_audit(load_config(config), out_dir=out_dir, retriever=retriever)
+    with closing(sqlite3.connect(out_dir / "journal.sqlite")) as conn, conn:
+        conn.execute("DELETE FROM evaluations")
+    return out_dir
 
 
 def synthetic_table(

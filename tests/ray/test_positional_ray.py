@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 
 from helpers import write_config
-from recaudit.exceptions import InputError
 from recaudit.llm._audit import run_audit
 from recaudit.llm._config import load_config
 
@@ -92,15 +91,9 @@ batch_size = 1
 
 
 @pytest.mark.slow
-def test_local_smollm2_constrained_matches_local(tmp_path, ray_cluster, retriever, emb_cache):
+def test_local_smollm2_constrained_matches_local(tmp_path, ray_cluster, retriever, emb_cache,
+                                                 smollm2_path):
     """The packaged SmolLM2, constrained at T=0 (deterministic): same answers on Ray."""
-    pytest.importorskip("transformers")
-    from recaudit.llm.backends._local import default_model_path
-
-    try:
-        default_model_path()
-    except InputError as exc:
-        pytest.skip(str(exc))
     cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=2, n_perms=2,
                                    models=LOCAL_MODEL))
     local = run_audit(cfg, out_dir=tmp_path / "local", retriever=retriever)

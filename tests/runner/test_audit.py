@@ -135,17 +135,8 @@ constrained = true
 """
 
 
-def test_local_constrained_audit_has_no_discards(tmp_path, retriever, emb_cache):
+def test_local_constrained_audit_has_no_discards(tmp_path, retriever, emb_cache, smollm2_path):
     """The packaged SmolLM2 in constrained mode: every answer parses."""
-    pytest.importorskip("transformers")
-    pytest.importorskip("gguf")
-    from recaudit.exceptions import InputError
-    from recaudit.llm.backends import default_model_path
-
-    try:
-        default_model_path()
-    except InputError as exc:
-        pytest.skip(str(exc))
     cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=2, n_perms=2,
                                    models=LOCAL_MODEL))
     res = run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever)

@@ -192,18 +192,11 @@ def test_cli_study_resumes_a_positional_run_folder_and_reanalyses(
 
 
 @pytest.mark.slow
-def test_local_model_study(tmp_path, retriever, emb_cache):
+def test_local_model_study(tmp_path, retriever, emb_cache, smollm2_path):
     """The packaged SmolLM2 (constrained) through the whole study: 8 evaluations."""
-    pytest.importorskip("transformers")
-    pytest.importorskip("gguf")
     from recaudit.llm._config import load_config
     from recaudit.llm._study import run_study
-    from recaudit.llm.backends import default_model_path
 
-    try:
-        default_model_path()
-    except InputError as exc:
-        pytest.skip(str(exc))
     cfg = load_config(study_config(tmp_path, "study-local.toml", cache_dir=emb_cache))
     result = run_study(cfg, out_dir=tmp_path / "run", retriever=retriever,
                        n_boot=100, n_resamples=99)
