@@ -122,6 +122,16 @@ def prepared_run(config: Path, out_dir: Path, retriever: object) -> Path:
     return out_dir
 
 
+def damage_journal(run_dir: Path, *, lose: int, fail: int) -> None:
+    """Delete ``lose`` random evaluations from ``run_dir``'s journal and mark ``fail`` of
+    the rest failed, as if the process had died mid-run."""
+    with closing(sqlite3.connect(run_dir / "journal.sqlite")) as conn, conn:
+        conn.execute("DELETE FROM evaluations WHERE rowid IN "
+                     "(SELECT rowid FROM evaluations ORDER BY random() LIMIT ?)", (lose,))
+        conn.execute("UPDATE evaluations SET status = 'failed', selected_position = NULL "
+                     "WHERE rowid IN (SELECT rowid FROM evaluations LIMIT ?)", (fail,))
+
+
 def synthetic_table(
     *,
     models: dict[str, float],

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import write_config
+from helpers import damage_journal, write_config
 from recaudit.llm._audit import run_audit
 from recaudit.llm._config import load_config
 
@@ -114,13 +114,7 @@ def test_ray_resumes_a_local_run_exactly(tmp_path, ray_cluster, retriever, emb_c
     reference = run_audit(cfg, out_dir=tmp_path / "a", retriever=retriever)
     run_audit(cfg, out_dir=tmp_path / "b", retriever=retriever)
     # lose 11 rows and turn 4 into failures, as if the local process had died mid-run
-    conn = sqlite3.connect(tmp_path / "b" / "journal.sqlite")
-    conn.execute("DELETE FROM evaluations WHERE rowid IN "
-                 "(SELECT rowid FROM evaluations ORDER BY random() LIMIT 11)")
-    conn.execute("UPDATE evaluations SET status = 'failed', selected_position = NULL "
-                 "WHERE rowid IN (SELECT rowid FROM evaluations LIMIT 4)")
-    conn.commit()
-    conn.close()
+    damage_journal(tmp_path / "b", lose=11, fail=4)
     res = run_audit(cfg, out_dir=tmp_path / "b", resume=True, executor="ray")
     assert res.ran_now == 15 and res.planned == 30
     pd.testing.assert_frame_equal(_table(res.evaluations_path),
