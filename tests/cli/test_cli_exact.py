@@ -19,14 +19,13 @@ FAST = ["--n-boot", "100", "--seed", "3", "--quiet"]
 @pytest.fixture(scope="module")
 def exact_run(tmp_path_factory, retriever, emb_cache):
     """A simulated audit (p_bias 0.4, k = 4) that records choice-probability vectors."""
-    from runner_helpers import write_config
-
+    from helpers import write_config
     from recaudit.llm._audit import run_audit
     from recaudit.llm._config import load_config
 
     folder = tmp_path_factory.mktemp("exact-run")
-    path = write_config(folder, cache_dir=emb_cache, n_queries=10, n_perms=8)
-    path.write_text(path.read_text() + "\n[prompt]\nchoice_probabilities = true\n")
+    path = write_config(folder, cache_dir=emb_cache, n_queries=10, n_perms=8,
+                        choice_probabilities=True)
     res = run_audit(load_config(path), out_dir=folder / "run", retriever=retriever)
     return res.evaluations_path.parent
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from runner_helpers import write_config
 from typer.testing import CliRunner
 
+from helpers import write_config
 from recaudit.cli import app
 
 MODELS = """\

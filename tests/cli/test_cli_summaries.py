@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from study_helpers import synthetic_table
 from typer.testing import CliRunner
 
+from helpers import synthetic_table
 from recaudit.cli import app
 
 runner = CliRunner()

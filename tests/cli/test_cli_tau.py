@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 
 import pytest
-from study_helpers import synthetic_table
 from typer.testing import CliRunner
 
+from helpers import synthetic_table
 from recaudit.cli import app
 from recaudit.positional import simulate_evaluations
 
@@ -86,17 +85,11 @@ def test_study_analyze_only_tau_recorded_everywhere(tmp_path):
 
 
 def test_run_tau_reaches_analysis_json(tmp_path, retriever, emb_cache):
-    from runner_helpers import write_config
-
-    from recaudit.llm._audit import run_audit
-    from recaudit.llm._config import load_config
+    from helpers import prepared_run, write_config
 
     path = write_config(tmp_path, cache_dir=emb_cache, n_queries=6, n_perms=5)
-    run = tmp_path / "run"
-    # prepare the folder in process (the CLI resumes without loading the embedder)
-    run_audit(load_config(path), out_dir=run, retriever=retriever)
-    with sqlite3.connect(run / "journal.sqlite") as conn:
-        conn.execute("DELETE FROM evaluations")
+    # prepared in process (the CLI resumes without loading the embedder)
+    run = prepared_run(path, tmp_path / "run", retriever)
     res = runner.invoke(app, ["positional", "run", str(path), "--out", str(run), "--resume",
                               "--tau", "0.7", "--json"])
     assert res.exit_code == 0, res.output

@@ -1,4 +1,5 @@
-"""The exact-mode tests reuse the runner tests' helpers."""
+"""The exact-mode backend tests reuse the runner tests' fake tasks (``runner_helpers``)
+and loopback fault server (``fault_server``)."""
 
 from __future__ import annotations
 

@@ -4,24 +4,20 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from runner_helpers import write_config
 
+from helpers import write_config
 from recaudit.llm._audit import run_audit
 from recaudit.llm._config import load_config
 from recaudit.positional import analyze, analyze_exact
 
 
-@pytest.fixture(scope="module")
-def emb_cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("emb-cache-exact")
-
-
-def test_simulated_audit_records_vectors_and_exact_analysis_uses_them(tmp_path, emb_cache):
-    path = write_config(tmp_path, cache_dir=emb_cache, n_queries=12, n_perms=10)
-    path.write_text(path.read_text() + "\n[prompt]\nchoice_probabilities = true\n")
-    res = run_audit(load_config(path), out_dir=tmp_path / "run")
+def test_simulated_audit_records_vectors_and_exact_analysis_uses_them(tmp_path, retriever,
+                                                                     emb_cache):
+    path = write_config(tmp_path, cache_dir=emb_cache, n_queries=12, n_perms=10,
+                        choice_probabilities=True)
+    res = run_audit(load_config(path), out_dir=tmp_path / "run", retriever=retriever)
     df = pd.read_parquet(res.evaluations_path)
-    # the runner helpers' model: p_bias 0.4, discard rate 0.05 (= the outside mass)
+    # helpers.SIM_MODEL: p_bias 0.4, discard rate 0.05 (= the outside mass)
     assert df["choice_probs"].notna().all()
     assert df["outside_mass"].eq(0.05).all()
     ex = analyze_exact(df, rng=0, n_boot=200)

@@ -12,8 +12,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-ML100K = Path("/work/shared/data/ml-100k")
-
 
 def synthetic(
     n_users: int = 120, n_items: int = 60, length: int = 15, seed: int = 0, gap: float = 0.0
@@ -59,11 +57,11 @@ def _read_atomic(path: Path) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="session")
-def ml100k() -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(interactions, users) of ML-100K, or skip when the shared copy is absent."""
-    if not (ML100K / "ml-100k.inter").exists():
-        pytest.skip(f"ML-100K not found at {ML100K} (RecBole atomic files expected)")
-    return _read_atomic(ML100K / "ml-100k.inter"), _read_atomic(ML100K / "ml-100k.user")
+def ml100k(ml100k_path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(interactions, users) of ML-100K (``ml100k_path`` skips when the shared copy is
+    absent)."""
+    return (_read_atomic(ml100k_path / "ml-100k.inter"),
+            _read_atomic(ml100k_path / "ml-100k.user"))
 
 
 def popularity_baseline(

@@ -1,31 +1,20 @@
-"""Shared fixtures of the testbed tests: the real Myntra catalog and the real models.
+"""Shared fixtures of the testbed tests: the real Myntra catalog (``myntra_csv`` is in
+the root conftest and skips with a clear message when the data is absent).
 
-Models load once per test session; tests that need data or models skip with a clear
-message when they are absent.
+The catalog loads once per test session.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-MYNTRA_CSV = Path(
-    os.environ.get("RECAUDIT_MYNTRA_CSV", "/work/shared/data/myntra/myntra_products_catalog.csv")
-)
-
 
 @pytest.fixture(scope="session")
-def myntra():
+def myntra(myntra_csv):
     from recaudit.llm import ColumnMap, load_catalog
 
-    if not MYNTRA_CSV.is_file():
-        pytest.skip(f"Myntra catalog not found at {MYNTRA_CSV} (set RECAUDIT_MYNTRA_CSV)")
-    return load_catalog(MYNTRA_CSV, columns=ColumnMap.myntra())
+    return load_catalog(myntra_csv, columns=ColumnMap.myntra())
 
 
 @pytest.fixture(scope="session")

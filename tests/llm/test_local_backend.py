@@ -29,13 +29,9 @@ pytest.importorskip("gguf")
 
 
 @pytest.fixture(scope="module")
-def backend():
-    from recaudit.llm.backends import LocalBackend, default_model_path
+def backend(smollm2_path):
+    from recaudit.llm.backends import LocalBackend
 
-    try:
-        default_model_path()
-    except InputError as exc:
-        pytest.skip(str(exc))
     b = LocalBackend(n_threads=1)
     yield b
     asyncio.run(b.aclose())

@@ -1,15 +1,17 @@
-"""A real local Ray cluster (2 CPUs, loopback) shared by the Ray executor tests."""
+"""A real local Ray cluster (2 CPUs, loopback) shared by the Ray executor tests.
+
+The embedding cache and retriever come from the root conftest; retrieval runs in the
+driver (the actors only run backends), and the CLI subprocess of ``test_cli_ray`` finds
+the cached catalog embeddings on disk through the config's ``cache_dir``."""
 
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "runner"))  # runner_helpers
 
 
 @pytest.fixture(scope="session")
@@ -38,17 +40,3 @@ def ray_cluster():
         yield ray.get_runtime_context().gcs_address
     finally:
         ray.shutdown()
-
-
-@pytest.fixture(scope="session")
-def emb_cache(tmp_path_factory):
-    """One embedding cache for the whole session."""
-    return tmp_path_factory.mktemp("emb-cache")
-
-
-@pytest.fixture(scope="session")
-def retriever(emb_cache):
-    """One loaded retriever (the packaged MiniLM)."""
-    from recaudit.llm._retrieval import Retriever
-
-    return Retriever(cache_dir=emb_cache)

@@ -9,9 +9,9 @@ import sys
 
 import pandas as pd
 import pytest
-from runner_helpers import write_config
 from typer.testing import CliRunner
 
+from helpers import write_config
 from recaudit.cli import app
 from recaudit.exceptions import MissingExtraError
 from recaudit.llm._audit import run_audit

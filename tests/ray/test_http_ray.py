@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from runner_helpers import write_config
 
+from helpers import write_config
 from recaudit.llm._audit import run_audit
 from recaudit.llm._config import ModelConfig, OpenAIParams, load_config
 from recaudit.llm._ray_executor import worker_config

@@ -8,9 +8,8 @@ import sqlite3
 import numpy as np
 import pandas as pd
 import pytest
-from runner_helpers import write_config
 
-from recaudit.exceptions import InputError
+from helpers import damage_journal, write_config
 from recaudit.llm._audit import run_audit
 from recaudit.llm._config import load_config
 
@@ -92,15 +91,9 @@ batch_size = 1
 
 
 @pytest.mark.slow
-def test_local_smollm2_constrained_matches_local(tmp_path, ray_cluster, retriever, emb_cache):
+def test_local_smollm2_constrained_matches_local(tmp_path, ray_cluster, retriever, emb_cache,
+                                                 smollm2_path):
     """The packaged SmolLM2, constrained at T=0 (deterministic): same answers on Ray."""
-    pytest.importorskip("transformers")
-    from recaudit.llm.backends._local import default_model_path
-
-    try:
-        default_model_path()
-    except InputError as exc:
-        pytest.skip(str(exc))
     cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=2, n_perms=2,
                                    models=LOCAL_MODEL))
     local = run_audit(cfg, out_dir=tmp_path / "local", retriever=retriever)
@@ -121,13 +114,7 @@ def test_ray_resumes_a_local_run_exactly(tmp_path, ray_cluster, retriever, emb_c
     reference = run_audit(cfg, out_dir=tmp_path / "a", retriever=retriever)
     run_audit(cfg, out_dir=tmp_path / "b", retriever=retriever)
     # lose 11 rows and turn 4 into failures, as if the local process had died mid-run
-    conn = sqlite3.connect(tmp_path / "b" / "journal.sqlite")
-    conn.execute("DELETE FROM evaluations WHERE rowid IN "
-                 "(SELECT rowid FROM evaluations ORDER BY random() LIMIT 11)")
-    conn.execute("UPDATE evaluations SET status = 'failed', selected_position = NULL "
-                 "WHERE rowid IN (SELECT rowid FROM evaluations LIMIT 4)")
-    conn.commit()
-    conn.close()
+    damage_journal(tmp_path / "b", lose=11, fail=4)
     res = run_audit(cfg, out_dir=tmp_path / "b", resume=True, executor="ray")
     assert res.ran_now == 15 and res.planned == 30
     pd.testing.assert_frame_equal(_table(res.evaluations_path),

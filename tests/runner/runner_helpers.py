@@ -1,4 +1,6 @@
-"""Helpers shared by the runner tests (imported as ``runner_helpers``)."""
+"""Helpers of the runner tests (imported as ``runner_helpers``): fake evaluation tasks,
+a strict stand-in parser and a loopback chat server. The catalog and config writers
+shared with other folders live in ``tests/helpers.py``."""
 
 from __future__ import annotations
 
@@ -124,73 +126,3 @@ class LoopbackServer:
         finally:
             if not writer.is_closing():
                 writer.close()
-
-
-COLOURS = ("red", "blue", "black", "white", "green")
-TYPES = ("jeans", "t-shirt", "sneakers", "kurta", "jacket", "dress")
-
-
-def write_catalog(path) -> None:
-    """A 30-product catalog with id, title, description, brand, colour columns."""
-    import csv
-
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(["id", "title", "description", "brand", "colour"])
-        i = 0
-        for c in COLOURS:
-            for t in TYPES:
-                i += 1
-                w.writerow([f"P{i:03d}", f"Brand{i % 4} {c.title()} {t.title()}",
-                            f"A {c} {t} made of cotton, comfortable fit.", f"Brand{i % 4}", c])
-
-
-SIM_CONFIG = """\
-seed = 7
-concurrency = {concurrency}
-temperatures = [0.0]
-conditions = {conditions}
-
-[catalog]
-path = "catalog.csv"
-[catalog.columns]
-id = "id"
-title = "title"
-description = "description"
-brand = "brand"
-colour = "colour"
-
-[queries]
-n = {n_queries}
-
-[retrieval]
-k = [4]
-cache_dir = "{cache_dir}"
-
-[design]
-kind = "sampled"
-n_perms = {n_perms}
-
-{models}
-"""
-
-SIM_MODEL = """\
-[[models]]
-name = "sim"
-backend = "simulated"
-p_bias = 0.4
-discard_rate = 0.05
-delay_s = {delay_s}
-"""
-
-
-def write_config(folder, *, cache_dir, n_queries=8, n_perms=5, delay_s=0.0, concurrency=4,
-                 conditions='["permutation"]', models=None):
-    """Write catalog.csv and audit.toml into ``folder``; return the config path."""
-    write_catalog(folder / "catalog.csv")
-    text = SIM_CONFIG.format(concurrency=concurrency, conditions=conditions,
-                             n_queries=n_queries, cache_dir=cache_dir, n_perms=n_perms,
-                             models=models or SIM_MODEL.format(delay_s=delay_s))
-    path = folder / "audit.toml"
-    path.write_text(text, encoding="utf-8")
-    return path

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 
 import pandas as pd
 import pytest
 from aiohttp import web
-from runner_helpers import write_config
 
+from helpers import damage_journal, write_config
 from recaudit.exceptions import EndpointError, JournalError
 from recaudit.llm._audit import run_audit
 from recaudit.llm._config import load_config
@@ -64,13 +63,7 @@ def test_resume_runs_exactly_the_missing_keys(tmp_path, retriever, emb_cache):
     reference = pd.read_parquet(full.evaluations_path)
     run_audit(cfg, out_dir=tmp_path / "b", retriever=retriever)
     # lose 11 rows and turn 4 into failures, as if the process had died mid-run
-    conn = sqlite3.connect(tmp_path / "b" / "journal.sqlite")
-    conn.execute("DELETE FROM evaluations WHERE rowid IN "
-                 "(SELECT rowid FROM evaluations ORDER BY random() LIMIT 11)")
-    conn.execute("UPDATE evaluations SET status = 'failed', selected_position = NULL "
-                 "WHERE rowid IN (SELECT rowid FROM evaluations LIMIT 4)")
-    conn.commit()
-    conn.close()
+    damage_journal(tmp_path / "b", lose=11, fail=4)
     (tmp_path / "b" / "evaluations.parquet").unlink()
     res = run_audit(cfg, out_dir=tmp_path / "b", resume=True)  # no retriever: uses the folder
     assert res.ran_now == 15 and res.planned == 30
@@ -135,17 +128,8 @@ constrained = true
 """
 
 
-def test_local_constrained_audit_has_no_discards(tmp_path, retriever, emb_cache):
+def test_local_constrained_audit_has_no_discards(tmp_path, retriever, emb_cache, smollm2_path):
     """The packaged SmolLM2 in constrained mode: every answer parses."""
-    pytest.importorskip("transformers")
-    pytest.importorskip("gguf")
-    from recaudit.exceptions import InputError
-    from recaudit.llm.backends import default_model_path
-
-    try:
-        default_model_path()
-    except InputError as exc:
-        pytest.skip(str(exc))
     cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=2, n_perms=2,
                                    models=LOCAL_MODEL))
     res = run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever)

@@ -4,9 +4,9 @@ bad config writes nothing (everything is validated before the run folder exists)
 from __future__ import annotations
 
 import pytest
-from runner_helpers import write_config
 from typer.testing import CliRunner
 
+from helpers import write_config
 from recaudit.cli import app
 from recaudit.exceptions import ConfigError
 from recaudit.llm._config import (

@@ -8,8 +8,8 @@ import tomllib
 from importlib import resources
 
 import pytest
-from runner_helpers import write_config
 
+from helpers import write_config
 from recaudit.cli.positional import _demo_config
 from recaudit.exceptions import ConfigError
 from recaudit.fairness import default_config_path

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from runner_helpers import write_config
 
+from helpers import write_config
 from recaudit.llm._audit import run_audit
 from recaudit.llm._config import load_config
 

@@ -3,24 +3,18 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 
-from runner_helpers import write_config
 from typer.testing import CliRunner
 
+from helpers import prepared_run, write_config
 from recaudit.cli import app
-from recaudit.llm._audit import run_audit
-from recaudit.llm._config import load_config
 from recaudit.report import build_report
 
 
 def test_run_writes_analysis_json_for_the_report(tmp_path, retriever, emb_cache):
     path = write_config(tmp_path, cache_dir=emb_cache, n_queries=6, n_perms=5)
-    run = tmp_path / "run"
-    # prepare the run folder in process (no embedder load in the CLI), empty its journal
-    run_audit(load_config(path), out_dir=run, retriever=retriever)
-    with sqlite3.connect(run / "journal.sqlite") as conn:
-        conn.execute("DELETE FROM evaluations")
+    # prepared in process (no embedder load in the CLI), journal emptied
+    run = prepared_run(path, tmp_path / "run", retriever)
     result = CliRunner().invoke(
         app, ["positional", "run", str(path), "--out", str(run), "--resume", "--json"]
     )

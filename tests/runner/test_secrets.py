@@ -10,9 +10,9 @@ import sqlite3
 
 import pytest
 from aiohttp import web
-from runner_helpers import write_config
 from typer.testing import CliRunner
 
+from helpers import write_config
 from recaudit.cli import app
 from recaudit.exceptions import EndpointError
 from recaudit.llm._audit import run_audit

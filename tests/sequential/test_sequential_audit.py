@@ -7,8 +7,8 @@ import json
 
 import pandas as pd
 import pytest
-from runner_helpers import write_config
 
+from helpers import write_config
 from recaudit.exceptions import ConfigError
 from recaudit.llm._audit import run_audit
 from recaudit.llm._config import DesignConfig, load_config

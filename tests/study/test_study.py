@@ -9,9 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from statsmodels.stats.multitest import multipletests
-from study_helpers import study_config, synthetic_table
+from study_helpers import study_config
 from typer.testing import CliRunner
 
+from helpers import synthetic_table
 from recaudit.cli import app
 from recaudit.exceptions import InputError
 from recaudit.positional import STUDY_COLUMNS, analyze_study
@@ -161,15 +162,15 @@ def test_save_and_report_every_number_resolves(grid, tmp_path):
 
 
 def test_cli_study_resumes_a_positional_run_folder_and_reanalyses(
-    tmp_path, study_retriever, study_cache
+    tmp_path, retriever, emb_cache
 ):
     from recaudit.llm._audit import run_audit
     from recaudit.llm._config import load_config
 
-    path = study_config(tmp_path, "study-sim.toml", cache_dir=study_cache)
+    path = study_config(tmp_path, "study-sim.toml", cache_dir=emb_cache)
     run = tmp_path / "run"
     # the folder `recaudit positional run` would make (in process: the embedder is loaded)
-    first = run_audit(load_config(path), out_dir=run, retriever=study_retriever)
+    first = run_audit(load_config(path), out_dir=run, retriever=retriever)
     assert first.ran_now == first.planned == 2 * 5 * 2 * 4 * 3
     runner = CliRunner()
     res = runner.invoke(app, ["positional", "study", str(path), "--out", str(run), "--resume",
@@ -191,20 +192,13 @@ def test_cli_study_resumes_a_positional_run_folder_and_reanalyses(
 
 
 @pytest.mark.slow
-def test_local_model_study(tmp_path, study_retriever, study_cache):
+def test_local_model_study(tmp_path, retriever, emb_cache, smollm2_path):
     """The packaged SmolLM2 (constrained) through the whole study: 8 evaluations."""
-    pytest.importorskip("transformers")
-    pytest.importorskip("gguf")
     from recaudit.llm._config import load_config
     from recaudit.llm._study import run_study
-    from recaudit.llm.backends import default_model_path
 
-    try:
-        default_model_path()
-    except InputError as exc:
-        pytest.skip(str(exc))
-    cfg = load_config(study_config(tmp_path, "study-local.toml", cache_dir=study_cache))
-    result = run_study(cfg, out_dir=tmp_path / "run", retriever=study_retriever,
+    cfg = load_config(study_config(tmp_path, "study-local.toml", cache_dir=emb_cache))
+    result = run_study(cfg, out_dir=tmp_path / "run", retriever=retriever,
                        n_boot=100, n_resamples=99)
     assert result.audit.planned == result.audit.ok == 8
     table = result.study.table
