@@ -15,9 +15,12 @@ Behaviour:
 - each ``post`` has a total timeout (connect, proxy tunnel, TLS handshake, send,
   whole answer): :class:`TimeoutError`; the connection is then dropped;
 - an idle connection is not reused after ``keepalive_s`` seconds (below the 5 s idle
-  timeout of uvicorn), nor once the server closed it; when a reused connection
-  fails before any byte of the answer arrived (the server closed it while the request
-  was on its way), the request is sent once more on a new connection;
+  timeout of uvicorn), nor once the server closed it: before reuse its socket is
+  polled (readable while idle = the server's FIN, or bytes nobody asked for) and
+  dropped if so. A request is never re-sent by this module: a POST on a connection
+  the server closes while the request is under way may have been received, so it
+  fails as :class:`ConnectionFailed` and the caller's retry policy (counted, with
+  backoff) decides;
 - ``https`` with :func:`ssl.create_default_context` (certificates and host name
   verified; ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` honoured) unless a context is given;
 - a proxy (``http://[user:pass@]host:port``): absolute-form requests for an ``http``
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import select
 import ssl
 import time
 from dataclasses import dataclass
@@ -55,10 +59,6 @@ class Response:
 
 class ConnectionFailed(OSError):
     """The connection broke, or the server's answer could not be read."""
-
-
-class _StaleConnection(ConnectionFailed):
-    """A connection lost before any byte of the answer arrived (internal)."""
 
 
 class _Conn(asyncio.Protocol):
@@ -109,10 +109,9 @@ class _Conn(asyncio.Protocol):
                 and "chunked" not in self.headers.get("transfer-encoding", "").lower():
             self.on_message_complete()  # a body delimited by the connection's end
             return
-        kind = _StaleConnection if not self.got_bytes else ConnectionFailed
         reason = type(exc).__name__ if exc is not None else "closed by the server"
         what = "before the answer" if not self.got_bytes else "during the answer"
-        self._fail(kind(f"connection lost {what} ({reason})"))
+        self._fail(ConnectionFailed(f"connection lost {what} ({reason})"))
 
     # -- httptools callbacks ------------------------------------------------------------
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -154,6 +153,19 @@ class _Conn(asyncio.Protocol):
     def reusable(self) -> bool:
         """Answer complete and the server keeps the connection open."""
         return self.keep_alive and not self.closed
+
+    def alive(self) -> bool:
+        """An idle connection's socket has nothing to read (no FIN, RST or stray bytes
+        arrived that the event loop has not processed yet)."""
+        sock = self.transport.get_extra_info("socket") if self.transport else None
+        if sock is None:
+            return False
+        poller = select.poll()  # not select.select: no FD_SETSIZE limit
+        try:
+            poller.register(sock.fileno(), select.POLLIN)
+            return not poller.poll(0)
+        except (OSError, ValueError):
+            return False
 
     def _fail(self, exc: Exception) -> None:
         if self.waiter is not None and not self.waiter.done():
@@ -249,20 +261,15 @@ class HTTPClient:
             self._slots = asyncio.Semaphore(self._concurrency)
         data = b"%s%d\r\n\r\n%s" % (self._head, len(body), body)
         async with self._slots, asyncio.timeout(self.timeout_s):
-            conn = self._idle_conn()
-            if conn is not None:
-                try:
-                    return await self._exchange(conn, data)
-                except _StaleConnection:
-                    pass  # the server closed it as we reused it: once more, fresh
-            return await self._exchange(await self._connect(), data)
+            conn = self._idle_conn() or await self._connect()
+            return await self._exchange(conn, data)
 
     def _idle_conn(self) -> _Conn | None:
         idle = self._idle
         limit = time.monotonic() - self.keepalive_s
         while idle:
             conn = idle.pop()
-            if not conn.closed and conn.idle_since > limit:
+            if not conn.closed and conn.idle_since > limit and conn.alive():
                 return conn
             self._drop(conn)
         return None
