@@ -162,14 +162,14 @@ class _PyreqwestHTTP:
         self.closed = False
 
     async def post(self, body: bytes) -> Response:
-        from pyreqwest.exceptions import RequestTimeoutError, TransportError
+        from pyreqwest.exceptions import DecodeError, RequestTimeoutError, TransportError
 
         try:
             r = await self.s.post(self.url).body_bytes(body).build().send()
             raw = bytes(await r.bytes())
         except RequestTimeoutError:
             raise TimeoutError from None
-        except TransportError as exc:
+        except (TransportError, DecodeError) as exc:  # DecodeError: a truncated body
             raise OSError(type(exc).__name__) from None
         return Response(r.status, {"retry-after": r.get_header("retry-after") or "",
                                    "location": r.get_header("location") or ""}, raw)
