@@ -11,6 +11,7 @@ import base64
 import shutil
 import socket
 import ssl
+import struct
 import subprocess
 import threading
 import time
@@ -49,6 +50,7 @@ class Step:
     close: bool = False
     stall_s: float = 0.0
     fin_after_s: float | None = None  # then send FIN from another thread, read to EOF
+    reset: bool = False  # close with RST (linger 0) instead of FIN
 
 
 @dataclass
@@ -99,6 +101,12 @@ class RawServer:
                     sock = writer.get_extra_info("socket")
                     threading.Timer(step.fin_after_s, sock.shutdown, (socket.SHUT_WR,)).start()
                     await reader.read()
+                    return
+                if step.reset:
+                    sock = writer.get_extra_info("socket")
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                    struct.pack("ii", 1, 0))
+                    writer.transport.abort()
                     return
                 if step.close:
                     return
@@ -225,6 +233,22 @@ def test_broken_answers_raise_connection_failed(data, pattern):
             c = client(srv.url)
             try:
                 with pytest.raises(ConnectionFailed, match=pattern):
+                    await c.post(b"{}")
+            finally:
+                await c.aclose()
+
+    run(go())
+
+
+def test_close_delimited_body_cut_by_a_reset_is_an_error():
+    """Only a clean end (FIN) completes a body delimited by the connection's end."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n"
+
+    async def go():
+        async with RawServer(lambda n: Step(head + b'{"cho', reset=True)) as srv:
+            c = client(srv.url)
+            try:
+                with pytest.raises(ConnectionFailed, match="during the answer"):
                     await c.post(b"{}")
             finally:
                 await c.aclose()

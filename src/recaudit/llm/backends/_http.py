@@ -105,9 +105,9 @@ class _Conn(asyncio.Protocol):
         waiter = self.waiter
         if waiter is None or waiter.done():
             return
-        if self.headers_done and "content-length" not in self.headers \
+        if exc is None and self.headers_done and "content-length" not in self.headers \
                 and "chunked" not in self.headers.get("transfer-encoding", "").lower():
-            self.on_message_complete()  # a body delimited by the connection's end
+            self.on_message_complete()  # a body delimited by the connection's (clean) end
             return
         reason = type(exc).__name__ if exc is not None else "closed by the server"
         what = "before the answer" if not self.got_bytes else "during the answer"
