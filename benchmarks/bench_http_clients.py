@@ -14,6 +14,13 @@ Usage::
 
     PYTHONPATH=src python benchmarks/bench_http_clients.py [--concurrency 32]
         [--latency-ms 50] [--calls-per-slot 40] [--repeats 3] [--clients aiohttp ...]
+
+Loaded as a pytest plugin it runs the backend's tests with pyreqwest under
+``OpenAIBackend`` (bench_runner's adapter), to check a candidate's reliability::
+
+    PYTHONPATH=src:benchmarks python -m pytest -p bench_http_clients \
+        tests/runner/test_openai_backend.py tests/runner/test_runner.py \
+        tests/runner/test_secrets.py tests/runner/test_crash_resume.py
 """
 
 from __future__ import annotations
@@ -234,6 +241,12 @@ async def _run(cls: type[_Aiohttp], url: str, body: bytes, concurrency: int,
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     return n / elapsed, cpu / n * 1e3
+
+
+def pytest_configure(config: object) -> None:
+    """As a pytest plugin (``-p bench_http_clients``): pyreqwest under the backend."""
+    OpenAIBackend._open_http = (  # type: ignore[method-assign]
+        lambda self: br._PyreqwestHTTP(self))
 
 
 def main() -> None:
