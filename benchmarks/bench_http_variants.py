@@ -1,12 +1,17 @@
 """CPU per call of ``OpenAIBackend`` tuning variants (aiohttp session options) through
 ``run_tasks`` + an in-memory sink against bench_runner's loopback server.
 
+The backend's HTTP client was aiohttp until 2026-11-30 (now its own, ``_http.py``):
+this script keeps the tuning measured then reproducible, by putting aiohttp sessions
+back under the backend.
+
 Usage::
 
     PYTHONPATH=src python benchmarks/bench_http_variants.py
 """
 
 import asyncio
+import functools
 import json
 import os
 import statistics
@@ -22,7 +27,19 @@ from recaudit.llm.backends._openai import KEEPALIVE_S, OpenAIBackend, _LoopSessi
 OPTS = {}
 
 
+async def _close_aiohttp(http):
+    try:
+        yield
+    finally:
+        if not http.closed:
+            await http.close()
+
+
 class V(OpenAIBackend):
+    @functools.cached_property
+    def _target(self):  # parsed once, as the aiohttp backend did
+        return __import__("yarl").URL(self.url)
+
     async def _loop_session(self):
         loop = asyncio.get_running_loop()
         cur = self._session
@@ -43,6 +60,7 @@ class V(OpenAIBackend):
             kw["auto_decompress"] = False
         http = aiohttp.ClientSession(**kw)
         cur = self._session = _LoopSession(loop, http, self.concurrency)
+        cur.closer = _close_aiohttp(http)  # aiohttp's session closes with close()
         await cur.closer.__anext__()
         return cur
 

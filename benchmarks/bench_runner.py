@@ -20,6 +20,12 @@ Usage::
 
     PYTHONPATH=src python benchmarks/bench_runner.py [--latency-ms 50] [--calls-per-slot 40]
         [--repeats 3] [--concurrency 1 8 32] [--latency-model fixed uniform]
+        [--client own aiohttp pyreqwest]
+
+``--client`` puts other HTTP clients under the same backend, runner and journal
+(``OpenAIBackend._open_http`` replaced; the retry policy and parser unchanged): ``own``
+(the backend's own, the default), ``aiohttp`` (the backend's client before
+2026-11-30) and ``pyreqwest``. Several clients alternate per repeat.
 """
 
 from __future__ import annotations
@@ -39,7 +45,8 @@ from recaudit.llm._journal import EvalKey, EvalRecord, Journal, MemorySink, Resu
 from recaudit.llm._parse import parse_answer
 from recaudit.llm._runner import EvalTask, run_tasks
 from recaudit.llm._types import Candidate, ChatMessage, ChatRequest
-from recaudit.llm.backends._openai import OpenAIBackend
+from recaudit.llm.backends._http import Response
+from recaudit.llm.backends._openai import KEEPALIVE_S, OpenAIBackend
 
 ANSWER = json.dumps({"choices": [{"message": {"role": "assistant",
                                               "content": '{"article_number": 2}'}}],
@@ -107,10 +114,86 @@ def _parse(text: str, identifiers: tuple[str, ...]) -> tuple[int | None, str | N
     return parsed.position, parsed.discard_reason
 
 
-async def _run_once(url: str, concurrency: int, n: int,
-                    sink: ResultSink) -> tuple[float, float]:
-    """(calls/s, client CPU ms per call) of one ``run_tasks`` (setup excluded)."""
+class _AiohttpHTTP:
+    """aiohttp behind ``OpenAIBackend._open_http`` (as the backend used it until
+    2026-11-30: one session, bounded connector, 4 s keep-alive, no cookies)."""
+
+    def __init__(self, b: OpenAIBackend) -> None:
+        import aiohttp
+        import yarl
+
+        self.s = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=b.concurrency, keepalive_timeout=KEEPALIVE_S),
+            headers=b._headers, timeout=aiohttp.ClientTimeout(total=b.timeout_s),
+            cookie_jar=aiohttp.DummyCookieJar(), proxy=b._proxy)
+        self.target = yarl.URL(b.url)
+
+    @property
+    def closed(self) -> bool:
+        return self.s.closed
+
+    async def post(self, body: bytes) -> Response:
+        import aiohttp
+
+        try:
+            async with self.s.post(self.target, data=body, allow_redirects=False) as r:
+                raw = await r.read()
+        except aiohttp.ClientError as exc:
+            raise OSError(type(exc).__name__) from None
+        return Response(r.status, r.headers, raw)  # type: ignore[arg-type]  # CIMultiDict
+
+    async def aclose(self) -> None:
+        await self.s.close()
+
+
+class _PyreqwestHTTP:
+    """pyreqwest (Rust reqwest/hyper on a tokio thread) behind ``_open_http``."""
+
+    def __init__(self, b: OpenAIBackend) -> None:
+        from datetime import timedelta
+
+        from pyreqwest.client import ClientBuilder
+
+        self.s = (ClientBuilder().max_connections(b.concurrency)
+                  .timeout(timedelta(seconds=b.timeout_s))
+                  .pool_idle_timeout(timedelta(seconds=KEEPALIVE_S))
+                  .follow_redirects(False).default_headers(b._headers).build())
+        self.url = b.url
+        self.closed = False
+
+    async def post(self, body: bytes) -> Response:
+        from pyreqwest.exceptions import DecodeError, RequestTimeoutError, TransportError
+
+        try:
+            r = await self.s.post(self.url).body_bytes(body).build().send()
+            raw = bytes(await r.bytes())
+        except RequestTimeoutError:
+            raise TimeoutError from None
+        except (TransportError, DecodeError) as exc:  # DecodeError: a truncated body
+            raise OSError(type(exc).__name__) from None
+        return Response(r.status, {"retry-after": r.get_header("retry-after") or "",
+                                   "location": r.get_header("location") or ""}, raw)
+
+    async def aclose(self) -> None:
+        self.closed = True
+        await self.s.close()
+
+
+CLIENTS = {"own": None, "aiohttp": _AiohttpHTTP, "pyreqwest": _PyreqwestHTTP}
+
+
+def _backend(url: str, concurrency: int, client: str = "own") -> OpenAIBackend:
     backend = OpenAIBackend(url, "bench", concurrency=concurrency, max_retries=0)
+    factory = CLIENTS[client]
+    if factory is not None:
+        backend._open_http = lambda: factory(backend)  # type: ignore[method-assign]
+    return backend
+
+
+async def _run_once(url: str, concurrency: int, n: int, sink: ResultSink,
+                    client: str = "own") -> tuple[float, float]:
+    """(calls/s, client CPU ms per call) of one ``run_tasks`` (setup excluded)."""
+    backend = _backend(url, concurrency, client)
     tasks = _tasks(n)
     try:
         cpu0 = time.process_time()
@@ -201,27 +284,35 @@ def start_server(latency_ms: float, model: str = "fixed") -> tuple[subprocess.Po
 def _table(url: str, args: argparse.Namespace, model: str) -> None:
     latency = args.latency_ms / 1000
     levels = args.concurrency
-    asyncio.run(_run_once(url, 4, 20, MemorySink()))  # warm-up
+    for client in args.client:
+        asyncio.run(_run_once(url, 4, 20, MemorySink(), client))  # warm-up
     print(f"server latency {model}, mean {args.latency_ms:.0f} ms; {args.repeats} repeats, "
           f"median")
-    print(f"{'concurrency':>11} {'calls':>6} {'limit/s':>8} {'journal/s':>10} "
+    print(f"{'client':>9} {'concurrency':>11} {'calls':>6} {'limit/s':>8} {'journal/s':>10} "
           f"{'fraction':>8} {'memory/s':>9} {'overhead':>8} {'cpu ms/call':>11} "
           f"{'1/cpu':>6}")
     for c in levels:
         n = args.calls_per_slot * c
-        rates_j, rates_m, cpus = [], [], []
+        rates_j: dict[str, list[float]] = {k: [] for k in args.client}
+        rates_m: dict[str, list[float]] = {k: [] for k in args.client}
+        cpus: dict[str, list[float]] = {k: [] for k in args.client}
         for _ in range(args.repeats):
-            with tempfile.TemporaryDirectory() as tmp:
-                with Journal(Path(tmp) / "journal.sqlite", meta={}, resume=False,
-                             background=True) as j:
-                    rates_j.append(asyncio.run(_run_once(url, c, n, j))[0])
-            rate, cpu = asyncio.run(_run_once(url, c, n, MemorySink()))
-            rates_m.append(rate)
-            cpus.append(cpu)
+            for client in args.client:  # alternating
+                with tempfile.TemporaryDirectory() as tmp:
+                    with Journal(Path(tmp) / "journal.sqlite", meta={}, resume=False,
+                                 background=True) as j:
+                        rates_j[client].append(asyncio.run(_run_once(url, c, n, j,
+                                                                     client))[0])
+                rate, cpu = asyncio.run(_run_once(url, c, n, MemorySink(), client))
+                rates_m[client].append(rate)
+                cpus[client].append(cpu)
         limit = c / latency
-        rj, rm, cpu = (statistics.median(x) for x in (rates_j, rates_m, cpus))
-        print(f"{c:>11} {n:>6} {limit:>8.0f} {rj:>10.1f} {rj / limit:>8.2f} "
-              f"{rm:>9.1f} {1 - rj / rm:>8.1%} {cpu:>11.2f} {1e3 / cpu:>6.0f}")
+        for client in args.client:
+            rj, rm, cpu = (statistics.median(x[client]) for x in (rates_j, rates_m, cpus))
+            each = " ".join(f"{r / limit:.2f}" for r in rates_j[client])
+            print(f"{client:>9} {c:>11} {n:>6} {limit:>8.0f} {rj:>10.1f} {rj / limit:>8.2f} "
+                  f"{rm:>9.1f} {1 - rj / rm:>8.1%} {cpu:>11.2f} {1e3 / cpu:>6.0f}  "
+                  f"(journal runs: {each})")
     for c in levels:
         n = args.calls_per_slot * c
         runs = [asyncio.run(_raw_reference(url, c, n)) for _ in range(args.repeats)]
@@ -242,6 +333,8 @@ def main() -> None:
                     choices=["fixed", "uniform", "exp"])
     ap.add_argument("--uvloop", action="store_true",
                     help="run the client on uvloop (pip install uvloop; not a dependency)")
+    ap.add_argument("--client", nargs="+", default=["own"], choices=list(CLIENTS),
+                    help="HTTP client(s) under the backend; several alternate per repeat")
     ap.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.uvloop and args.serve is None:

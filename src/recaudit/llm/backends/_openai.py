@@ -20,13 +20,14 @@ ever placed in the ``Authorization`` header; any text that leaves this module (e
 messages, response text) is passed through a redaction that replaces the key.
 Redirects are not followed (the key is never sent to another URL): a 3xx fails at once.
 
-HTTP goes through aiohttp (C-accelerated HTTP/1.1 parser): one long-lived
-``ClientSession`` per backend and event loop, created on first use inside the running
-loop (a backend may be built outside any loop and used by several ``asyncio.run``
-calls in turn), keep-alive connections, at most ``concurrency`` of them. The session
-closes with ``aclose()`` or, at the latest, when its loop shuts down (``asyncio.run``
-finalises the backend's closer generator). Why aiohttp and how it was tuned:
-``docs/decisions.md``, "The HTTP client is aiohttp".
+HTTP goes through recaudit's own small HTTP/1.1 client (``_http.py``:
+``asyncio.Protocol`` + the httptools C parser): one client per backend and event loop,
+created on first use inside the running loop (a backend may be built outside any loop
+and used by several ``asyncio.run`` calls in turn), keep-alive connections, at most
+``concurrency`` of them. The client closes with ``aclose()`` or, at the latest, when
+its loop shuts down (``asyncio.run`` finalises the backend's closer generator). Why
+not a library: ``docs/decisions.md``, "The HTTP client is our own (asyncio.Protocol +
+httptools)".
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ RETRY_STATUS = frozenset({408, 409, 429})
 #: Idle seconds after which a keep-alive connection is not reused: below the 5 s idle
 #: timeout of uvicorn (llama-cpp-python's server), so we never reuse one it is closing.
 KEEPALIVE_S = 4.0
+USER_AGENT = "recaudit/0.1 (positional-bias audit)"
 MSG_NO_KEY = (
     "environment variable `{env}` (named by `api_key_env`) is not set; export the API "
     "key in it (the config names the variable, never the key)"
@@ -184,7 +186,7 @@ async def _close_at_loop_shutdown(http: Any) -> AsyncGenerator[None, None]:
         yield
     finally:
         if not http.closed:
-            await http.close()
+            await http.aclose()
 
 
 class OpenAIBackend:
@@ -248,10 +250,9 @@ class OpenAIBackend:
         name: str | None = None,
     ) -> None:
         try:
-            import aiohttp
-            import yarl
-        except ImportError as exc:  # pragma: no cover - aiohttp ships with the llm extra
-            raise MissingExtraError("aiohttp", "llm") from exc
+            import httptools  # noqa: F401  (the response parser of ``_http``)
+        except ImportError as exc:  # pragma: no cover - httptools ships with the llm extra
+            raise MissingExtraError("httptools", "llm") from exc
         args = _openai_iv(base_url, model, api_key_env, concurrency, rate_limit_per_s,
                           timeout_s, max_retries, backoff_base_s, backoff_max_s)
         self.base_url = args["base_url"]
@@ -268,13 +269,10 @@ class OpenAIBackend:
         self._secret: str | None = args["key"]
         self._rng = np.random.default_rng(rng)
         self._bucket = None if rate_limit_per_s is None else _TokenBucket(rate_limit_per_s)
-        # parsed once (a str URL would be re-parsed by yarl on every request)
-        self._target = yarl.URL(self.url)
         self._proxy = _env_proxy(self.url)
-        self._headers = {"Content-Type": "application/json"}
+        self._headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT}
         if self._secret is not None:
             self._headers["Authorization"] = f"Bearer {self._secret}"
-        self._client_errors: tuple[type[BaseException], ...] = (aiohttp.ClientError, OSError)
         self._session: _LoopSession | None = None
 
     def __repr__(self) -> str:
@@ -360,20 +358,20 @@ class OpenAIBackend:
         current = self._session
         if current is not None and current.loop is loop and not current.http.closed:
             return current
-        import aiohttp
-
         # a session of another (finished) loop is left to that loop's shutdown
-        http = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=self.concurrency,
-                                           keepalive_timeout=KEEPALIVE_S),
-            headers=self._headers,
-            timeout=aiohttp.ClientTimeout(total=self.timeout_s),
-            cookie_jar=aiohttp.DummyCookieJar(),  # an API client keeps no cookies
-            proxy=self._proxy,
-        )
+        http = self._open_http()
         current = self._session = _LoopSession(loop, http, self.concurrency)
         await current.closer.__anext__()  # registers it for finalisation by the loop
         return current
+
+    def _open_http(self) -> Any:
+        """A new HTTP client for the running loop: ``post(body) -> _http.Response``,
+        ``aclose()``, ``closed`` (the seam ``benchmarks/bench_runner.py --client``
+        uses to put other clients through the same runner)."""
+        from ._http import HTTPClient
+
+        return HTTPClient(self.url, concurrency=self.concurrency, timeout_s=self.timeout_s,
+                          headers=self._headers, proxy=self._proxy, keepalive_s=KEEPALIVE_S)
 
     async def _attempt(self, body: bytes) -> dict[str, Any]:
         if self._bucket is not None:
@@ -384,17 +382,16 @@ class OpenAIBackend:
             session = await self._loop_session()
         async with session.slots:
             try:
-                async with session.http.post(self._target, data=body,
-                                             allow_redirects=False) as resp:
-                    raw = await resp.read()
+                resp = await session.http.post(body)
             except TimeoutError:  # before OSError: TimeoutError is one
                 raise _RetryableError("timeout") from None
-            except self._client_errors as exc:
+            except OSError as exc:  # _http.ConnectionFailed, refused, reset, TLS
                 raise _RetryableError(f"connection error ({type(exc).__name__})") from None
         status = resp.status
+        raw = resp.body
         if status in RETRY_STATUS or status >= 500:
             raise _RetryableError(f"HTTP {status}",
-                                  parse_retry_after(resp.headers.get("Retry-After")))
+                                  parse_retry_after(resp.headers.get("retry-after")))
         if status >= 400:
             snippet = self._redact(raw.decode("utf-8", "replace"))[:300]
             raise EndpointError(
@@ -403,7 +400,7 @@ class OpenAIBackend:
                 f"{snippet}"
             )
         if status >= 300:
-            where = self._redact(resp.headers.get("Location", "?"))
+            where = self._redact(resp.headers.get("location", "?"))
             raise EndpointError(
                 f"endpoint {self.url} answered HTTP {status} (redirect to {where}); "
                 f"redirects are not followed: set `base_url` to the final address"
