@@ -454,3 +454,22 @@ def test_backend_reads_the_proxy_from_the_environment_once(monkeypatch):
     proxy, resp = run(scenario())
     assert resp.text == ANSWER
     assert proxy.requests[0][1].startswith(b"POST http://llm.test:9/v1/chat/completions ")
+
+
+@pytest.mark.parametrize("proxy", ["socks5://user:s3cret@proxy.test:1080",
+                                   "https://user:s3cret@proxy.test:3128"])
+def test_backend_rejects_a_proxy_it_cannot_speak_when_built(monkeypatch, proxy):
+    """A non-http proxy in the environment is a clear ConfigError at construction (not a
+    failure on the first request), naming the variable and the host, not the secret."""
+    from recaudit.exceptions import ConfigError
+
+    for var in ("no_proxy", "NO_PROXY", "HTTPS_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("https_proxy", proxy)
+    with pytest.raises(ConfigError) as err:
+        OpenAIBackend("https://llm.test/v1", "m")
+    msg = str(err.value)
+    assert "https_proxy" in msg and "proxy.test" in msg and "http://HOST:PORT" in msg
+    assert "s3cret" not in msg and "user" not in msg
+    monkeypatch.setenv("no_proxy", "llm.test")  # bypassed: no proxy, no error
+    assert OpenAIBackend("https://llm.test/v1", "m")._proxy is None

@@ -147,7 +147,8 @@ class _Conn(asyncio.Protocol):
         self.got_bytes = False
         self.headers_done = False
         self.keep_alive = False
-        assert self.transport is not None
+        if self.transport is None:  # pragma: no cover - send() follows connection_made
+            raise ConnectionFailed("the connection is not open")
         self.transport.write(data)
 
     def reusable(self) -> bool:
@@ -321,7 +322,8 @@ class HTTPClient:
             conn.waiter = None
         if resp.status != 200:
             raise ConnectionFailed(f"the proxy refused the tunnel (HTTP {resp.status})")
-        assert self._ssl is not None
+        if self._ssl is None:  # pragma: no cover - a tunnel is only made for https
+            raise ConnectionFailed("a CONNECT tunnel needs an https target")
         tls = await loop.start_tls(transport, conn, self._ssl,  # type: ignore[arg-type]
                                    server_hostname=self._host)
         if tls is None:  # pragma: no cover - only for a transport closed meanwhile

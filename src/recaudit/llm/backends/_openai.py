@@ -58,6 +58,11 @@ RETRY_STATUS = frozenset({408, 409, 429})
 #: timeout of uvicorn (llama-cpp-python's server), so we never reuse one it is closing.
 KEEPALIVE_S = 4.0
 USER_AGENT = "recaudit/0.1 (positional-bias audit)"
+MSG_PROXY = (
+    "the environment's `{var}` names a {scheme}:// proxy ({host}); recaudit reaches "
+    "endpoints through http:// proxies only: set `{var}` to http://HOST:PORT, or add "
+    "{base} to `no_proxy` to connect directly"
+)
 MSG_NO_KEY = (
     "environment variable `{env}` (named by `api_key_env`) is not set; export the API "
     "key in it (the config names the variable, never the key)"
@@ -269,7 +274,7 @@ class OpenAIBackend:
         self._secret: str | None = args["key"]
         self._rng = np.random.default_rng(rng)
         self._bucket = None if rate_limit_per_s is None else _TokenBucket(rate_limit_per_s)
-        self._proxy = _env_proxy(self.url)
+        self._proxy: str | None = args["proxy"]
         self._headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT}
         if self._secret is not None:
             self._headers["Authorization"] = f"Bearer {self._secret}"
@@ -455,11 +460,21 @@ class OpenAIBackend:
 
 
 def _env_proxy(url: str) -> str | None:
-    """The proxy the environment names for ``url`` (``None``: direct)."""
+    """The proxy the environment names for ``url`` (``None``: direct).
+
+    Raises :class:`ConfigError` when it is not an ``http://`` proxy (the only kind the
+    client speaks: a ``https://`` or ``socks5://`` proxy would otherwise fail on the
+    first request); the message names the variable and the proxy's host, never its
+    credentials.
+    """
     parts = urlsplit(url)
     proxy = urllib.request.getproxies().get(parts.scheme)
     if proxy is None or urllib.request.proxy_bypass(parts.hostname or ""):
         return None
+    p = urlsplit(proxy if "//" in proxy else f"http://{proxy}")
+    if p.scheme != "http" or not p.hostname:
+        raise ConfigError(MSG_PROXY.format(var=f"{parts.scheme}_proxy", scheme=p.scheme,
+                                           host=p.hostname or "?", base=parts.hostname))
     return proxy
 
 
@@ -489,4 +504,4 @@ def _openai_iv(base_url: str, model: str, api_key_env: str | None, concurrency: 
         key = os.environ.get(api_key_env)
         if not key:
             raise ConfigError(MSG_NO_KEY.format(env=api_key_env))
-    return {"base_url": base_url.rstrip("/"), "key": key}
+    return {"base_url": base_url.rstrip("/"), "key": key, "proxy": _env_proxy(base_url)}
