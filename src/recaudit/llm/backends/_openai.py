@@ -37,6 +37,7 @@ import email.utils
 import json
 import math
 import os
+import ssl
 import time
 import urllib.request
 from collections.abc import AsyncGenerator
@@ -58,6 +59,10 @@ RETRY_STATUS = frozenset({408, 409, 429})
 #: timeout of uvicorn (llama-cpp-python's server), so we never reuse one it is closing.
 KEEPALIVE_S = 4.0
 USER_AGENT = "recaudit/0.1 (positional-bias audit)"
+MSG_CERT = (
+    "endpoint {url}: its TLS certificate failed verification ({why}); not retried. "
+    "If the endpoint uses a private CA, point SSL_CERT_FILE at that CA's PEM bundle"
+)
 MSG_PROXY = (
     "the environment's `{var}` names a {scheme}:// proxy ({host}); recaudit reaches "
     "endpoints through http:// proxies only: set `{var}` to http://HOST:PORT, or add "
@@ -390,6 +395,9 @@ class OpenAIBackend:
                 resp = await session.http.post(body)
             except TimeoutError:  # before OSError: TimeoutError is one
                 raise _RetryableError("timeout") from None
+            except ssl.SSLCertVerificationError as exc:  # not transient: fail at once
+                raise EndpointError(MSG_CERT.format(url=self.url,
+                                                    why=exc.verify_message)) from None
             except OSError as exc:  # _http.ConnectionFailed, refused, reset, TLS
                 raise _RetryableError(f"connection error ({type(exc).__name__})") from None
         status = resp.status
