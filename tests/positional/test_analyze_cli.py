@@ -183,3 +183,25 @@ def test_grouped_errors_name_the_group(grouped_csv: Path) -> None:
     table.loc[table.index[table["model"] == "b"][0], "order"] = "1 2 3"
     with pytest.raises(InputError, match=re.escape("group model=b: column `order`: mixed k")):
         analyze_groups(table, by=["model"], n_resamples=9)
+
+
+def test_cli_and_json_say_when_pob_icm_cannot_see_bias(tmp_path: Path) -> None:
+    """k = 10 with sampled orders: no column repeats. The JSON carries the caveat and
+    the summary prints it once for all groups that share it; POB-UNBP still rejects."""
+    parts = [simulate_evaluations(15, k=10, n_perms=8, p_bias=0.9, rng=s).to_frame()
+             .assign(model=m) for m, s in (("a", 1), ("b", 2))]
+    path = tmp_path / "k10.csv"
+    pd.concat(parts, ignore_index=True).to_csv(path, index=False)
+    res = runner.invoke(app, ["positional", "analyze", str(path), "--by", "model",
+                              "--json", *FAST])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.output)
+    assert all(r["pob_icm"]["n_in_repeated_columns"] == 0 and r["pob_icm"]["pvalue"] == 1.0
+               and "no permutation column repeats" in r["pob_icm"]["caveat"]
+               and r["pob_unbp"]["reject"] for r in rows)
+    res = runner.invoke(app, ["positional", "analyze", str(path), "--by", "model",
+                              "--n-resamples", "99", "--n-boot", "50", "--seed", "1"],
+                        env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    assert res.output.count("no permutation column repeats") == 1
+    assert "POB-ICM (2 groups: model=a; model=b)" in res.output

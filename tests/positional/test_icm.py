@@ -166,3 +166,36 @@ def test_threads_do_not_change_the_result(biased: Evaluations) -> None:
     np.testing.assert_array_equal(one.null_distribution, two.null_distribution)
     with pytest.raises(InputError, match=re.escape(_icm.MSG_N_JOBS.format(value=0))):
         pob_icm(biased, n_jobs=0)
+
+
+def _first_position_table(orders: list[np.ndarray], n_queries: int) -> Evaluations:
+    """Every evaluation picks prompt position 1: maximal positional bias."""
+    rows = [(f"q{q}", " ".join(map(str, o + 1)), 1) for q in range(n_queries) for o in orders]
+    return evaluations_from_table(
+        pd.DataFrame(rows, columns=["query_id", "order", "selected_position"]))
+
+
+def test_no_repeated_column_has_no_power_and_says_so() -> None:
+    """Sampled orders at k = 10 never repeat: X2 = N(R - 1) under every shuffle, so even
+    a model that always answers position 1 gets p = 1 (spec section 4: 'weak when
+    columns are sparse'); the result says why. The same bias with orders shared across
+    queries (repeated columns) is detected, with no caveat."""
+    from recaudit.report._study import ICM_NO_REPEATS_START
+
+    k, n_q, rng = 10, 12, np.random.default_rng(3)
+    unique = [rng.permutation(k) for _ in range(n_q * 8)]
+    rows = [(f"q{i // 8}", " ".join(map(str, o + 1)), 1) for i, o in enumerate(unique)]
+    sparse = evaluations_from_table(
+        pd.DataFrame(rows, columns=["query_id", "order", "selected_position"]))
+    res = pob_icm(sparse, n_resamples=199, rng=0)
+    assert res.n_columns == n_q * 8 and res.n_in_repeated_columns == 0
+    assert res.statistic == pytest.approx(len(unique) * (res.n_rows - 1))
+    assert res.pvalue == 1.0
+    np.testing.assert_allclose(res.null_distribution, res.statistic, rtol=1e-12)
+    assert res.caveat is not None and res.caveat.startswith(ICM_NO_REPEATS_START)
+    assert str(res.n_columns) in res.caveat
+
+    shared = _first_position_table(unique[:8], n_q)
+    res = pob_icm(shared, n_resamples=199, rng=0)
+    assert res.n_in_repeated_columns == n_q * 8 and res.caveat is None
+    assert res.pvalue == pytest.approx(1 / 200)

@@ -393,6 +393,13 @@ def _print_analysis(rows: list[dict[str, Any]], by: list[str]) -> None:
         *_unbp_and_effect_lines(holm),
     ]
     _print_groups("Positional bias", rows, by, lines)
+    caveats: dict[str, list[str]] = {}  # one line per distinct caveat, its groups named
+    for name, r in zip(names, rows, strict=True):
+        if r["pob_icm"].get("caveat"):
+            caveats.setdefault(r["pob_icm"]["caveat"], []).append(name)
+    for text, groups in caveats.items():
+        where = groups[0] if len(groups) == 1 else f"{len(groups)} groups: {'; '.join(groups)}"
+        console.print(f"[yellow]POB-ICM ({where}):[/] {text}", highlight=False)
     verdict = f"alpha = {rows[0]['alpha']}" + (", Holm across groups" if by else "")
     biased = [
         name

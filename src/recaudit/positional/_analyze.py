@@ -140,6 +140,8 @@ class PositionalAnalysis:
                 "df": None if icm is None else icm.df,
                 "n_columns": None if icm is None else icm.n_columns,
                 "n_resamples": None if icm is None else icm.n_resamples,
+                "n_in_repeated_columns": None if icm is None else icm.n_in_repeated_columns,
+                "caveat": None if icm is None else icm.caveat,
                 "reject": None if icm is None else icm.pvalue <= self.alpha,
             },
             "pob_unbp": {

@@ -44,6 +44,11 @@ class PobIcmResult:
         B, the number of within-query shuffles.
     null_distribution : ndarray of shape (B,)
         The X^2 of each shuffle.
+    n_in_repeated_columns : int
+        Evaluations whose permutation column holds at least two evaluations. Only
+        these can move X^2 under the within-query shuffle; when it is 0 (sampled
+        orders at k >= 10 almost never repeat) ``X^2 = N(R - 1)`` under every shuffle
+        and ``p = 1`` by construction: see :attr:`caveat`.
     method : str
         Name of the test.
     """
@@ -56,7 +61,25 @@ class PobIcmResult:
     n_columns: int
     n_resamples: int
     null_distribution: npt.NDArray[np.float64] = field(repr=False)
+    n_in_repeated_columns: int = 0
     method: str = "POB-ICM (query-level permutation test)"
+
+    @property
+    def caveat(self) -> str | None:
+        """Why this p-value cannot show bias, or ``None``: no permutation column holds
+        two evaluations, so the test has no power whatever the model does."""
+        if self.n_in_repeated_columns > 0 or self.n_rows < 2:
+            return None
+        return MSG_ICM_NO_REPEATS.format(n=self.n_columns)
+
+
+#: The caveat of a POB-ICM whose permutation columns never repeat (spec section 4:
+#: "conservative and weak when columns are sparse").
+MSG_ICM_NO_REPEATS = (
+    "no permutation column repeats ({n} columns, one evaluation each): X2 = N(R - 1) "
+    "under every within-query shuffle, so p = 1 by construction and POB-ICM cannot see "
+    "bias here; read POB-UNBP, or use a shared or exhaustive design (repeated orders)"
+)
 
 
 def contingency_table(evals: Evaluations) -> npt.NDArray[np.int64]:
@@ -141,7 +164,9 @@ def pob_icm(
     table = np.bincount(evals.item * n_labels + labels, minlength=evals.k * n_labels)
     table = table.reshape(evals.k, n_labels)
     n_rows = int((table.sum(axis=1) > 0).sum())
-    n_cols = int((table.sum(axis=0) > 0).sum())
+    col_counts = table.sum(axis=0)
+    n_cols = int((col_counts > 0).sum())
+    n_repeated = int(col_counts[col_counts >= 2].sum())
     df = (n_rows - 1) * (n_cols - 1)
     sort = np.argsort(evals.query, kind="stable")
     offsets = np.concatenate([[0], np.cumsum(np.bincount(evals.query))]).astype(np.int64)
@@ -171,6 +196,7 @@ def pob_icm(
         n_columns=n_cols,
         n_resamples=n_resamples,
         null_distribution=null,
+        n_in_repeated_columns=n_repeated,
     )
 
 

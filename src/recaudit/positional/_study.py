@@ -404,7 +404,7 @@ class _Analysis:
                   p_value=None if icm is None else icm.pvalue, p_holm=icm_holm,
                   decision=_decision(icm_holm, alpha) if icm is not None else "",
                   note=res.coverage["pob_icm"].reason or labels_note
-                  or (f"X2 over {icm.n_columns} permutation columns, "
+                  or (icm.caveat or f"X2 over {icm.n_columns} permutation columns, "
                       f"{icm.n_resamples} within-query shuffles" if icm else ""))
         self._row(cell, "pob_unbp_L", n_q, n_e,
                   estimate=None if unbp is None else unbp.L,

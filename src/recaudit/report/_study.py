@@ -14,6 +14,10 @@ from typing import Any
 
 from ._render import Cell, Section, Table
 
+#: How ``recaudit.positional._icm.MSG_ICM_NO_REPEATS`` starts (not imported: the report
+#: does not load the statistics; a test keeps the two in step).
+ICM_NO_REPEATS_START = "no permutation column repeats"
+
 __all__ = ["study_sections"]
 
 _CELL_METRICS = ("pob_icm", "pob_unbp_L", "ps", "pb", "spb", "spb_noise_floor")
@@ -181,6 +185,8 @@ def study_sections(study: Mapping[str, Any], *, base: str = "study") -> list[Sec
         f"{settings.get('n_queries_with_discards', 'n/a')} with a discarded generation are "
         "left out of the complete-case analysis.",
         *(f"Not computed - {r}" for r in reasons),
+        *sorted({f"POB-ICM: {r['note']}" for r in rows if r.get("metric") == "pob_icm"
+                 and str(r.get("note") or "").startswith(ICM_NO_REPEATS_START)}),
     )
     return [
         Section("study-cells", "Study grid: every cell", tables=tuple(tables), notes=notes),
