@@ -474,3 +474,44 @@ def test_backend_rejects_a_proxy_it_cannot_speak_when_built(monkeypatch, proxy):
     assert "s3cret" not in msg and "user" not in msg
     monkeypatch.setenv("no_proxy", "llm.test")  # bypassed: no proxy, no error
     assert OpenAIBackend("https://llm.test/v1", "m")._proxy is None
+
+
+def test_compressed_answers():
+    """gzip and deflate (zlib-wrapped and raw) answers are decoded, the header dropped;
+    the request asks for identity; a coding we cannot decode fails the backend at once."""
+    import gzip
+    import json as _json
+    import zlib
+
+    raw_deflate = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    bodies = [(gzip.compress(JSON), "gzip"), (zlib.compress(JSON), "deflate"),
+              (raw_deflate.compress(JSON) + raw_deflate.flush(), "deflate")]
+
+    async def go():
+        async with RawServer(lambda n: Step(answer(bodies[n][0],
+                                                   f"Content-Encoding: {bodies[n][1]}"))) as srv:
+            c = client(srv.url)
+            out = [await c.post(b"{}") for _ in bodies]
+            await c.aclose()
+            return srv, out
+
+    srv, out = run(go())
+    assert [r.body for r in out] == [JSON] * 3
+    assert all("content-encoding" not in r.headers for r in out)
+    body = _json.dumps(ok_body()).encode()
+
+    async def backend(data: bytes, coding: str):
+        async with RawServer(lambda n: Step(answer(data, f"Content-Encoding: {coding}"))) \
+                as srv:
+            b = OpenAIBackend(srv.url.removesuffix("/chat/completions"), "m",
+                              max_retries=3, backoff_base_s=30)
+            try:
+                return srv, await b.complete(make_task("q", 0, (1, 2, 3)).request)
+            finally:
+                await b.aclose()
+
+    srv, resp = run(backend(gzip.compress(body), "gzip"))
+    assert resp.text == ANSWER
+    assert b"accept-encoding: identity" in srv.requests[0][1].lower()
+    with pytest.raises(EndpointError, match="Content-Encoding 'br'.*not retried"):
+        run(backend(b"\x0b\x02\x80", "br"))

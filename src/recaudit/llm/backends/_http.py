@@ -27,6 +27,8 @@ Behaviour:
   target, a ``CONNECT`` tunnel then TLS for an ``https`` target; credentials in the
   proxy URL go in ``Proxy-Authorization`` (Basic) and never in errors;
 - redirects are never followed (a 3xx is returned like any other answer);
+- a gzip or deflate answer is decompressed (requests carry ``Accept-Encoding:
+  identity``; a server may compress anyway); other codings are left for the caller;
 - connection failures raise :class:`ConnectionFailed` (an ``OSError``) whose message
   never contains the request (headers or body).
 """
@@ -38,6 +40,7 @@ import base64
 import select
 import ssl
 import time
+import zlib
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -59,6 +62,24 @@ class Response:
 
 class ConnectionFailed(OSError):
     """The connection broke, or the server's answer could not be read."""
+
+
+def _decode(body: bytes, headers: dict[str, str]) -> bytes:
+    """Undo a gzip or deflate ``Content-Encoding`` (requests say ``Accept-Encoding:
+    identity``, but a server may compress anyway) and drop the header; any other coding
+    is left in place for the caller to refuse."""
+    coding = headers.get("content-encoding", "").strip().lower()
+    if coding in ("gzip", "x-gzip"):
+        body = zlib.decompress(body, 16 + zlib.MAX_WBITS)
+    elif coding == "deflate":  # zlib-wrapped per RFC 9110; some servers send it raw
+        try:
+            body = zlib.decompress(body)
+        except zlib.error:
+            body = zlib.decompress(body, -zlib.MAX_WBITS)
+    else:
+        return body
+    del headers["content-encoding"]
+    return body
 
 
 class _Conn(asyncio.Protocol):
@@ -135,6 +156,11 @@ class _Conn(asyncio.Protocol):
             # read now: llhttp resets its flags once the message is complete
             self.keep_alive = self.parser.should_keep_alive()
             body = self.chunks[0] if len(self.chunks) == 1 else b"".join(self.chunks)
+            try:
+                body = _decode(body, self.headers)
+            except zlib.error:
+                waiter.set_exception(ConnectionFailed("malformed compressed answer"))
+                return
             waiter.set_result(Response(self.status, self.headers, body))
 
     # -- use ----------------------------------------------------------------------------

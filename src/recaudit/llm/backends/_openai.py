@@ -63,6 +63,11 @@ MSG_CERT = (
     "endpoint {url}: its TLS certificate failed verification ({why}); not retried. "
     "If the endpoint uses a private CA, point SSL_CERT_FILE at that CA's PEM bundle"
 )
+MSG_CODING = (
+    "endpoint {url} answered with Content-Encoding {coding!r}, which recaudit does not "
+    "decode (it asks for identity; gzip and deflate are decoded); not retried: configure "
+    "the server or proxy in front of it not to compress API responses"
+)
 MSG_PROXY = (
     "the environment's `{var}` names a {scheme}:// proxy ({host}); recaudit reaches "
     "endpoints through http:// proxies only: set `{var}` to http://HOST:PORT, or add "
@@ -280,7 +285,8 @@ class OpenAIBackend:
         self._rng = np.random.default_rng(rng)
         self._bucket = None if rate_limit_per_s is None else _TokenBucket(rate_limit_per_s)
         self._proxy: str | None = args["proxy"]
-        self._headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT}
+        self._headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT,
+                         "Accept-Encoding": "identity"}
         if self._secret is not None:
             self._headers["Authorization"] = f"Bearer {self._secret}"
         self._session: _LoopSession | None = None
@@ -402,6 +408,9 @@ class OpenAIBackend:
                 raise _RetryableError(f"connection error ({type(exc).__name__})") from None
         status = resp.status
         raw = resp.body
+        coding = resp.headers.get("content-encoding", "identity").strip().lower()
+        if coding != "identity":  # _http decodes gzip and deflate
+            raise EndpointError(MSG_CODING.format(url=self.url, coding=coding))
         if status in RETRY_STATUS or status >= 500:
             raise _RetryableError(f"HTTP {status}",
                                   parse_retry_after(resp.headers.get("retry-after")))
