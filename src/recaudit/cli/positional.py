@@ -568,6 +568,18 @@ def _progress_display() -> Progress:
     )
 
 
+def _design_notes(cfg: Any, live: bool) -> None:
+    """Before a run: warn when the design leaves POB-ICM without power at some k."""
+    from ..llm._designs import pob_icm_design_notes
+
+    if not live:
+        return
+    d = cfg.design
+    for note in pob_icm_design_notes(cfg.retrieval.k, kind=d.kind, n_queries=cfg.queries.n,
+                                     n_perms=d.n_perms, samples_per_order=d.samples_per_order):
+        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
+
+
 def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
              analyze: bool, sequential: Any = None, executor: str = "local",
              ray_address: str | None = None,
@@ -581,6 +593,7 @@ def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
         if live:
             err_console.print(f"[dim]{msg}...[/]", highlight=False)
 
+    _design_notes(cfg, live)
     if live:
         with _progress_display() as display:
             result = run_audit(cfg, out_dir=out, resume=resume,
@@ -883,6 +896,7 @@ def study_command(
         from ..llm._study import run_study
 
         cfg = load_config(config)
+        _design_notes(cfg, live)
         target = out or Path("runs") / config.stem
         options: dict[str, Any] = {"out_dir": target, "resume": resume, "n_boot": bootstrap,
                                    "n_resamples": resamples, "seed": seed, "tau": tau_value,

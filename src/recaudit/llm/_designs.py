@@ -27,11 +27,21 @@ __all__ = [
     "cyclic_orders",
     "design_orders",
     "exhaustive_orders",
+    "expected_repeated",
     "identity_orders",
+    "pob_icm_design_notes",
     "sampled_orders",
     "shared_orders",
     "williams_orders",
 ]
+
+MSG_ICM_BLIND = (
+    "k = {k} with sampled orders: of the {n:,} evaluations of a cell only ~{rep:.2g} are "
+    "expected to share their order with another, so POB-ICM will almost surely have no "
+    "power there (p = 1 by construction when no order repeats); POB-UNBP is "
+    "unaffected. For POB-ICM use [design] kind = \"shared\" "
+    "(docs/positional-statistics.md, \"When POB-ICM cannot see bias\")"
+)
 
 #: Largest k for an exhaustive design (8! = 40,320 orders).
 MAX_EXHAUSTIVE_K = 8
@@ -254,3 +264,33 @@ def _design_orders_iv(kind: Design | str, k: int, n: int | None) -> tuple[Design
             raise InputError(MSG_N_REQUIRED.format(kind=design.value))
         return design, k, None
     return design, k, _check_int(n, 1, MSG_N, "n")
+
+
+def expected_repeated(k: int, n: int) -> float:
+    r"""Expected number of ``n`` orders, drawn uniformly with replacement from the
+    ``k!`` orders, whose order is drawn at least twice.
+
+    .. math:: E = n \left(1 - (1 - 1/k!)^{n-1}\right)
+
+    (each draw is repeated unless the other ``n - 1`` all miss its order). These are
+    the evaluations in POB-ICM's repeated columns; with ``E < 1`` the test has no power.
+    """
+    m = math.factorial(k)
+    if m == 1:
+        return float(n) if n > 1 else 0.0
+    return n * -math.expm1((n - 1) * math.log1p(-1.0 / m))
+
+
+def pob_icm_design_notes(k_values: tuple[int, ...] | list[int], *, kind: str,
+                         n_queries: int | None, n_perms: int | None,
+                         samples_per_order: int) -> list[str]:
+    """Warnings, before a run, for the k values at which a ``sampled`` design leaves
+    POB-ICM without repeated columns (:func:`expected_repeated` < 1 per cell of
+    ``n_queries x n_perms`` evaluations). Other designs repeat their orders by
+    construction, and ``samples_per_order >= 2`` repeats every order; the number of
+    queries of a query file is unknown here (no note)."""
+    if kind != "sampled" or samples_per_order >= 2 or not n_queries or not n_perms:
+        return []
+    n = n_queries * n_perms
+    return [MSG_ICM_BLIND.format(k=k, n=n, rep=rep) for k in k_values
+            if (rep := expected_repeated(k, n)) < 1]
