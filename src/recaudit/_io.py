@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 __all__ = ["to_jsonable", "write_atomic", "write_bytes_atomic", "write_text_atomic"]
 
@@ -55,7 +55,8 @@ def to_jsonable(obj: Any) -> Any:
         return to_jsonable(obj.tolist())
     if isinstance(obj, np.generic):
         return to_jsonable(obj.item())
-    if obj is pd.NA:
+    pandas = sys.modules.get("pandas")  # only a loaded pandas can have made pd.NA
+    if pandas is not None and obj is pandas.NA:
         return None
     if isinstance(obj, float) and not math.isfinite(obj):
         return None

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import pandas as pd
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from ..exceptions import InputError
 from ._common import err_console, exit_on_error, print_json
+
+if TYPE_CHECKING:  # pandas is imported where a table is read: `recaudit --help` stays fast
+    import pandas as pd
 
 __all__ = ["app"]
 
@@ -31,6 +34,8 @@ def _read_table(path: Path, name: str) -> pd.DataFrame:
     ``name:type`` headers; the ``:type`` suffix is dropped. ``user_id`` and
     ``item_id`` are read as strings in every table so that ids match across files.
     """
+    import pandas as pd
+
     if not path.is_file():
         raise InputError(f"`--{name}` file not found: {path}")
     try:
@@ -68,9 +73,9 @@ def _parse_n(values: list[str] | None, extra: list[str]) -> list[int]:
 
 def _fmt(value: float, ci_low: float = float("nan"), ci_high: float = float("nan")) -> str:
     """``value [low, high]``; the bounds are left out when not computed."""
-    if pd.isna(value):
+    if value is None or math.isnan(value):
         return "undefined"
-    if pd.isna(ci_low):
+    if ci_low is None or math.isnan(ci_low):
         return f"{value:.4f}"
     return f"{value:.4f} [{ci_low:.4f}, {ci_high:.4f}]"
 

@@ -7,7 +7,6 @@ from typing import Annotated, Literal
 
 import typer
 
-from ..report import build_report
 from ._common import err_console, exit_on_error, print_json
 
 __all__ = ["report"]
@@ -40,6 +39,8 @@ def report(
     if kind not in (None, "positional", "fairness"):
         raise typer.BadParameter("must be 'positional' or 'fairness'", param_hint="--kind")
     chosen: Literal["positional", "fairness"] | None = kind  # type: ignore[assignment]
+    from ..report import build_report  # here: `recaudit --help` does not load the report
+
     result = build_report(source, kind=chosen)
     html_path, json_path = result.save(output)
     if json_output:
