@@ -196,7 +196,6 @@ def analyze_command(
                            n_boot=n_boot, seed=seed, json_output=json_output, quiet=quiet,
                            fail_on_bias=fail_on_bias, spb_repeats=repeats)
         return
-    table = read_table(evals)
     options: dict[str, Any] = {
         "alpha": alpha,
         "epsilon": epsilon,
@@ -206,28 +205,37 @@ def analyze_command(
         "n_boot": n_boot,
         "rng": seed,
     }
+    _analyze_and_print(read_table(evals), columns, single=analyze, grouped=analyze_groups,
+                       label="", printer=_print_analysis, options=options, quiet=quiet,
+                       json_output=json_output, fail_on_bias=fail_on_bias)
+
+
+def _analyze_and_print(table: Any, columns: list[str], *, single: Callable[..., Any],
+                       grouped: Callable[..., Any], label: str,
+                       printer: Callable[[list[dict[str, Any]], list[str]], None],
+                       options: dict[str, Any], quiet: bool, json_output: bool,
+                       fail_on_bias: bool) -> None:
+    """`analyze` in either mode: ``single`` (one group) or ``grouped`` (``--by``, Holm)
+    with a progress bar, then JSON or ``printer``; exit 1 on a rejection with
+    ``--fail-on-bias``."""
     with _progress(quiet or json_output) as bar:
         if columns:
-            n_groups = (
-                int(table.groupby(columns, dropna=False).ngroups)
-                if all(c in table.columns for c in columns)
-                else 1
-            )
-            task = bar.add_task("analysing groups", total=n_groups)
-            grouped = analyze_groups(
-                table, by=columns, progress=lambda n: bar.advance(task, n), **options
-            )
-            rows, rejects = grouped.to_list(), grouped.rejects
+            n_groups = (int(table.groupby(columns, dropna=False).ngroups)
+                        if all(c in table.columns for c in columns) else 1)
+            task = bar.add_task(f"analysing groups{label}", total=n_groups)
+            result = grouped(table, by=columns, progress=lambda n: bar.advance(task, n),
+                             **options)
+            rows = result.to_list()
         else:
-            task = bar.add_task("analysing", total=1)
-            single = analyze(table, **options)
+            task = bar.add_task(f"analysing{label}", total=1)
+            result = single(table, **options)
             bar.advance(task)
-            rows, rejects = [single.to_dict()], single.rejects
+            rows = [result.to_dict()]
     if json_output:
         print_json(rows if columns else rows[0])
     else:
-        _print_analysis(rows, columns)
-    if fail_on_bias and rejects:
+        printer(rows, columns)
+    if fail_on_bias and result.rejects:
         raise typer.Exit(code=1)
 
 
@@ -239,26 +247,9 @@ def _analyze_exact_cli(table: Any, columns: list[str], *, alpha: float, epsilon:
 
     options: dict[str, Any] = {"alpha": alpha, "epsilon": epsilon, "n_boot": n_boot,
                                "spb_repeats": spb_repeats, "rng": seed}
-    with _progress(quiet or json_output) as bar:
-        if columns:
-            n_groups = (int(table.groupby(columns, dropna=False).ngroups)
-                        if all(c in table.columns for c in columns) else 1)
-            task = bar.add_task("analysing groups (exact)", total=n_groups)
-            grouped = analyze_exact_groups(table, by=columns,
-                                           progress=lambda n: bar.advance(task, n), **options)
-            rows, rejects = grouped.to_list(), grouped.rejects
-        else:
-            task = bar.add_task("analysing (exact)", total=1)
-            single = analyze_exact(table, **options)
-            bar.advance(task)
-            rows = [single.to_dict()]
-            rejects = bool(single.pob_unbp is not None and single.pob_unbp.reject)
-    if json_output:
-        print_json(rows if columns else rows[0])
-    else:
-        _print_exact(rows, columns)
-    if fail_on_bias and rejects:
-        raise typer.Exit(code=1)
+    _analyze_and_print(table, columns, single=analyze_exact, grouped=analyze_exact_groups,
+                       label=" (exact)", printer=_print_exact, options=options, quiet=quiet,
+                       json_output=json_output, fail_on_bias=fail_on_bias)
 
 
 def _unbp_and_effect_lines(holm: str) -> list[tuple[str, Callable[[dict[str, Any]], str]]]:

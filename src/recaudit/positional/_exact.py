@@ -212,6 +212,11 @@ class ExactAnalysis:
     group: Mapping[str, Any] = field(default_factory=dict)
     spb_repeats: int = N_REPEATS
 
+    @property
+    def rejects(self) -> bool:
+        """True when POB-UNBP rejects (L > epsilon); exact mode has no POB-ICM."""
+        return bool(self.pob_unbp is not None and self.pob_unbp.reject)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (fractions in [0, 1]); ``choice`` is ``"probabilities"``."""
         unbp = self.pob_unbp
