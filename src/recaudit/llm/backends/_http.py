@@ -43,11 +43,11 @@ import time
 import zlib
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 import httptools
 
-__all__ = ["ConnectionFailed", "HTTPClient", "Response"]
+__all__ = ["ConnectionFailed", "HTTPClient", "Response", "split_proxy"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,10 +247,8 @@ class HTTPClient:
         self._proxy: tuple[str, int] | None = None
         self._connect_head = b""
         if proxy is not None:
-            p = urlsplit(proxy if "//" in proxy else f"http://{proxy}")
-            if p.scheme != "http" or not p.hostname:
-                raise ValueError("`proxy` must be an http://host:port URL")
-            self._proxy = (p.hostname, p.port or 80)
+            p = split_proxy(proxy)
+            self._proxy = (p.hostname or "", p.port or 80)
             auth = {}
             if p.username is not None:
                 cred = f"{unquote(p.username)}:{unquote(p.password or '')}".encode()
@@ -370,6 +368,17 @@ class HTTPClient:
             self._drop(conn)
         if conns:  # let the transports finish closing inside this loop
             await asyncio.wait([c.lost for c in conns], timeout=1.0)
+
+
+def split_proxy(proxy: str) -> SplitResult:
+    """``http://[user:pass@]host:port`` (scheme optional) split; :class:`ValueError`,
+    naming the scheme and the host but never the credentials, for any other proxy (the
+    client speaks plain-http proxies only)."""
+    p = urlsplit(proxy if "//" in proxy else f"http://{proxy}")
+    if p.scheme != "http" or not p.hostname:
+        raise ValueError(f"a {p.scheme}:// proxy ({p.hostname or '?'}); only http:// "
+                         "proxies are supported")
+    return p
 
 
 def authority_port(host: str, port: int) -> str:

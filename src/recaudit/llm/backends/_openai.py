@@ -69,8 +69,7 @@ MSG_CODING = (
     "the server or proxy in front of it not to compress API responses"
 )
 MSG_PROXY = (
-    "the environment's `{var}` names a {scheme}:// proxy ({host}); recaudit reaches "
-    "endpoints through http:// proxies only: set `{var}` to http://HOST:PORT, or add "
+    "the environment's `{var}` names {what}: set `{var}` to http://HOST:PORT, or add "
     "{base} to `no_proxy` to connect directly"
 )
 MSG_NO_KEY = (
@@ -488,10 +487,13 @@ def _env_proxy(url: str) -> str | None:
     proxy = urllib.request.getproxies().get(parts.scheme)
     if proxy is None or urllib.request.proxy_bypass(parts.hostname or ""):
         return None
-    p = urlsplit(proxy if "//" in proxy else f"http://{proxy}")
-    if p.scheme != "http" or not p.hostname:
-        raise ConfigError(MSG_PROXY.format(var=f"{parts.scheme}_proxy", scheme=p.scheme,
-                                           host=p.hostname or "?", base=parts.hostname))
+    from ._http import split_proxy
+
+    try:
+        split_proxy(proxy)
+    except ValueError as exc:
+        raise ConfigError(MSG_PROXY.format(var=f"{parts.scheme}_proxy", what=exc,
+                                           base=parts.hostname)) from None
     return proxy
 
 
