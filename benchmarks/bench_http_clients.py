@@ -10,6 +10,10 @@ Clients run alternately (round-robin, ``--repeats`` rounds), medians reported.
 process's CPU time (``time.process_time``, all its threads: Rust/libcurl workers
 included) per call.
 
+The candidates other than aiohttp and the own client are not recaudit dependencies:
+``pip install curl-cffi pyreqwest httpr aiosonic`` first (versions measured are in
+benchmarks/README.md), or choose with ``--clients``.
+
 Usage::
 
     PYTHONPATH=src python benchmarks/bench_http_clients.py [--concurrency 32]
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import statistics
 import sys
@@ -258,6 +263,11 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--clients", nargs="+", default=list(CLIENTS), choices=list(CLIENTS))
     args = ap.parse_args()
+    missing = [CLIENTS[n].dist for n in args.clients
+               if CLIENTS[n].dist and importlib.util.find_spec(CLIENTS[n].dist) is None]
+    if missing:  # the candidates are not recaudit dependencies
+        sys.exit(f"not installed: {', '.join(missing)}; pip install them first (versions "
+                 "measured: benchmarks/README.md) or pick others with --clients")
     server, url = br.start_server(args.latency_ms, args.latency_model)
     body = _body(url)
     c, n = args.concurrency, args.concurrency * args.calls_per_slot
