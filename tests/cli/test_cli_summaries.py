@@ -38,6 +38,8 @@ def _check_layout(text: str, width: int) -> list[str]:
 
 
 def _fmt(e):
+    if e["value"] is None:  # e.g. sPB of an identity-order condition
+        return "n/a"
     return f"{e['value']:.3f} [{e['ci_low']:.3f}, {e['ci_high']:.3f}]"
 
 

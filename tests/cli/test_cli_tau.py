@@ -37,13 +37,13 @@ def test_analyze_tau_is_used_and_recorded(evals_csv):
                                   "--json", *FAST])
         assert res.exit_code == 0, res.output
         out[tau] = json.loads(res.stdout)
-    assert out["auto"]["tau"] == "auto" and out["auto"]["spb"]["tau"] is None
-    assert out["auto"]["spb"]["p_hat"] is not None
-    assert out["0.8"]["tau"] == 0.8 and out["0.8"]["spb"]["tau"] == 0.8
-    assert out["0.8"]["spb"]["p_hat"] is None
+    assert out["auto"]["tau"] == "auto" and out["auto"]["spb_paper"]["tau"] is None
+    assert out["auto"]["spb_paper"]["p_hat"] is not None
+    assert out["0.8"]["tau"] == 0.8 and out["0.8"]["spb_paper"]["tau"] == 0.8
+    assert out["0.8"]["spb_paper"]["p_hat"] is None
     # tau = 1 keeps every item selected in the training folds in R: the smallest sPB
-    assert out["1"]["spb"]["value"] <= out["0.8"]["spb"]["value"]
-    assert out["0.8"]["spb"]["value"] != out["auto"]["spb"]["value"]
+    assert out["1"]["spb_paper"]["value"] <= out["0.8"]["spb_paper"]["value"]
+    assert out["0.8"]["spb_paper"]["value"] != out["auto"]["spb_paper"]["value"]
     # everything but sPB is untouched by tau
     assert out["0.8"]["pb"] == out["auto"]["pb"] and out["0.8"]["ps"] == out["auto"]["ps"]
 
@@ -58,7 +58,7 @@ def test_analyze_by_condition_with_tau(tmp_path):
     assert res.exit_code == 0, res.output
     groups = json.loads(res.stdout)
     assert {g["tau"] for g in groups} == {0.9}
-    assert all(g["spb"]["threshold_from"] is None for g in groups)  # fixed tau: no borrowing
+    assert all(g["spb_paper"]["threshold_from"] is None for g in groups)  # fixed tau: no borrowing
 
 
 def test_study_analyze_only_tau_recorded_everywhere(tmp_path):
@@ -74,11 +74,11 @@ def test_study_analyze_only_tau_recorded_everywhere(tmp_path):
     assert json.loads(res.stdout)["settings"]["tau"] == 0.85
     study = json.loads((tmp_path / "study.json").read_text())
     assert study["settings"]["tau"] == 0.85
-    spb = [r for r in study["rows"] if r["metric"] == "spb"]
+    spb = [r for r in study["rows"] if r["metric"] == "spb_paper"]
     assert spb and all(r["note"] == "fixed tau = 0.85" for r in spb)
     analysis = json.loads((tmp_path / "analysis.json").read_text())
     assert {g["tau"] for g in analysis} == {0.85}
-    assert {g["spb"]["tau"] for g in analysis} == {0.85}
+    assert {g["spb_paper"]["tau"] for g in analysis} == {0.85}
     bad = runner.invoke(app, ["positional", "study", "--analyze-only", str(tmp_path),
                               "--tau", "2"])
     assert bad.exit_code == 2 and "`--tau` must be" in bad.output
@@ -96,7 +96,8 @@ def test_run_tau_reaches_analysis_json(tmp_path, retriever, emb_cache):
     printed = json.loads(res.stdout)["analysis"]
     written = json.loads((run / "analysis.json").read_text(encoding="utf-8"))
     assert written == printed
-    assert {g["tau"] for g in written} == {0.7} and {g["spb"]["tau"] for g in written} == {0.7}
+    assert {g["tau"] for g in written} == {0.7}
+    assert {g["spb_paper"]["tau"] for g in written} == {0.7}
     bad = runner.invoke(app, ["positional", "run", str(path), "--out", str(run), "--resume",
                               "--tau", "zero"])
     assert bad.exit_code == 2 and "`--tau` must be" in bad.output

@@ -157,11 +157,13 @@ def test_cli_passes_tau_and_spb_repeats(study):
     assert res.exit_code == 0, res.output
     data = json.loads((out / "mitigation.json").read_text())
     assert data["analysis"]["tau"] == 0.3 and data["analysis"]["spb_repeats"] == 3
-    spb = [a["spb"] for g in data["groups"] for a in g["arms"] if a["spb"] is not None]
+    spb = [a["spb_paper"] for g in data["groups"] for a in g["arms"]
+           if a["spb_paper"] is not None]
     assert spb and all(s["tau"] == 0.3 and s["n_repeats"] == 3 for s in spb)
     analysis = json.loads((out / "analysis.json").read_text())
     assert all(row["tau"] == 0.3 for row in analysis)
-    assert {row["spb"]["n_repeats"] for row in analysis if row["spb"]["value"] is not None} == {3}
+    assert {row["spb_paper"]["n_repeats"] for row in analysis
+            if row["spb_paper"]["value"] is not None} == {3}
     res = CliRunner().invoke(app, ["positional", "mitigate", str(folder / "mitigate.toml"),
                                    "--out", str(out), "--spb-repeats", "0"])
     assert res.exit_code != 0 and "--spb-repeats" in res.output

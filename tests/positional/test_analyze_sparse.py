@@ -21,6 +21,7 @@ from recaudit.positional import (
     simulate_evaluations,
     strong_positional_bias,
 )
+from recaudit.positional._analyze import REASON_ONE_ORDER
 
 OPTS = {"n_resamples": 99, "n_boot": 50}
 REASON_PS = "PS needs >= 2 per query"
@@ -52,9 +53,9 @@ def test_sparse_counts(sparse: pd.DataFrame) -> None:
     assert res.n_evaluations == 8 + 2 * 2 + 15 * 10
     assert res.n_discarded == 300 - res.n_evaluations
     d = res.to_dict()
-    for name in ("ps", "ps_pairwise", "spb"):
+    for name in ("ps", "ps_modal", "spb_paper"):
         assert d[name]["n_queries"] == 17 and d[name]["reason"] is None
-    for name in ("pob_icm", "pob_unbp", "pb"):
+    for name in ("pob_icm", "pob_unbp", "pb", "spb", "spb_soft", "positional_share"):
         assert d[name]["n_queries"] == 25 and d[name]["reason"] is None
 
 
@@ -63,18 +64,20 @@ def test_sparse_statistics_equal_the_qualifying_subset(sparse: pd.DataFrame) -> 
     sub = evaluations_from_table(_qualifying(sparse))
     _, g_ps, g_ps2, _, g_spb, _ = np.random.default_rng(0).spawn(6)
     boot = {"n_boot": 50}
-    ps = permutation_sensitivity(sub, rng=g_ps, **boot)
+    ps_modal = permutation_sensitivity(sub, rng=g_ps, **boot)
     ps2 = permutation_sensitivity(sub, kind="pairwise", rng=g_ps2, **boot)
     spb = strong_positional_bias(sub, rng=g_spb, **boot)
-    assert res.ps is not None and res.ps_pairwise is not None and res.spb is not None
-    assert (res.ps.value, res.ps.ci) == (ps.value, ps.ci)
-    assert (res.ps_pairwise.value, res.ps_pairwise.ci) == (ps2.value, ps2.ci)
-    assert (res.spb.value, res.spb.ci, res.spb.p_hat) == (spb.value, spb.ci, spb.p_hat)
+    assert res.ps is not None and res.ps_modal is not None and res.spb_paper is not None
+    assert (res.ps_modal.value, res.ps_modal.ci) == (ps_modal.value, ps_modal.ci)
+    assert (res.ps.value, res.ps.ci) == (ps2.value, ps2.ci)
+    assert (res.spb_paper.value, res.spb_paper.ci, res.spb_paper.p_hat) == (
+        spb.value, spb.ci, spb.p_hat)
     # POB-UNBP and PB use every query with a valid evaluation.
     full = evaluations_from_table(sparse)
     assert res.pob_unbp is not None
     assert res.pob_unbp.L == pob_unbp(full).L
-    assert res.pb.value == positional_bias(full, n_boot=50, rng=0).value
+    assert res.pb.plugin == positional_bias(full, n_boot=50, rng=0).value
+    assert res.spb is not None  # the relevance-set model uses every query too
 
 
 def test_all_single_evaluation(sparse: pd.DataFrame) -> None:
@@ -82,11 +85,12 @@ def test_all_single_evaluation(sparse: pd.DataFrame) -> None:
     res = analyze(single, rng=0, **OPTS)
     assert res.n_queries_excluded_ps == res.n_queries == 25
     assert res.pob_unbp is not None and np.isfinite(res.pob_unbp.L)
-    assert res.ps is None and res.ps_pairwise is None and res.spb is None
+    assert res.ps is None and res.ps_modal is None and res.spb_paper is None
     d = res.to_dict()
-    assert d["ps"]["value"] is None and d["ps"]["n_queries"] == 0
-    assert REASON_PS in d["ps"]["reason"]
-    assert "sPB needs >= 2" in d["spb"]["reason"]
+    assert d["ps_modal"]["value"] is None and d["ps_modal"]["n_queries"] == 0
+    assert REASON_PS in d["ps_modal"]["reason"]
+    assert "pairwise PS needs >= 2" in d["ps"]["reason"]
+    assert "sPB needs >= 2" in d["spb_paper"]["reason"]
     assert d["pob_unbp"]["reason"] is None and d["pob_unbp"]["L"] is not None
 
 
@@ -109,7 +113,9 @@ def test_decoding_group_has_no_tests() -> None:
     dec, perm = grouped.groups
     assert dec.group == {"condition": "decoding"}
     assert dec.pob_icm is None and dec.pob_unbp is None
-    assert dec.ps is not None and dec.spb is not None and np.isfinite(dec.pb.value)
+    assert dec.ps_modal is not None and dec.spb_paper is not None and np.isfinite(dec.pb.value)
+    # reordering is what PS measures and what separates position from relevance
+    assert dec.ps is None and dec.spb is None
     assert perm.pob_icm is not None and perm.pob_unbp is not None
     # Holm family = the applicable tests only.
     assert grouped.pob_icm_pvalue_holm[1] == perm.pob_icm.pvalue
@@ -117,7 +123,9 @@ def test_decoding_group_has_no_tests() -> None:
     for name in ("pob_icm", "pob_unbp"):
         assert d_dec[name]["pvalue"] is None and d_dec[name]["pvalue_holm"] is None
         assert "decoding" in d_dec[name]["reason"]
-    assert d_dec["ps"]["reason"] is None
+    assert d_dec["ps_modal"]["reason"] is None
+    assert d_dec["ps"]["reason"] == REASON_ONE_ORDER
+    assert "identity-order" in d_dec["spb"]["reason"]
 
 
 def test_cli_json_sparse(sparse: pd.DataFrame, tmp_path: Path) -> None:

@@ -33,14 +33,14 @@ def test_identity_groups_use_the_permuted_groups_p_hat() -> None:
     by_key = {(g.group["temperature"], g.group["condition"]): g for g in grouped.groups}
     for t in (0.0, 0.6):
         perm = by_key[(t, "permutation")]
-        assert perm.spb is not None and perm.spb_threshold_from is None
+        assert perm.spb_paper is not None and perm.spb_threshold_from is None
         for cond in ("decoding", "labels"):
             g = by_key[(t, cond)]
-            assert g.spb is not None and g.spb.p_hat == perm.spb.p_hat
+            assert g.spb_paper is not None and g.spb_paper.p_hat == perm.spb_paper.p_hat
             assert g.spb_threshold_from == {"model": "m", "temperature": t,
                                             "condition": "permutation"}
             d = g.to_dict()
-            assert d["spb"]["threshold_from"]["condition"] == "permutation"
+            assert d["spb_paper"]["threshold_from"]["condition"] == "permutation"
             assert d["tau"] == "auto"
 
 
@@ -52,8 +52,8 @@ def test_identity_p_hat_differs_from_the_own_rule() -> None:
     grouped = analyze_groups(table, by=["model", "temperature", "condition"], rng=1, **FAST)
     borrowed = next(g for g in grouped.groups if g.group["condition"] == "decoding"
                     and g.group["temperature"] == 0.6)
-    assert own.spb is not None and borrowed.spb is not None
-    assert own.spb_threshold_from is None and own.spb.p_hat != borrowed.spb.p_hat
+    assert own.spb_paper is not None and borrowed.spb_paper is not None
+    assert own.spb_threshold_from is None and own.spb_paper.p_hat != borrowed.spb_paper.p_hat
 
 
 def test_identity_group_without_a_permuted_group_has_no_spb_and_says_why() -> None:
@@ -61,14 +61,14 @@ def test_identity_group_without_a_permuted_group_has_no_spb_and_says_why() -> No
     only = table[table["condition"] != "permutation"]
     grouped = analyze_groups(only, by=["model", "temperature", "condition"], rng=1, **FAST)
     for g in grouped.groups:
-        assert g.spb is None
-        assert g.coverage["spb"].reason == REASON_NO_P_HAT.format(
+        assert g.spb_paper is None
+        assert g.coverage["spb_paper"].reason == REASON_NO_P_HAT.format(
             where="model, temperature")
-        assert g.to_dict()["spb"]["value"] is None
+        assert g.to_dict()["spb_paper"]["value"] is None
     # a fixed tau needs no p-hat
     fixed = analyze_groups(only, by=["model", "temperature", "condition"], tau=0.8, rng=1,
                            **FAST)
-    assert all(g.spb is not None and g.spb.tau == 0.8 for g in fixed.groups)
+    assert all(g.spb_paper is not None and g.spb_paper.tau == 0.8 for g in fixed.groups)
     assert all(g.to_dict()["tau"] == 0.8 for g in fixed.groups)
 
 
@@ -85,8 +85,8 @@ def test_grouped_streams_do_not_depend_on_the_borrowing_order() -> None:
     other = analyze_groups(relabel, by=["model", "temperature", "condition"], rng=4, **FAST)
     perm2 = next(g for g in other.groups if g.group["condition"] == "permutation"
                  and g.group["temperature"] == 0.6)
-    assert perm.spb is not None and perm2.spb is not None
-    assert perm.spb.value == perm2.spb.value and perm.spb.ci == perm2.spb.ci
+    assert perm.spb_paper is not None and perm2.spb_paper is not None
+    assert perm.spb_paper.value == perm2.spb_paper.value and perm.spb_paper.ci == perm2.spb_paper.ci
     assert perm.pb.value == perm2.pb.value
 
 

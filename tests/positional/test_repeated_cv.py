@@ -151,10 +151,10 @@ def test_cli_analyze_passes_and_validates_spb_repeats(tmp_path) -> None:
     fast = ["--n-resamples", "19", "--n-boot", "20", "--seed", "1", "--json"]
     res = runner.invoke(app, ["positional", "analyze", str(path), *fast, "--spb-repeats", "3"])
     assert res.exit_code == 0, res.output
-    spb = json.loads(res.stdout)["spb"]
+    spb = json.loads(res.stdout)["spb_paper"]
     assert spb["n_repeats"] == 3 and spb["n_folds"] == 5
     default = runner.invoke(app, ["positional", "analyze", str(path), *fast])
-    assert json.loads(default.stdout)["spb"]["n_repeats"] == M.N_REPEATS
+    assert json.loads(default.stdout)["spb_paper"]["n_repeats"] == M.N_REPEATS
     for bad in ("0", "-2"):
         out = runner.invoke(app, ["positional", "analyze", str(path), "--spb-repeats", bad])
         assert out.exit_code == 2

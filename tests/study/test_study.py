@@ -96,7 +96,7 @@ def test_holm_across_models_matches_statsmodels(grid):
 
 def test_identity_order_cells_borrow_the_permuted_threshold(grid):
     _, _, study = grid
-    row = _rows(study, analysis="full", metric="spb", condition="labels", model="biased",
+    row = _rows(study, analysis="full", metric="spb_paper", condition="labels", model="biased",
                 temperature=0.6)
     assert "threshold from the permuted cell" in row["note"].iloc[0]
 
@@ -117,7 +117,7 @@ def test_fixed_tau_is_used_for_every_cell():
     table, cands = synthetic_table(models={"m": 0.3}, conditions=("permutation", "decoding"),
                                    temperatures=(0.6,), n_queries=10, n_evals=6)
     study = analyze_study(table, candidates=cands, tau=0.8, rng=0, **FAST)
-    spb = _rows(study, analysis="full", metric="spb")
+    spb = _rows(study, analysis="full", metric="spb_paper")
     assert len(spb) == 2 and (spb["note"] == "fixed tau = 0.8").all()
     assert {c["p_hat_a"] for c in study.comparisons} == {None}
 
@@ -251,24 +251,24 @@ def test_analysis_json_and_study_json_agree_on_every_cell(grid, tmp_path):
     checked = 0
     for g in analysis:
         cell = (g["model"], g["k"], g["temperature"], g["condition"])
-        for metric in ("spb", "pb", "ps"):
+        for metric in ("spb", "spb_paper", "pb", "ps"):
             r = full[(*cell, metric)]
             assert (r["estimate"], r["ci_low"], r["ci_high"]) == (
                 g[metric]["value"], g[metric]["ci_low"], g[metric]["ci_high"]), (cell, metric)
             checked += 1
         if g["condition"] in ("decoding", "labels"):
-            assert g["spb"]["threshold_from"]["condition"] == "permutation"
+            assert g["spb_paper"]["threshold_from"]["condition"] == "permutation"
             perm = next(h for h in analysis if h["condition"] == "permutation"
                         and (h["model"], h["k"], h["temperature"]) == cell[:3])
-            assert g["spb"]["p_hat"] == perm["spb"]["p_hat"]
+            assert g["spb_paper"]["p_hat"] == perm["spb_paper"]["p_hat"]
         floor = full.get((*cell, "spb_noise_floor"))
         if floor is not None and g["temperature"] > 0:
             dec = next(h for h in analysis if h["condition"] == "decoding"
                        and (h["model"], h["k"], h["temperature"]) == cell[:3])
-            assert floor["estimate"] == dec["spb"]["value"]
-            assert floor["ci_low"] == dec["spb"]["ci_low"]
+            assert floor["estimate"] == dec["spb_paper"]["value"]
+            assert floor["ci_low"] == dec["spb_paper"]["ci_low"]
             checked += 1
-    assert checked == 16 * 3 + 2 * 3  # 2 models x 3 non-decoding cells at T = 0.6
+    assert checked == 16 * 4 + 2 * 3  # 2 models x 3 non-decoding cells at T = 0.6
 
 
 def test_report_shows_the_study_noise_floor(grid, tmp_path):
@@ -278,15 +278,15 @@ def test_report_shows_the_study_noise_floor(grid, tmp_path):
     table.assign(discard_reason=np.where(table["selected_position"].isna(), "x", None),
                  raw_response="{}").to_parquet(tmp_path / "evaluations.parquet", index=False)
     study.save(tmp_path)
-    rows = _rows(study, analysis="full", metric="spb", condition="decoding")
+    rows = _rows(study, analysis="full", metric="spb_paper", condition="decoding")
     rows = rows[np.isfinite(rows["estimate"])]
     assert len(rows)
     groups = build_report(tmp_path).data["groups"]
     for r in rows.to_dict(orient="records"):
         g = next(g for g in groups if g["model"] == r["model"] and g["k"] == r["k"]
                  and g["temperature"] == r["temperature"] and g["condition"] == "decoding")
-        assert g["spb"]["value"] == pytest.approx(r["estimate"])
-        assert g["spb"]["ci_low"] == pytest.approx(r["ci_low"])
+        assert g["spb_paper"]["value"] == pytest.approx(r["estimate"])
+        assert g["spb_paper"]["ci_low"] == pytest.approx(r["ci_low"])
 
 
 def test_spb_repeats_are_used_and_recorded(grid, tmp_path):
@@ -294,18 +294,18 @@ def test_spb_repeats_are_used_and_recorded(grid, tmp_path):
 
     table, cands, study = grid
     assert study.settings["spb_n_repeats"] == N_REPEATS and study.settings["spb_n_folds"] == 5
-    assert all(g["spb"]["n_repeats"] == N_REPEATS for g in study.analysis
-               if g["spb"]["value"] is not None)
+    assert all(g["spb_paper"]["n_repeats"] == N_REPEATS for g in study.analysis
+               if g["spb_paper"]["value"] is not None)
     one = analyze_study(table, candidates=cands, rng=3, spb_repeats=1, **FAST)
     assert one.settings["spb_n_repeats"] == 1
-    assert {g["spb"]["n_repeats"] for g in one.analysis} <= {1, None}
+    assert {g["spb_paper"]["n_repeats"] for g in one.analysis} <= {1, None}
     # only sPB and what is built on it change with the repeats
     key = ["analysis", "model", "k", "temperature", "condition", "metric"]
     a = study.table.set_index(key)["estimate"]
     b = one.table.set_index(key)["estimate"]
     pb = a.index.get_level_values("metric") == "pb"
     pd.testing.assert_series_equal(a[pb], b[pb])
-    spb = a.index.get_level_values("metric") == "spb"
+    spb = a.index.get_level_values("metric") == "spb_paper"
     assert not np.allclose(a[spb].astype(float), b[spb].astype(float), equal_nan=True)
     # the CLI passes --spb-repeats to the re-analysis and validates it
     run = tmp_path / "run"

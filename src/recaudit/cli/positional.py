@@ -500,7 +500,11 @@ def _print_packed(title: str, keys: list[tuple[str, list[str]]],
 
 
 def _fmt(est: dict[str, Any]) -> str:
-    return _na(est, "value") or f"{est['value']:.3f} [{est['ci_low']:.3f}, {est['ci_high']:.3f}]"
+    if _na(est, "value"):
+        return "n/a"
+    if est["ci_low"] is None:  # too few queries for an interval (``ci_reason``)
+        return f"{est['value']:.3f} [no CI]"
+    return f"{est['value']:.3f} [{est['ci_low']:.3f}, {est['ci_high']:.3f}]"
 
 
 def _na(stat: dict[str, Any], key: str) -> str:

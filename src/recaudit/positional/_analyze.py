@@ -13,6 +13,7 @@ import pandas as pd
 
 from .._stats import Estimate, as_generator, holm
 from ..exceptions import InputError
+from ._crossfit import PositionalBiasResult, crossfit_shares, positional_bias_crossfit
 from ._distribution import position_distribution, selection_rate_matrix
 from ._evaluations import (
     GROUP_COLUMNS,
@@ -28,10 +29,10 @@ from ._metrics import (
     StrongBiasResult,
     check_n_repeats,
     permutation_sensitivity,
-    positional_bias,
     strong_positional_bias,
 )
-from ._unbp import MSG_TWO_QUERIES, PobUnbpResult, _pob_unbp_iv, pob_unbp
+from ._strong import StrongSoftResult, strong_soft_split
+from ._unbp import MSG_TWO_QUERIES, PobUnbpResult, _pob_unbp_iv, pob_unbp, query_position_shares
 
 __all__ = ["Coverage", "GroupedAnalysis", "PositionalAnalysis", "analyze", "analyze_groups"]
 
@@ -52,9 +53,22 @@ REASON_NO_P_HAT = (
     "labels_permutation) with sPB at the same {where}: the 'auto' relevance threshold is "
     "undefined (pass a fixed tau, e.g. --tau 0.8)"
 )
+REASON_ONE_ORDER = (
+    "every query was evaluated in one order (PS measures how often reordering changes "
+    "the selection)"
+)
+REASON_IDENTITY_SPB = (
+    "not applicable to an identity-order condition ({condition}): a position is a "
+    "retrieval rank there, so position and relevance cannot be separated (spb_paper "
+    "gives the paper's estimator, the noise floor)"
+)
+#: Fewest queries for a query-bootstrap CI: with fewer, an interval is not reported
+#: (null, with REASON_FEW_QUERIES) rather than a degenerate one.
+MIN_QUERIES_CI = 5
+REASON_FEW_QUERIES = "{n} quer{ies} with a valid evaluation; a confidence interval needs >= {m}"
 #: Statistics computed only on queries with >= 2 valid evaluations.
-NEEDS_TWO = ("ps", "ps_pairwise", "spb")
-STATISTICS = ("pob_icm", "pob_unbp", "ps", "ps_pairwise", "pb", "spb")
+NEEDS_TWO = ("ps", "ps_modal", "spb_paper")
+STATISTICS = ("pob_icm", "pob_unbp", "ps", "ps_modal", "pb", "spb", "spb_paper")
 
 Source: TypeAlias = Evaluations | pd.DataFrame | str | Path
 
@@ -97,9 +111,10 @@ class PositionalAnalysis:
     pob_icm: PobIcmResult | None
     pob_unbp: PobUnbpResult | None
     ps: Estimate | None
-    ps_pairwise: Estimate | None
-    pb: Estimate
-    spb: StrongBiasResult | None
+    ps_modal: Estimate | None
+    pb: PositionalBiasResult
+    spb: StrongSoftResult | None
+    spb_paper: StrongBiasResult | None
     position_distribution: tuple[Estimate, ...]
     selection_rate_matrix: npt.NDArray[np.float64] = field(repr=False)
     coverage: Mapping[str, Coverage] = field(default_factory=dict)
@@ -154,12 +169,13 @@ class PositionalAnalysis:
                 "variance": None if unbp is None else unbp.variance,
             },
             "ps": _estimate_dict(self.ps),
-            "ps_pairwise": _estimate_dict(self.ps_pairwise),
+            "ps_modal": _estimate_dict(self.ps_modal),
             "pb": self.pb.to_dict(),
-            "spb": {
+            **_split_dicts(self.spb),
+            "spb_paper": {
                 **(
-                    self.spb.to_dict()
-                    if self.spb is not None
+                    self.spb_paper.to_dict()
+                    if self.spb_paper is not None
                     else {**_estimate_dict(None), "tau": None, "p_hat": None,
                           "n_folds": None, "n_repeats": None}
                 ),
@@ -167,9 +183,14 @@ class PositionalAnalysis:
             },
         }
         for name, obj in stats.items():
-            cov = self.coverage.get(name, Coverage(self.n_queries))
+            cov = self.coverage.get(_COVERAGE_OF.get(name, name), Coverage(self.n_queries))
             obj["n_queries"] = cov.n_queries
             obj["reason"] = cov.reason
+            if cov.reason is None and self.n_queries < MIN_QUERIES_CI and "ci_low" in obj:
+                obj["ci_low"] = obj["ci_high"] = None
+                obj["ci_reason"] = REASON_FEW_QUERIES.format(
+                    n=self.n_queries, ies="y" if self.n_queries == 1 else "ies",
+                    m=MIN_QUERIES_CI)
         return {
             **self.group,
             "k": self.k,
@@ -295,7 +316,7 @@ def analyze_groups(
     concentration, not position) gets its ``'auto'``-rule sPB with the :math:`\\hat p`
     of the permuted group (``permutation``, else ``labels_permutation``) with the same
     other keys, as ``recaudit positional study`` does; without one its sPB is ``None``
-    with the reason (``spb.threshold_from`` names the group used).
+    with the reason (``spb_paper.threshold_from`` names the group used).
     """
     if not by:
         raise InputError(MSG_BY_EMPTY.format(choices=", ".join(GROUP_COLUMNS)))
@@ -367,8 +388,8 @@ def _reference_p_hat(
     for cond in PERMUTED_ORDER:
         for (k2, _), res in zip(parts, results, strict=True):
             if k2 == {**others, "condition": cond} and res is not None \
-                    and res.spb is not None and res.spb.p_hat is not None:
-                return k2, res.spb.p_hat
+                    and res.spb_paper is not None and res.spb_paper.p_hat is not None:
+                return k2, res.spb_paper.p_hat
     where = ", ".join(others) or "grouping"
     return REASON_NO_P_HAT.format(where=where)
 
@@ -390,28 +411,34 @@ def _analyze_group(
     n_two = int(two.sum())
     coverage = {name: Coverage(evals.n_queries) for name in STATISTICS}
     ps: Estimate | None = None
-    ps_pairwise: Estimate | None = None
-    spb: StrongBiasResult | None = None
+    ps_modal: Estimate | None = None
+    spb_paper: StrongBiasResult | None = None
     threshold_from: dict[str, Any] | None = None
     if sub is None:
-        for name, what in zip(NEEDS_TWO, ("PS", "pairwise PS", "sPB"), strict=True):
+        for name, what in zip(NEEDS_TWO, ("pairwise PS", "PS", "sPB"), strict=True):
             coverage[name] = Coverage(0, REASON_FEW_EVALUATIONS.format(what=what))
     else:
         coverage.update({name: Coverage(n_two) for name in NEEDS_TWO})
-        ps = permutation_sensitivity(sub, rng=g_ps, n_boot=n_boot, confidence_level=level)
-        ps_pairwise = permutation_sensitivity(
-            sub, kind="pairwise", rng=g_ps2, n_boot=n_boot, confidence_level=level
-        )
+        ps_modal = permutation_sensitivity(sub, rng=g_ps, n_boot=n_boot, confidence_level=level)
+        ps, coverage["ps"] = _pairwise_ps(sub, g_ps2, n_boot, level)
         if isinstance(reference, str):
-            coverage["spb"] = Coverage(0, reference)
+            coverage["spb_paper"] = Coverage(0, reference)
         else:
             p_hat = None
             if reference is not None:
                 threshold_from, p_hat = reference
-            spb = strong_positional_bias(
+            spb_paper = strong_positional_bias(
                 sub, tau=settings.tau, p_hat=p_hat, rng=g_spb, n_boot=n_boot,
                 confidence_level=level, n_repeats=settings.spb_repeats,
             )
+    fit = crossfit_shares(query_position_shares(evals), g_pb)
+    pb = positional_bias_crossfit(evals, confidence_level=level, gen=g_pb, fit=fit)
+    spb: StrongSoftResult | None = None
+    condition = keys.get("condition")
+    if condition in IDENTITY_ORDER:
+        coverage["spb"] = Coverage(0, REASON_IDENTITY_SPB.format(condition=condition))
+    else:
+        spb = strong_soft_split(evals, fit, confidence_level=level)
     icm: PobIcmResult | None = None
     unbp: PobUnbpResult | None = None
     if keys.get("condition") == DECODING:
@@ -434,9 +461,10 @@ def _analyze_group(
         pob_icm=icm,
         pob_unbp=unbp,
         ps=ps,
-        ps_pairwise=ps_pairwise,
-        pb=positional_bias(evals, rng=g_pb, n_boot=n_boot, confidence_level=level),
+        ps_modal=ps_modal,
+        pb=pb,
         spb=spb,
+        spb_paper=spb_paper,
         position_distribution=position_distribution(
             evals, rng=g_dist, n_boot=n_boot, confidence_level=level
         ),
@@ -465,6 +493,37 @@ def _subset(evals: Evaluations, keep: npt.NDArray[np.bool_]) -> Evaluations | No
         item=evals.item[rows],
         rows=evals.rows[rows],
     )
+
+
+#: JSON objects whose coverage is that of another statistic.
+_COVERAGE_OF = {"spb_soft": "spb", "positional_share": "spb"}
+
+
+def _split_dicts(split: StrongSoftResult | None) -> dict[str, dict[str, Any]]:
+    """``spb`` (strong, with the fit), ``spb_soft`` and ``positional_share`` objects."""
+    if split is None:
+        empty = {"method": None, "mean_set_size": None, "floor": None,
+                 "favoured_positions": None}
+        return {"spb": {**_estimate_dict(None), **empty}, "spb_soft": _estimate_dict(None),
+                "positional_share": _estimate_dict(None)}
+    fit = {"method": "empirical Bayes relevance-set model", "mean_set_size":
+           split.mean_set_size, "floor": split.floor,
+           "favoured_positions": list(split.favoured)}
+    return {"spb": {**split.strong.to_dict(), **fit},
+            "spb_soft": split.soft.to_dict(),
+            "positional_share": split.positional_share.to_dict()}
+
+
+def _pairwise_ps(
+    evals: Evaluations, gen: np.random.Generator, n_boot: int, level: float
+) -> tuple[Estimate | None, Coverage]:
+    """Pairwise PS over pairs of different orders, or None when no query has two."""
+    try:
+        est = permutation_sensitivity(evals, kind="pairwise", rng=gen, n_boot=n_boot,
+                                      confidence_level=level)
+    except InputError:
+        return None, Coverage(0, REASON_ONE_ORDER)
+    return est, Coverage(evals.n_queries)
 
 
 def _estimate_dict(est: Estimate | None) -> dict[str, float | None]:

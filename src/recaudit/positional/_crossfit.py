@@ -131,7 +131,7 @@ def _crossfit_weighted(
         for h in range(int(fold.max()) + 1):
             train = fold != h
             w_train = weights[:, train]
-            n_train = w_train.sum(axis=1, keepdims=True)
+            n_train = np.maximum(w_train.sum(axis=1, keepdims=True), 1e-12)
             mean = w_train @ dev[train] / n_train
             var = np.maximum(w_train @ dev2[train] / n_train - mean**2, 0.0)
             var *= n_train / np.maximum(n_train - 1.0, 1.0)

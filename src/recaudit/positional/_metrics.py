@@ -22,6 +22,10 @@ __all__ = [
 ]
 
 MSG_KIND = "`kind` must be 'modal' or 'pairwise', got {value!r}"
+MSG_ONE_ORDER = (
+    "pairwise PS needs a query evaluated under >= 2 different orders; every query was "
+    "seen in one order only (an identity-order condition such as 'decoding')"
+)
 MSG_TAU = "`tau` must be 'auto' or a number in (0, 1], got {value!r}"
 MSG_FOLDS = "`n_folds` must be an integer >= 2, got {value!r}"
 MSG_REPEATS = "`n_repeats` must be an integer >= 1, got {value!r}"
@@ -53,11 +57,24 @@ def permutation_sensitivity(
 ) -> Estimate:
     r"""PS, permutation sensitivity: how often reordering changes the recommendation.
 
-    ``kind='modal'`` (our default, as in the paper's code):
-    :math:`PS_j = 1 - \max_i c_{ji} / l_j`; ``kind='pairwise'``: the probability that
-    two distinct evaluations of the query disagree,
-    :math:`PS_j = 1 - \sum_i c_{ji}(c_{ji} - 1) / (l_j (l_j - 1))` (needs l_j >= 2).
-    :math:`PS = \frac1n \sum_j PS_j`, with a percentile bootstrap CI over queries.
+    ``kind='modal'`` (the paper's code):
+    :math:`PS_j = 1 - \max_i c_{ji} / l_j`, an unbiased estimate of a quantity that
+    depends on the number of orders l_j (the modal item's share among l_j draws), so
+    audits with different numbers of orders are not comparable. ``kind='pairwise'``
+    (the headline of :func:`~recaudit.positional.analyze`): the probability that two
+    evaluations of the query under two different orders select different items,
+
+    .. math:: PS_j = 1 - \frac{\sum_i c_{ji}(c_{ji} - 1) - \sum_{o,i} c_{joi}(c_{joi} - 1)}
+                           {l_j(l_j - 1) - \sum_o l_{jo}(l_{jo} - 1)},
+
+    where :math:`c_{joi}` counts the selections of i under order o: a U-statistic over
+    the pairs of evaluations with different orders, unbiased for
+    :math:`1 - \sum_i \bar P_j(i)^2` (:math:`\bar P_j` = the choice law under a random
+    order) whatever l_j is, and free of the repeated samples of one order that a
+    decoding-noise design adds. A query seen in one order only has no such pair and is
+    left out (an :class:`InputError` when no query has two orders).
+    :math:`PS = \frac1n \sum_j PS_j`, with a percentile bootstrap CI over queries;
+    its bias and coverage are in docs/positional-statistics.md.
 
     References
     ----------
@@ -80,8 +97,33 @@ def permutation_sensitivity(
         per_query = 1.0 - counts.max(axis=1) / size
     else:
         _require_two(evals, "pairwise PS")
-        per_query = 1.0 - (counts * (counts - 1)).sum(axis=1) / (size * (size - 1))
+        per_query = _pairwise_across_orders(evals, counts)
+        if not np.isfinite(per_query).any():
+            raise InputError(MSG_ONE_ORDER)
+        per_query = per_query[np.isfinite(per_query)]
     return _mean_estimate(per_query, n_boot, confidence_level, as_generator(rng))
+
+
+def _pairwise_across_orders(
+    evals: Evaluations, counts: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """Per query: share of pairs of evaluations under different orders that disagree
+    (``nan`` for a query seen in one order only)."""
+    _, order_id = np.unique(evals.orders, axis=0, return_inverse=True)
+    order_id = np.asarray(order_id).reshape(-1)
+    n_orders = int(order_id.max()) + 1
+    k = evals.k
+    cell = (evals.query * n_orders + order_id) * k + evals.item
+    uniq, c = np.unique(cell, return_counts=True)
+    same_item = np.bincount(uniq // (n_orders * k), weights=c * (c - 1.0),
+                            minlength=evals.n_queries)
+    qo, lo = np.unique(evals.query * n_orders + order_id, return_counts=True)
+    same_pairs = np.bincount(qo // n_orders, weights=lo * (lo - 1.0), minlength=evals.n_queries)
+    size = counts.sum(axis=1)
+    pairs = size * (size - 1.0) - same_pairs
+    agree = (counts * (counts - 1.0)).sum(axis=1) - same_item
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(pairs > 0, 1.0 - agree / np.where(pairs > 0, pairs, 1.0), np.nan)
 
 
 def positional_bias(

@@ -414,13 +414,21 @@ class _Analysis:
                                 else unbp.reject) else "retain"),
                   note=res.coverage["pob_unbp"].reason or labels_note
                   or f"L > epsilon = {res.epsilon:g} rejects")
-        for metric, est in (("ps", res.ps), ("ps_pairwise", res.ps_pairwise), ("pb", res.pb)):
+        pb_est = Estimate(res.pb.value, res.pb.ci)
+        for metric, est in (("ps", res.ps), ("ps_modal", res.ps_modal), ("pb", pb_est)):
             self._row(cell, metric, res.coverage[metric].n_queries, n_e, est=est,
                       note=res.coverage[metric].reason or "")
+        split, cov = res.spb, res.coverage["spb"]
+        fit_note = "" if split is None else (
+            f"empirical Bayes, E|R| = {split.mean_set_size:.2f}, floor {split.floor:g}")
+        for metric, est in (("spb", None if split is None else split.strong),
+                            ("spb_soft", None if split is None else split.soft)):
+            self._row(cell, metric, cov.n_queries if split else 0, n_e, est=est,
+                      note=cov.reason or fit_note)
         # one rule: the grouped analysis scores identity-order cells against the
         # permuted cell's threshold (analysis.json shows the same numbers)
-        self.spb[cell] = (res.spb, res.coverage["spb"], res.spb_threshold_from)
-        self._spb_row(cell, "spb", n_e, res.spb, res.coverage["spb"],
+        self.spb[cell] = (res.spb_paper, res.coverage["spb_paper"], res.spb_threshold_from)
+        self._spb_row(cell, "spb_paper", n_e, res.spb_paper, res.coverage["spb_paper"],
                       res.spb_threshold_from)
 
     def _spb_row(self, cell: tuple[Any, ...], metric: str, n_e: int,

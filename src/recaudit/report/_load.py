@@ -135,6 +135,9 @@ class PositionalGroup:
     spb: Interval
     position_distribution: tuple[Interval, ...]
     selection_rate_matrix: tuple[tuple[float, ...], ...]
+    spb_soft: Interval = Interval(math.nan, math.nan, math.nan)
+    positional_share: Interval = Interval(math.nan, math.nan, math.nan)
+    spb_paper: Interval = Interval(math.nan, math.nan, math.nan)
 
     @property
     def label(self) -> str:
@@ -169,6 +172,9 @@ class PositionalGroup:
             "ps": self.ps.to_dict(),
             "pb": self.pb.to_dict(),
             "spb": self.spb.to_dict(),
+            "spb_soft": self.spb_soft.to_dict(),
+            "positional_share": self.positional_share.to_dict(),
+            "spb_paper": self.spb_paper.to_dict(),
             "position_distribution": [p.to_dict() for p in self.position_distribution],
             "selection_rate_matrix": [list(row) for row in self.selection_rate_matrix],
         }
@@ -263,6 +269,13 @@ def _positional_group(obj: Any, index: int) -> PositionalGroup:
             _need(obj, where, cmd, *aliases), where=f"{where}.{aliases[0]}", command=cmd
         )
 
+    def optional(name: str) -> Interval:
+        """An estimate older analysis files do not have (nan when absent)."""
+        found = _find(obj, name)
+        if found is None:
+            return Interval(math.nan, math.nan, math.nan)
+        return Interval.parse(found, where=f"{where}.{name}", command=cmd)
+
     temperature = _find(obj, "temperature")
     return PositionalGroup(
         model=str(name) if name is not None else "(all)",
@@ -285,6 +298,9 @@ def _positional_group(obj: Any, index: int) -> PositionalGroup:
         spb=estimate("spb", "strong_positional_bias"),
         position_distribution=_position_distribution(obj, where, k),
         selection_rate_matrix=tuple(tuple(_float(x) for x in row) for row in matrix),
+        spb_soft=optional("spb_soft"),
+        positional_share=optional("positional_share"),
+        spb_paper=optional("spb_paper"),
     )
 
 

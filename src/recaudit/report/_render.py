@@ -258,6 +258,18 @@ def _positional_verdict(
             _ci_num(f"groups/{i}/ps", worst.ps),
         )
     )
+    if math.isfinite(worst.positional_share.value):
+        parts.append(
+            Markup(
+                "Position made {} of its selections: {} were moved out of the query's "
+                "relevance set (strong bias, sPB) and {} landed on a relevant item anyway "
+                "(soft bias). "
+            ).format(
+                _ci_num(f"groups/{i}/positional_share", worst.positional_share),
+                _ci_num(f"groups/{i}/spb", worst.spb),
+                _ci_num(f"groups/{i}/spb_soft", worst.spb_soft),
+            )
+        )
     clean = [
         m
         for m in models
@@ -271,15 +283,18 @@ def _positional_verdict(
         parts.append(
             Markup("Every model was found positionally biased in at least one configuration. ")
         )
-    floors = [g for g in groups if g.condition == _DECODING and math.isfinite(g.spb.value)]
+    floors = [g for g in groups
+              if g.condition == _DECODING and math.isfinite(g.spb_paper.value)]
     if floors:
-        top = max(floors, key=lambda g: g.spb.value)
+        top = max(floors, key=lambda g: g.spb_paper.value)
         parts.append(
             Markup(
-                "With the candidate order fixed (decoding noise only), sPB reaches at most {} "
-                "({}, k = {}, T = {:g}): sPB values near this floor are noise, not bias."
+                "With the candidate order fixed (decoding noise only), the paper's "
+                "cross-validated sPB reaches at most {} ({}, k = {}, T = {:g}): its values "
+                "near this floor are noise, not bias."
             ).format(
-                _ci_num(f"groups/{index[id(top)]}/spb", top.spb), top.model, top.k, top.temperature
+                _ci_num(f"groups/{index[id(top)]}/spb_paper", top.spb_paper), top.model, top.k,
+                top.temperature,
             )
         )
     return Markup("").join(parts), summary
