@@ -69,13 +69,18 @@ class ScenarioTruth:
     positional_share : float
         E_j beta_j: share of selections made by position.
     spb : float
-        Strong positional bias E_j beta_j TV(r_j, Uniform_k): the share of
-        selections position moves away from where relevance puts them; for a crisp
-        relevance set R_j it is beta_j (k - |R_j|) / k, the share of selections
-        outside R_j (the spec's definition).
+        Strong positional bias E_j beta_j TV(f_j, Uniform_k), f_j the position-free
+        choice law ((1 - beta_j - eps) r_j + eps / k) / (1 - beta_j): the share of
+        selections position moves away from where the query's own choice law puts
+        them; for a crisp relevance set R_j without noise it is
+        beta_j (k - |R_j|) / k, the share of selections outside R_j (the spec's
+        definition).
     soft : float
         positional_share - spb: position-driven selections that land where
         relevance would have put them.
+    ps_modal_limit : float
+        1 - E_j max_i Pbar_j(i): the limit of the paper's modal PS as the number of
+        orders per query grows (its value at a finite number of orders is larger).
     """
 
     position: npt.NDArray[np.float64]
@@ -84,6 +89,7 @@ class ScenarioTruth:
     positional_share: float
     spb: float
     soft: float
+    ps_modal_limit: float
 
 
 def scenario_truth(
@@ -103,7 +109,10 @@ def scenario_truth(
     position = ((1.0 - qs.beta) / k)[:, None] + qs.beta[:, None] * w
     q = position.mean(axis=0)
     pbar = (1.0 - qs.beta - qs.eps)[:, None] * qs.relevance + ((qs.eps + qs.beta) / k)[:, None]
-    tv_rel = 0.5 * np.abs(qs.relevance - 1.0 / k).sum(axis=1)
+    # the position-free choice law: relevance and decoding noise
+    free = ((1.0 - qs.beta - qs.eps)[:, None] * qs.relevance + qs.eps / k) / (
+        1.0 - qs.beta)[:, None]
+    tv_rel = 0.5 * np.abs(free - 1.0 / k).sum(axis=1)
     spb = float(np.mean(qs.beta * tv_rel))
     share = float(qs.beta.mean())
     return ScenarioTruth(
@@ -113,6 +122,7 @@ def scenario_truth(
         positional_share=share,
         spb=spb,
         soft=share - spb,
+        ps_modal_limit=float(1.0 - np.mean(pbar.max(axis=1))),
     )
 
 

@@ -84,14 +84,21 @@ def strong_soft_split(
 
     Model (the paper's generative story, section 8 of the spec): a selection of query
     j is made by position with probability :math:`\beta` (the item at a favoured
-    position) and otherwise by relevance, uniformly over a relevance set
-    :math:`R_j`, or -- with a floor share :math:`\epsilon` -- uniformly over all k
-    candidates (decoding noise). Because the order is uniformly random, a
-    position-driven selection lands outside :math:`R_j` with probability
-    :math:`(k - |R_j|)/k`, so
+    position) and otherwise from the query's position-free choice law
+    :math:`r_j = (1 - \epsilon)\,\mathrm{Unif}(R_j) + \epsilon\,\mathrm{Unif}_k`:
+    uniformly over a relevance set :math:`R_j`, or -- with a floor share
+    :math:`\epsilon` -- over all k candidates (decoding noise). Because the order is
+    uniformly random, a position-driven selection lands uniformly on the k
+    candidates, so position moves a share :math:`\beta\,TV(r_j, \mathrm{Unif}_k)` of the
+    selections away from where :math:`r_j` puts them:
 
-    .. math:: sPB = \beta\,(1 - E|R_j|/k), \qquad
-              soft = \beta\,E|R_j|/k, \qquad sPB + soft = \beta.
+    .. math:: sPB = \beta\,(1 - \epsilon)(1 - E|R_j|/k), \qquad
+              soft = \beta - sPB,
+
+    strong bias the share displaced out of the relevance set (for a crisp set without
+    noise, exactly the spec's share of selections outside :math:`R_j`), soft bias the
+    position-driven selections that land where the query's own choice law would have
+    put them.
 
     :math:`\beta` is the cross-fitted position-driven share
     (:func:`~recaudit.positional._crossfit.crossfit_shares`: excess share of the
@@ -145,8 +152,11 @@ def strong_soft_split(
         gb, _ = _em(lik[best], rng_weights[b], g.copy(), _EM_MAX_BOOT, _EM_TOL)
         size_b = float(gb @ sizes)
         share_b = fit.share_boot[b]
-        boot[b] = (share_b * (1.0 - size_b / k), share_b * size_b / k, share_b)
-    values = (beta * (1.0 - mean_size / k), beta * mean_size / k, beta)
+        displaced_b = (1.0 - float(FLOORS[best])) * (1.0 - size_b / k)
+        boot[b] = (share_b * displaced_b, share_b * (1.0 - displaced_b), share_b)
+    floor = float(FLOORS[best])
+    displaced = (1.0 - floor) * (1.0 - mean_size / k)
+    values = (beta * displaced, beta * (1.0 - displaced), beta)
     ests = [
         Estimate(max(0.0, v), _clip(percentile_interval(boot[:, i],
                                                         confidence_level=confidence_level)))
@@ -157,7 +167,7 @@ def strong_soft_split(
         soft=ests[1],
         positional_share=ests[2],
         mean_set_size=mean_size,
-        floor=float(FLOORS[best]),
+        floor=floor,
         favoured=tuple(int(p) + 1 for p in favoured),
     )
 

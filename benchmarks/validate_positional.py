@@ -1,0 +1,180 @@
+"""Validation harness: every positional estimator of `analyze` against known truth.
+
+For each simulation model of ``recaudit.positional._scenarios`` (paper, heterogeneous,
+graded, decoding), k, number of queries and p_bias, REPS data sets of 20 evaluations
+per query are analysed exactly as ``recaudit positional analyze`` does (its defaults,
+except n_boot and the POB-ICM shuffles, which no reported interval here uses), and
+each estimate is compared with the model's population truth:
+
+- bias = mean(estimate) - truth, with its Monte-Carlo standard error sd / sqrt(REPS);
+- RMSE;
+- coverage = share of 95 % CIs that contain the truth, with sqrt(c (1 - c) / REPS);
+- for POB-UNBP's L: P(L <= TV) (a one-sided 95 % bound).
+
+    PYTHONPATH=src python benchmarks/validate_positional.py run --reps 200 --jobs 2 \\
+        --out benchmarks/results/validate_positional.jsonl
+    PYTHONPATH=src python benchmarks/validate_positional.py table \\
+        benchmarks/results/validate_positional.jsonl > table.md
+
+``run`` appends one JSON line per grid cell (a cell already in the file is skipped,
+so an interrupted run resumes); ``table`` prints the markdown tables of
+docs/positional-statistics.md ("Validation against known truth").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from recaudit.positional import analyze
+from recaudit.positional._scenarios import MODELS, scenario_truth, simulate_scenario
+
+#: estimator name -> (path in analyze().to_dict(), truth attribute)
+ESTIMATORS = {
+    "pb": ("pb", "pb"),
+    "pb_plugin": ("pb_plugin", "pb"),
+    "ps": ("ps", "ps"),
+    "ps_modal": ("ps_modal", "ps_modal_limit"),
+    "spb": ("spb", "spb"),
+    "spb_soft": ("spb_soft", "soft"),
+    "positional_share": ("positional_share", "positional_share"),
+    "spb_paper": ("spb_paper", "spb"),
+}
+N_ORDERS = 20
+N_BOOT = 1000
+
+
+def _cell(args: tuple[str, int, int, float, int, int]) -> dict[str, Any]:
+    model, k, n, p_bias, reps, seed = args
+    truth = scenario_truth(model, k=k, p_bias=p_bias, rng=seed)
+    gen = np.random.default_rng([seed, k, n, int(round(p_bias * 1000)), MODELS.index(model)])
+    values: dict[str, list[float]] = {name: [] for name in ESTIMATORS}
+    covered: dict[str, list[bool]] = {name: [] for name in ESTIMATORS}
+    contains0: dict[str, list[bool]] = {name: [] for name in ESTIMATORS}
+    l_below, position_cov = [], []
+    for _ in range(reps):
+        ev = simulate_scenario(model, n, k=k, p_bias=p_bias, n_orders=N_ORDERS, rng=gen)
+        d = analyze(ev, n_resamples=1, n_boot=N_BOOT, rng=gen).to_dict()
+        d["pb_plugin"] = {"value": d["pb"]["plugin"], "ci_low": None, "ci_high": None}
+        for name, (key, attr) in ESTIMATORS.items():
+            obj = d[key]
+            if obj["value"] is None:
+                continue
+            t = float(getattr(truth, attr))
+            values[name].append(obj["value"])
+            if obj["ci_low"] is not None:
+                covered[name].append(obj["ci_low"] <= t <= obj["ci_high"])
+                contains0[name].append(obj["ci_low"] <= 0.0)
+        if d["pob_unbp"]["L"] is not None:
+            l_below.append(d["pob_unbp"]["L"] <= truth.pb)
+        lo = np.array([c[0] for c in d["position_distribution_ci"]])
+        hi = np.array([c[1] for c in d["position_distribution_ci"]])
+        position_cov.append(float(np.mean((lo <= truth.position) & (truth.position <= hi))))
+    out: dict[str, Any] = {"model": model, "k": k, "queries": n, "p_bias": p_bias,
+                           "reps": reps, "seed": seed, "estimators": {}}
+    for name, (_, attr) in ESTIMATORS.items():
+        v = np.asarray(values[name], dtype=float)
+        t = float(getattr(truth, attr))
+        row: dict[str, Any] = {"truth": t, "n": int(v.size)}
+        if v.size:
+            row |= {"bias": float(v.mean() - t),
+                    "bias_se": float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else None,
+                    "rmse": float(np.sqrt(np.mean((v - t) ** 2)))}
+        if covered[name]:
+            c = float(np.mean(covered[name]))
+            row |= {"coverage": c, "coverage_se": float(np.sqrt(c * (1 - c) / len(covered[name]))),
+                    "contains_0": float(np.mean(contains0[name]))}
+        out["estimators"][name] = row
+    c = float(np.mean(l_below))
+    out["L_below_tv"] = {"rate": c, "se": float(np.sqrt(c * (1 - c) / len(l_below)))}
+    out["position_coverage"] = float(np.mean(position_cov))
+    return out
+
+
+def run(args: argparse.Namespace) -> None:
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    done = set()
+    if out.exists():
+        for line in out.read_text().splitlines():
+            r = json.loads(line)
+            done.add((r["model"], r["k"], r["queries"], r["p_bias"], r["reps"], r["seed"]))
+    cells = [(m, k, n, p, args.reps, args.seed) for m in args.models for k in args.k
+             for n in args.queries for p in args.p_bias]
+    todo = [c for c in cells if c not in done]
+    # the largest cells first, so that two workers finish together
+    todo.sort(key=lambda c: -c[1] * c[2])
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool, out.open("a") as fh:
+        for res in pool.map(_cell, todo):
+            fh.write(json.dumps(res) + "\n")
+            fh.flush()
+            print(f"{res['model']} k={res['k']} n={res['queries']} p={res['p_bias']}: "
+                  f"spb bias {res['estimators']['spb'].get('bias', float('nan')):+.4f}",
+                  file=sys.stderr, flush=True)
+
+
+def _pct(x: float | None, digits: int = 2) -> str:
+    return "–" if x is None else f"{100 * x:+.{digits}f}"
+
+
+def table(args: argparse.Namespace) -> None:
+    rows = [json.loads(line) for line in Path(args.results).read_text().splitlines()]
+    rows.sort(key=lambda r: (MODELS.index(r["model"]), r["k"], r["queries"], r["p_bias"]))
+    print("Bias in percentage points (Monte-Carlo s.e. in brackets); coverage of the 95 % CI "
+          "(s.e. in brackets); `0 in CI` = share of CIs containing 0.\n")
+    groups = (("PB", ("pb", "pb_plugin")), ("PS", ("ps", "ps_modal")),
+              ("sPB", ("spb", "spb_paper")), ("soft / position-driven share",
+                                             ("spb_soft", "positional_share")))
+    for title, names in groups:
+        print(f"#### {title}\n")
+        head = ["model", "k", "n", "p_bias"]
+        for name in names:
+            head += [f"{name} truth", f"{name} bias pp", f"{name} coverage"]
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for r in rows:
+            cells = [r["model"], str(r["k"]), str(r["queries"]), f"{r['p_bias']:g}"]
+            for name in names:
+                e = r["estimators"][name]
+                bias = "–" if "bias" not in e else (
+                    f"{_pct(e['bias'])} ({100 * (e['bias_se'] or 0):.2f})")
+                cov = "–" if "coverage" not in e else (
+                    f"{e['coverage']:.3f} ({e['coverage_se']:.3f})")
+                cells += [f"{100 * e['truth']:.2f}", bias, cov]
+            print("| " + " | ".join(cells) + " |")
+        print()
+    print("#### POB-UNBP lower bound and position distribution\n")
+    print("| model | k | n | p_bias | P(L <= TV) | mean coverage of the q_p CIs |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        lb = r["L_below_tv"]
+        print(f"| {r['model']} | {r['k']} | {r['queries']} | {r['p_bias']:g} | "
+              f"{lb['rate']:.3f} ({lb['se']:.3f}) | {r['position_coverage']:.3f} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    r.add_argument("--k", nargs="+", type=int, default=[5, 10, 15, 20])
+    r.add_argument("--queries", nargs="+", type=int, default=[100, 500])
+    r.add_argument("--p-bias", nargs="+", type=float, default=[0.0, 0.03, 0.1])
+    r.add_argument("--reps", type=int, default=200)
+    r.add_argument("--seed", type=int, default=20261201)
+    r.add_argument("--jobs", type=int, default=1)
+    r.add_argument("--out", default="benchmarks/results/validate_positional.jsonl")
+    t = sub.add_parser("table")
+    t.add_argument("results")
+    args = parser.parse_args()
+    run(args) if args.command == "run" else table(args)
+
+
+if __name__ == "__main__":
+    main()
