@@ -268,6 +268,7 @@ def _unbp_and_effect_lines(holm: str) -> list[tuple[str, Callable[[dict[str, Any
         ("PS [95% CI]", lambda r: _fmt(r["ps"])),
         ("PB [95% CI]", lambda r: _fmt(r["pb"])),
         ("sPB [95% CI]", lambda r: _fmt(r["spb"])),
+        ("soft bias [95% CI]", lambda r: _fmt(r["spb_soft"]) if "spb_soft" in r else "n/a"),
         ("position shares", lambda r: " ".join(f"{q:.2f}" for q in r["position_distribution"])),
     ]
 
@@ -503,7 +504,7 @@ def _fmt(est: dict[str, Any]) -> str:
     if _na(est, "value"):
         return "n/a"
     if est["ci_low"] is None:  # too few queries for an interval (``ci_reason``)
-        return f"{est['value']:.3f} [no CI]"
+        return f"{est['value']:.3f} (no CI)"
     return f"{est['value']:.3f} [{est['ci_low']:.3f}, {est['ci_high']:.3f}]"
 
 
