@@ -101,5 +101,5 @@ def test_exact_passes_spb_repeats(exact_run):
     printed = json.loads(res.stdout)
     table = pd.read_parquet(exact_run / "evaluations.parquet")
     direct = analyze_exact(table, n_boot=100, rng=3, spb_repeats=3).to_dict()
-    assert printed["spb"]["n_repeats"] == 3
+    assert printed["spb_paper"]["n_repeats"] == 3
     assert printed == json.loads(json.dumps(direct))

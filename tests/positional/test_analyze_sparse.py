@@ -76,7 +76,7 @@ def test_sparse_statistics_equal_the_qualifying_subset(sparse: pd.DataFrame) -> 
     full = evaluations_from_table(sparse)
     assert res.pob_unbp is not None
     assert res.pob_unbp.L == pob_unbp(full).L
-    assert res.pb.plugin == positional_bias(full, n_boot=50, rng=0).value
+    assert res.pb.plugin == positional_bias(full, n_boot=50, rng=0).plugin
     assert res.spb is not None  # the relevance-set model uses every query too
 
 

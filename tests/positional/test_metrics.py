@@ -74,7 +74,6 @@ def test_pvalues_in_unit_interval_and_metrics_are_rates(
     unbp = pob_unbp(ev)
     assert 0 <= unbp.pvalue <= 1 and unbp.L >= 0
     for est in (positional_bias(ev, n_boot=20, rng=0), permutation_sensitivity(ev, n_boot=20)):
-        # (a percentile interval of the upward-biased plug-in PB may exclude it: n is tiny)
         assert 0 <= est.ci.low <= est.ci.high <= 1 and 0 <= est.value <= 1
 
 
@@ -114,8 +113,9 @@ def test_relabelling_and_reordering_queries_changes_nothing(seed: int) -> None:
     assert permutation_sensitivity(other, n_boot=5).value == pytest.approx(
         permutation_sensitivity(ev, n_boot=5).value
     )
-    assert positional_bias(other, n_boot=5).value == pytest.approx(
-        positional_bias(ev, n_boot=5).value
+    # the plug-in; the cross-fitted value depends on the random fold of each query
+    assert positional_bias(other, n_boot=5).plugin == pytest.approx(
+        positional_bias(ev, n_boot=5).plugin
     )
     np.testing.assert_array_equal(selection_rate_matrix(other), selection_rate_matrix(ev))
 

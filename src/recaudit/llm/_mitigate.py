@@ -39,10 +39,10 @@ from .._io import to_jsonable, write_atomic, write_text_atomic
 from .._stats import Estimate, as_generator
 from .._toml import read_toml
 from ..exceptions import ConfigError, InputError
-from ..positional import analyze, evaluations_from_table, positional_bias
+from ..positional import analyze, evaluations_from_table
 from ..positional._bootstrap import bootstrap_ci
 from ..positional._evaluations import Evaluations
-from ..positional._metrics import N_REPEATS
+from ..positional._metrics import N_REPEATS, plugin_positional_bias
 from ._audit import answer_schema, run_audit
 from ._catalog import ColumnMap, load_catalog
 from ._config import AuditConfig, SimulatedParams, parse_config
@@ -375,7 +375,7 @@ def relevance_sets(evals: Evaluations) -> npt.NDArray[np.bool_]:
         ``out[j, i]``: original index ``i + 1`` is in query j's set.
     """
     k, nq = evals.k, evals.n_queries
-    pb = positional_bias(evals, n_boot=1, rng=0).value
+    pb = plugin_positional_bias(evals, n_boot=1, rng=0).value
     p_hat = min(1.0, pb / (1.0 - 1.0 / k))
     threshold = 1.0 - p_hat * (k - np.arange(1, k + 1)) / k
     counts = np.bincount(evals.query * k + evals.item, minlength=nq * k).reshape(nq, k)

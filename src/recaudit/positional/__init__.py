@@ -1,4 +1,4 @@
-"""Positional bias of top-1 LLM recommenders: POB-ICM, POB-UNBP, PS, PB, sPB
+"""Positional bias of top-1 LLM recommenders: POB-ICM, POB-UNBP, PS, PB, sPB and soft bias
 (and of top-N rankings: :func:`topn_bias`).
 
 Read an evaluations table (:func:`evaluations_from_table`), then run everything with
@@ -13,6 +13,7 @@ See docs/positional-statistics.md for every formula, its reference and our choic
 
 from ._analyze import GroupedAnalysis, PositionalAnalysis, analyze, analyze_groups
 from ._analyze_exact import GroupedExactAnalysis, analyze_exact_groups
+from ._crossfit import PositionalBiasResult, positional_bias
 from ._distribution import position_distribution, selection_rate_matrix
 from ._evaluations import Evaluations, evaluations_from_table, group_table, read_table
 from ._exact import (
@@ -25,7 +26,6 @@ from ._icm import PobIcmResult, contingency_table, pob_icm
 from ._metrics import (
     StrongBiasResult,
     permutation_sensitivity,
-    positional_bias,
     strong_positional_bias,
 )
 from ._sequential import (
@@ -34,6 +34,7 @@ from ._sequential import (
     sequential_uniformity_test,
 )
 from ._simulation import PowerRow, PowerStudy, power_study, simulate_evaluations
+from ._strong import StrongSoftResult, strong_soft_bias
 from ._topn import (
     RankingEvaluations,
     TopNResult,
@@ -73,11 +74,13 @@ __all__ = [
     "PobIcmResult",
     "PobUnbpResult",
     "PositionalAnalysis",
+    "PositionalBiasResult",
     "PowerRow",
     "PowerStudy",
     "SequentialResult",
     "RankingEvaluations",
     "StrongBiasResult",
+    "StrongSoftResult",
     "TopNResult",
     "analyze",
     "analyze_exact",
@@ -104,6 +107,7 @@ __all__ = [
     "simulate_rankings",
     "spearman_position_rank",
     "strong_positional_bias",
+    "strong_soft_bias",
     # positional-study
     "STUDY_COLUMNS",
     "CompleteCase",

@@ -15,11 +15,19 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from .._stats import ConfidenceInterval
+from .._stats import ConfidenceInterval, as_generator
+from ._bootstrap import check_bootstrap_args
 from ._evaluations import Evaluations
 from ._unbp import query_position_shares
 
-__all__ = ["CrossFit", "PositionalBiasResult", "crossfit_shares", "positional_bias_crossfit"]
+__all__ = [
+    "CrossFit",
+    "PositionalBiasResult",
+    "crossfit_shares",
+    "pb_from_shares",
+    "positional_bias",
+    "positional_bias_crossfit",
+]
 
 #: Threshold (in standard errors) of the favoured-set selection: position p is
 #: favoured when its excess share on the training folds exceeds THRESHOLD standard
@@ -182,18 +190,55 @@ def positional_bias_crossfit(
     Peláez-González, Herrera, Herrera-Poyatos, arXiv 2610.37962 (PB).
     """
     shares = query_position_shares(evals)
+    return pb_from_shares(shares, fit if fit is not None else crossfit_shares(shares, gen),
+                          confidence_level)
+
+
+def pb_from_shares(
+    shares: npt.NDArray[np.float64], fit: CrossFit, confidence_level: float
+) -> PositionalBiasResult:
+    """PB of :func:`positional_bias_crossfit` from per-query shares (n, k) and their
+    cross-fit (also used with the per-query mean choice probabilities of exact mode)."""
     n, k = shares.shape
-    if fit is None:
-        fit = crossfit_shares(shares, gen)
     plugin = float(0.5 * np.abs(shares.mean(axis=0) - 1.0 / k).sum())
     se = float(np.std(fit.tv_boot, ddof=1)) if n >= 2 else np.nan
     t = _t(confidence_level, n)
     upper = max(fit.tv + t * se, _upper_bound(shares, t))
-    ci = ConfidenceInterval(max(0.0, fit.tv - t * se), max(0.0, upper), confidence_level,
+    top = 1.0 - 1.0 / k  # the largest TV from uniform
+    ci = ConfidenceInterval(min(top, max(0.0, fit.tv - t * se)), min(top, max(0.0, upper)),
+                            confidence_level,
                             "cross-fitted, bootstrap se; upper: max over favoured sets")
     return PositionalBiasResult(
         max(0.0, fit.tv), ci, plugin, tuple(int(p) + 1 for p in fit.favoured)
     )
+
+
+def positional_bias(
+    evals: Evaluations,
+    *,
+    n_boot: int = N_BOOT_SE,
+    confidence_level: float = 0.95,
+    rng: np.random.Generator | int | None = None,
+) -> PositionalBiasResult:
+    """PB, positional bias: TV(q, Uniform_k), cross-fitted, with the plug-in beside it.
+
+    The estimator, its CI and their measured bias and coverage are those of
+    :func:`positional_bias_crossfit` (``n_boot`` query-bootstrap resamples of the
+    cross-fit give its standard error); :func:`~recaudit.positional.analyze` reports
+    the same result as ``pb``.
+
+    Examples
+    --------
+    >>> from recaudit.positional import simulate_evaluations, positional_bias
+    >>> ev = simulate_evaluations(300, k=5, p_bias=0.0, rng=0)
+    >>> res = positional_bias(ev, rng=0)
+    >>> res.value < res.plugin   # the plug-in is biased upward by noise
+    True
+    """
+    n_boot, confidence_level = check_bootstrap_args(n_boot, confidence_level)
+    gen = as_generator(rng)
+    fit = crossfit_shares(query_position_shares(evals), gen, n_boot=n_boot)
+    return positional_bias_crossfit(evals, confidence_level=confidence_level, gen=gen, fit=fit)
 
 
 def _t(confidence_level: float, n: int) -> float:

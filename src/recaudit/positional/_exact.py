@@ -14,12 +14,16 @@ noise (Rao-Blackwell). docs/exact-and-sequential.md says which guarantees hold.
   :math:`\bar\pi_j(p) = \frac1{l_j}\sum_{e \in j} \pi_e(p)`: i.i.d. over queries with
   mean q_p, so the same t-based bound (Student t over queries, pooled variance)
   applies -- with a smaller variance.
-- PS on expected counts :math:`c_{ji} = \sum_{e \in j} \pi_e(\sigma_e(i))`: modal
-  :math:`1 - \max_i c_{ji}/l_j` (a plug-in), pairwise
-  :math:`1 - \sum_i (c_{ji}^2 - \sum_e \pi_e(\sigma_e(i))^2) / (l_j(l_j - 1))` (the
-  EXACT probability that two distinct evaluations' draws disagree).
-- PB: TV of :math:`\frac1n\sum_j \bar\pi_j` from uniform.
-- sPB: the cross-validated rule of :func:`strong_positional_bias` on expected counts.
+- PS (``ps``) on pairs of evaluations under different orders:
+  :math:`1 - \sum_{e \ne e', \sigma_e \ne \sigma_{e'}} \pi_e \cdot \pi_{e'} / \#\text{pairs}`
+  (the exact probability that the two draws disagree; as in sampled mode, pairs of one
+  order are left out); ``ps_modal``: the paper's :math:`1 - \max_i c_{ji}/l_j` on
+  expected counts :math:`c_{ji} = \sum_{e \in j} \pi_e(\sigma_e(i))` (a plug-in).
+- PB: the cross-fitted TV of sampled mode (:func:`~recaudit.positional.positional_bias`)
+  on the per-query mean probabilities, with the plug-in beside it.
+- sPB: the relevance-set model needs sampled choices, so ``spb``/``spb_soft``/
+  ``positional_share`` are null with a reason; ``spb_paper`` is the cross-validated
+  rule of :func:`strong_positional_bias` on expected counts.
 - Selection-rate matrix :math:`S[i, p] = \sum_e \pi_e(p) 1\{\sigma_e^{-1}(p) = i\} /
   \#(i \text{ shown at } p)`.
 """
@@ -39,9 +43,15 @@ import pandas as pd
 from .._stats import Estimate, as_generator
 from ..exceptions import InputError
 from ._bootstrap import bootstrap_ci, check_bootstrap_args
+from ._crossfit import PositionalBiasResult, crossfit_shares, pb_from_shares
 from ._evaluations import _parse_orders, _with_row_numbers, read_table
 from ._metrics import MSG_REPEATS, N_REPEATS, _top_sets
 from ._unbp import PobUnbpResult, _pob_unbp_iv, _pob_unbp_shares
+
+REASON_EXACT_SPB = (
+    "the relevance-set model needs sampled choices; on choice probabilities read "
+    "spb_paper (the paper's cross-validated estimator on expected counts)"
+)
 
 __all__ = [
     "ExactAnalysis",
@@ -203,9 +213,9 @@ class ExactAnalysis:
     epsilon: float
     pob_unbp: PobUnbpResult | None
     ps: Estimate | None
-    ps_pairwise: Estimate | None
-    pb: Estimate
-    spb: Estimate | None
+    ps_modal: Estimate | None
+    pb: PositionalBiasResult
+    spb_paper: Estimate | None
     outside_mass: float | None
     position_distribution: tuple[Estimate, ...]
     selection_rate_matrix: npt.NDArray[np.float64] = field(repr=False)
@@ -244,9 +254,12 @@ class ExactAnalysis:
                 "reject": None if unbp is None else unbp.reject,
             },
             "ps": est(self.ps),
-            "ps_pairwise": est(self.ps_pairwise),
+            "ps_modal": est(self.ps_modal),
             "pb": self.pb.to_dict(),
-            "spb": {**est(self.spb), "n_folds": 5, "n_repeats": self.spb_repeats},
+            "spb": {**est(None), "reason": REASON_EXACT_SPB},
+            "spb_soft": {**est(None), "reason": REASON_EXACT_SPB},
+            "positional_share": {**est(None), "reason": REASON_EXACT_SPB},
+            "spb_paper": {**est(self.spb_paper), "n_folds": 5, "n_repeats": self.spb_repeats},
             "position_distribution": [e.value for e in self.position_distribution],
             "position_distribution_ci": [[e.ci.low, e.ci.high]
                                          for e in self.position_distribution],
@@ -301,12 +314,7 @@ def analyze_exact(
     unbp = (_pob_unbp_shares(shares, alpha, epsilon, "pooled", "both", 2)
             if ev.n_queries >= 2 else None)
 
-    def tv(means: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        return 0.5 * np.abs(means - 1.0 / k).sum(axis=1, keepdims=True)
-
-    pb_value = float(tv(shares.mean(axis=0, keepdims=True))[0, 0])
-    (pb_ci,) = bootstrap_ci(shares, tv, n_boot=n_boot, confidence_level=confidence_level,
-                            rng=g_pb)
+    pb = pb_from_shares(shares, crossfit_shares(shares, g_pb), confidence_level)
     dist_ci = bootstrap_ci(shares, lambda m: m, n_boot=n_boot,
                            confidence_level=confidence_level, rng=g_dist)
     dist = tuple(Estimate(float(v), c) for v, c in zip(shares.mean(axis=0), dist_ci,
@@ -318,26 +326,54 @@ def analyze_exact(
     np.add.at(counts, ev.query, item)
     squares = np.zeros((ev.n_queries, k))
     np.add.at(squares, ev.query, item**2)
-    ps = ps2 = spb = None
+    ps = ps_modal = spb = None
     if two.any():
-        c, sq, ln = counts[two], squares[two], size[two].astype(float)
+        c, ln = counts[two], size[two].astype(float)
         modal = 1.0 - c.max(axis=1) / ln
-        pair = 1.0 - (c**2 - sq).sum(axis=1) / (ln * (ln - 1.0))
-        ps = _mean(modal, n_boot, confidence_level, g_ps)
-        ps2 = _mean(pair, n_boot, confidence_level, g_ps2)
-        p_hat = min(1.0, pb_value / (1.0 - 1.0 / k))
+        ps_modal = _mean(modal, n_boot, confidence_level, g_ps)
+        pair = _pairwise_across_orders_exact(ev, item, counts, squares)[two]
+        if np.isfinite(pair).any():
+            ps = _mean(pair[np.isfinite(pair)], n_boot, confidence_level, g_ps2)
+        p_hat = min(1.0, pb.plugin / (1.0 - 1.0 / k))
         threshold = 1.0 - p_hat * (k - np.arange(1, k + 1)) / k
         outside = _cv_outside(ev, item, threshold, 5, g_spb, spb_repeats)[two]
         spb = _mean(outside, n_boot, confidence_level, g_spb)
     om = ev.outside_mass[np.isfinite(ev.outside_mass)]
     return ExactAnalysis(
         k=k, n_queries=ev.n_queries, n_evaluations=ev.n_evaluations, n_missing=ev.n_missing,
-        alpha=alpha, epsilon=epsilon, pob_unbp=unbp, ps=ps, ps_pairwise=ps2,
-        pb=Estimate(pb_value, pb_ci), spb=spb,
+        alpha=alpha, epsilon=epsilon, pob_unbp=unbp, ps=ps, ps_modal=ps_modal,
+        pb=pb, spb_paper=spb,
         outside_mass=float(om.mean()) if om.size else None,
         position_distribution=dist, selection_rate_matrix=exact_selection_rate_matrix(ev),
         spb_repeats=spb_repeats,
     )
+
+
+def _pairwise_across_orders_exact(
+    ev: ExactEvaluations, item: npt.NDArray[np.float64], counts: npt.NDArray[np.float64],
+    squares: npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64]:
+    r"""Per query: expected share of pairs of evaluations under different orders that
+    disagree, :math:`1 - \sum_{e \ne e', \sigma_e \ne \sigma_{e'}} \pi_e \cdot \pi_{e'}`
+    / #pairs (``nan`` for a query seen in one order only)."""
+    k, nq = ev.k, ev.n_queries
+    _, order_id = np.unique(ev.orders, axis=0, return_inverse=True)
+    group = ev.query * (int(np.max(order_id)) + 1) + np.asarray(order_id).reshape(-1)
+    codes, inverse = np.unique(group, return_inverse=True)
+    per_order = np.zeros((codes.size, k))
+    np.add.at(per_order, inverse, item)
+    sq_order = np.zeros((codes.size, k))
+    np.add.at(sq_order, inverse, item**2)
+    owner = codes // (int(np.max(order_id)) + 1)
+    same = np.zeros(nq)
+    np.add.at(same, owner, (per_order**2 - sq_order).sum(axis=1))
+    l_order = np.bincount(inverse, minlength=codes.size).astype(float)
+    same_pairs = np.bincount(owner, weights=l_order * (l_order - 1.0), minlength=nq)
+    size = ev.evaluations_per_query().astype(float)
+    pairs = size * (size - 1.0) - same_pairs
+    agree = (counts**2 - squares).sum(axis=1) - same
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(pairs > 0, 1.0 - agree / np.where(pairs > 0, pairs, 1.0), np.nan)
 
 
 def exact_selection_rate_matrix(ev: ExactEvaluations) -> npt.NDArray[np.float64]:

@@ -17,7 +17,7 @@ from ._unbp import query_position_shares
 __all__ = [
     "StrongBiasResult",
     "permutation_sensitivity",
-    "positional_bias",
+    "plugin_positional_bias",
     "strong_positional_bias",
 ]
 
@@ -126,14 +126,18 @@ def _pairwise_across_orders(
         return np.where(pairs > 0, 1.0 - agree / np.where(pairs > 0, pairs, 1.0), np.nan)
 
 
-def positional_bias(
+def plugin_positional_bias(
     evals: Evaluations,
     *,
     n_boot: int = 2000,
     confidence_level: float = 0.95,
     rng: np.random.Generator | int | None = None,
 ) -> Estimate:
-    r"""PB, positional bias: plug-in TV of the position distribution from uniform.
+    r"""The paper's plug-in PB: TV of the estimated position distribution from uniform.
+
+    Biased upward (> 0 under exact uniformity); :func:`~recaudit.positional.positional_bias`
+    is the validated estimator, which reports this value as ``plugin``. Used here for
+    the ``'auto'`` rule's :math:`\hat p` of the paper's sPB.
 
     :math:`PB = \frac12 \sum_p |\hat q_p - 1/k|` with
     :math:`\hat q_p = \frac1n \sum_j Y_j(p)` (each query weighs equally). The plug-in is
@@ -260,7 +264,7 @@ def strong_positional_bias(
 
 def estimate_p_hat(evals: Evaluations) -> float:
     r"""The ``'auto'`` rule's position-driven share :math:`\hat p = \min(1, PB / (1 - 1/k))`."""
-    pb = positional_bias(evals, n_boot=1, rng=0).value
+    pb = plugin_positional_bias(evals, n_boot=1, rng=0).value
     return float(min(1.0, pb / (1.0 - 1.0 / evals.k)))
 
 
@@ -291,7 +295,7 @@ def _per_query_spb(
     ``gen`` exactly as :func:`strong_positional_bias` always has).
     """
     if tau is None and p_hat is None:
-        pb = positional_bias(evals, n_boot=1, rng=gen).value
+        pb = plugin_positional_bias(evals, n_boot=1, rng=gen).value
         p_hat = float(min(1.0, pb / (1.0 - 1.0 / evals.k)))
     elif tau is not None:
         p_hat = None

@@ -18,11 +18,13 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from .._stats import ConfidenceInterval, Estimate, percentile_interval
-from ._crossfit import CrossFit
+from .._stats import ConfidenceInterval, Estimate, as_generator, percentile_interval
+from ._bootstrap import check_bootstrap_args
+from ._crossfit import N_BOOT_SE, CrossFit, crossfit_shares
 from ._evaluations import Evaluations
+from ._unbp import query_position_shares
 
-__all__ = ["StrongSoftResult", "strong_soft_split"]
+__all__ = ["StrongSoftResult", "strong_soft_bias", "strong_soft_split"]
 
 #: Grid of the floor share (selections at unfavoured positions that land uniformly on
 #: the k candidates: decoding noise, missed position effects).
@@ -75,6 +77,35 @@ class StrongSoftResult:
             "floor": self.floor,
             "favoured_positions": list(self.favoured),
         }
+
+
+def strong_soft_bias(
+    evals: Evaluations,
+    *,
+    n_boot: int = N_BOOT_SE,
+    confidence_level: float = 0.95,
+    rng: np.random.Generator | int | None = None,
+) -> StrongSoftResult:
+    """sPB (strong), soft bias and the position-driven share of one analysis group.
+
+    The relevance-set model of :func:`strong_soft_split`, with the position-driven
+    share cross-fitted on ``n_boot`` query-bootstrap resamples;
+    :func:`~recaudit.positional.analyze` reports the same numbers as ``spb``,
+    ``spb_soft`` and ``positional_share``. The paper's cross-validated estimator is
+    :func:`~recaudit.positional.strong_positional_bias`.
+
+    Examples
+    --------
+    >>> from recaudit.positional import simulate_evaluations, strong_soft_bias
+    >>> ev = simulate_evaluations(300, k=10, p_bias=0.1, rng=0)
+    >>> res = strong_soft_bias(ev, rng=0)
+    >>> 0.03 < res.strong.value < 0.07   # truth: 0.1 (1 - E|R| / k) = 0.05
+    True
+    """
+    n_boot, confidence_level = check_bootstrap_args(n_boot, confidence_level)
+    gen = as_generator(rng)
+    fit = crossfit_shares(query_position_shares(evals), gen, n_boot=n_boot)
+    return strong_soft_split(evals, fit, confidence_level=confidence_level)
 
 
 def strong_soft_split(
