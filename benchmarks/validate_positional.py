@@ -3,7 +3,7 @@
 For each simulation model of ``recaudit.positional._scenarios`` (paper, heterogeneous,
 graded, decoding), k, number of queries and p_bias, REPS data sets of 20 evaluations
 per query are analysed exactly as ``recaudit positional analyze`` does (its defaults,
-except n_boot = 1000, 1 POB-ICM shuffle -- no figure here uses POB-ICM -- and 5 fold
+except n_boot = 500 for the percentile intervals, 1 POB-ICM shuffle -- no figure here uses POB-ICM -- and 5 fold
 assignments of the paper's sPB), and
 each estimate is compared with the model's population truth:
 
@@ -17,8 +17,9 @@ each estimate is compared with the model's population truth:
     PYTHONPATH=src python benchmarks/validate_positional.py table \\
         benchmarks/results/validate_positional.jsonl > table.md
 
-``run`` appends one JSON line per grid cell (a cell already in the file is skipped,
-so an interrupted run resumes); ``table`` prints the markdown tables of
+``run`` appends one JSON line per grid cell (a cell already in the file, at any REPS,
+is skipped, so an interrupted run resumes and runs with different REPS per number of
+queries share one file); ``table`` prints the markdown tables of
 docs/positional-statistics.md ("Validation against known truth").
 """
 
@@ -48,7 +49,7 @@ ESTIMATORS = {
     "spb_paper": ("spb_paper", "spb"),
 }
 N_ORDERS = 20
-N_BOOT = 1000
+N_BOOT = 500
 #: Fold assignments of the paper's cross-validated sPB (analyze's default is 20):
 #: the repeats only remove the fold lottery, not the bias compared here.
 SPB_REPEATS = 5
@@ -109,10 +110,10 @@ def run(args: argparse.Namespace) -> None:
     if out.exists():
         for line in out.read_text().splitlines():
             r = json.loads(line)
-            done.add((r["model"], r["k"], r["queries"], r["p_bias"], r["reps"], r["seed"]))
+            done.add((r["model"], r["k"], r["queries"], r["p_bias"], r["seed"]))
     cells = [(m, k, n, p, args.reps, args.seed) for m in args.models for k in args.k
              for n in args.queries for p in args.p_bias]
-    todo = [c for c in cells if c not in done]
+    todo = [c for c in cells if (c[0], c[1], c[2], c[3], c[5]) not in done]
     # the largest cells first, so that two workers finish together
     todo.sort(key=lambda c: -c[1] * c[2])
     with ProcessPoolExecutor(max_workers=args.jobs) as pool, out.open("a") as fh:
