@@ -169,7 +169,12 @@ def test_identity_order_has_no_pairwise_ps_and_no_model_spb() -> None:
 @pytest.mark.parametrize("n_queries", [1, MIN_QUERIES_CI - 1])
 def test_too_few_queries_get_no_interval_and_a_reason(n_queries: int, tmp_path) -> None:
     ev = simulate_scenario("paper", n_queries, k=4, p_bias=0.2, rng=1)
-    d = analyze(ev, n_resamples=9, n_boot=20, rng=0).to_dict()
+    res = analyze(ev, n_resamples=9, n_boot=20, rng=0)
+    # the objects themselves carry no interval (the study's tables read them)
+    assert res.spb is not None and np.isnan(res.spb.strong.ci.low)
+    assert res.pb.ci.method.startswith("not computed") and np.isnan(res.pb.ci.high)
+    assert all(np.isnan(e.ci.low) for e in res.position_distribution)
+    d = res.to_dict()
     for key in ("ps", "ps_modal", "pb", "spb", "spb_soft", "positional_share"):
         assert d[key]["value"] is not None, key
         assert d[key]["ci_low"] is None and d[key]["ci_high"] is None, key

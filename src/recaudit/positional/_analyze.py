@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from .._stats import Estimate, as_generator, holm
+from .._stats import ConfidenceInterval, Estimate, as_generator, holm
 from ..exceptions import InputError
 from ._crossfit import PositionalBiasResult, crossfit_shares, positional_bias_crossfit
 from ._distribution import position_distribution, selection_rate_matrix
@@ -431,6 +431,7 @@ def _analyze_group(
                 sub, tau=settings.tau, p_hat=p_hat, rng=g_spb, n_boot=n_boot,
                 confidence_level=level, n_repeats=settings.spb_repeats,
             )
+    dist = position_distribution(evals, rng=g_dist, n_boot=n_boot, confidence_level=level)
     fit = crossfit_shares(query_position_shares(evals), g_pb)
     pb = positional_bias_crossfit(evals, confidence_level=level, gen=g_pb, fit=fit)
     spb: StrongSoftResult | None = None
@@ -449,6 +450,9 @@ def _analyze_group(
             unbp = pob_unbp(evals, alpha=alpha, epsilon=epsilon)
         else:
             coverage["pob_unbp"] = Coverage(0, MSG_TWO_QUERIES.format(n=evals.n_queries))
+    if evals.n_queries < MIN_QUERIES_CI:
+        ps, ps_modal, pb, spb, spb_paper, dist = _without_intervals(
+            evals.n_queries, ps, ps_modal, pb, spb, spb_paper, dist)
     return PositionalAnalysis(
         k=evals.k,
         n_queries=evals.n_queries,
@@ -465,9 +469,7 @@ def _analyze_group(
         pb=pb,
         spb=spb,
         spb_paper=spb_paper,
-        position_distribution=position_distribution(
-            evals, rng=g_dist, n_boot=n_boot, confidence_level=level
-        ),
+        position_distribution=dist,
         selection_rate_matrix=selection_rate_matrix(evals),
         coverage=coverage,
         group=keys,
@@ -493,6 +495,38 @@ def _subset(evals: Evaluations, keep: npt.NDArray[np.bool_]) -> Evaluations | No
         item=evals.item[rows],
         rows=evals.rows[rows],
     )
+
+
+_E = TypeVar("_E", Estimate, PositionalBiasResult, StrongBiasResult)
+
+
+def _no_ci(est: _E, reason: str) -> _E:
+    return replace(est, ci=ConfidenceInterval(np.nan, np.nan, est.ci.confidence_level,
+                                              f"not computed: {reason}"))
+
+
+def _without_intervals(
+    n_queries: int,
+    ps: Estimate | None,
+    ps_modal: Estimate | None,
+    pb: PositionalBiasResult,
+    spb: StrongSoftResult | None,
+    spb_paper: StrongBiasResult | None,
+    dist: tuple[Estimate, ...],
+) -> tuple[Estimate | None, Estimate | None, PositionalBiasResult, StrongSoftResult | None,
+           StrongBiasResult | None, tuple[Estimate, ...]]:
+    """Every estimate with its interval replaced by an undefined one (too few queries:
+    a bootstrap over 1-4 queries is degenerate, not a 95 % interval)."""
+    reason = REASON_FEW_QUERIES.format(n=n_queries, ies="y" if n_queries == 1 else "ies",
+                                       m=MIN_QUERIES_CI)
+    if spb is not None:
+        spb = replace(spb, strong=_no_ci(spb.strong, reason), soft=_no_ci(spb.soft, reason),
+                      positional_share=_no_ci(spb.positional_share, reason))
+    return (None if ps is None else _no_ci(ps, reason),
+            None if ps_modal is None else _no_ci(ps_modal, reason),
+            _no_ci(pb, reason), spb,
+            None if spb_paper is None else _no_ci(spb_paper, reason),
+            tuple(_no_ci(d, reason) for d in dist))
 
 
 #: JSON objects whose coverage is that of another statistic.
