@@ -31,7 +31,8 @@ import numpy as np
 import pandas as pd
 
 from .._io import write_atomic
-from ..exceptions import ConfigError, EndpointError, JournalError
+from .._read import read_table
+from ..exceptions import ConfigError, EndpointError, InputError, JournalError
 from ._catalog import ColumnMap, load_catalog
 from ._config import (
     AuditConfig,
@@ -274,12 +275,11 @@ def _candidates_frame(queries: tuple[Query, ...],
 def _read_run_inputs(run_dir: Path) -> tuple[tuple[Query, ...],
                                              dict[int, dict[str, tuple[Candidate, ...]]]]:
     try:
-        qdf = pd.read_parquet(run_dir / QUERIES)
-        cdf = pd.read_parquet(run_dir / CANDIDATES)
-    except (OSError, ValueError) as exc:
+        qdf = read_table(run_dir / QUERIES, what="the run's queries")
+        cdf = read_table(run_dir / CANDIDATES, what="the run's candidate sets")
+    except InputError as exc:
         raise JournalError(f"run folder {run_dir} lacks readable {QUERIES}/{CANDIDATES} "
-                           f"({type(exc).__name__}); start a new run in another `--out`"
-                           ) from exc
+                           f"({exc}); start a new run in another `--out`") from None
     queries = tuple(Query(str(r.query_id), str(r.text), str(r.template_id),
                           str(r.source_item_id)) for r in qdf.itertuples(index=False))
     cands = {int(k): candidates_from_frame(part) for k, part in cdf.groupby("k")}

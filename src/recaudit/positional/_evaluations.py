@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from .._read import read_table as read_file
 from ..exceptions import InputError
 
 __all__ = ["Evaluations", "GROUP_COLUMNS", "evaluations_from_table", "group_table", "read_table"]
@@ -125,9 +126,10 @@ def read_table(source: str | Path | pd.DataFrame) -> pd.DataFrame:
             raise InputError(MSG_NO_FILE.format(path=path))
         suffix = path.suffix.lower()
         if suffix == ".csv":
-            table = pd.read_csv(path, dtype={"query_id": str, "order": str})
+            table = read_file(path, what="evaluations table",
+                              dtype={"query_id": str, "order": str})
         elif suffix in (".parquet", ".pq"):
-            table = pd.read_parquet(path)
+            table = read_file(path, what="evaluations table")
         else:
             raise InputError(MSG_BAD_SUFFIX.format(path=path))
     for col in REQUIRED_COLUMNS:
