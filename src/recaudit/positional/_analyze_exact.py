@@ -18,7 +18,7 @@ from .._read import read_table as read_file
 from .._stats import as_generator, holm
 from ..exceptions import InputError
 from ._analyze import MSG_IN_GROUP, _plain
-from ._evaluations import group_table, read_table
+from ._evaluations import check_unique_keys, group_table, read_table
 from ._exact import ExactAnalysis, analyze_exact
 from ._metrics import N_REPEATS
 
@@ -84,6 +84,7 @@ def read_exact_table(source: pd.DataFrame | str | Path) -> pd.DataFrame:
         else:
             return read_table(path)  # its message: no such file / unknown suffix
     check_exact_columns(table)
+    check_unique_keys(table)
     return table
 
 
