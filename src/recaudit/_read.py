@@ -154,7 +154,7 @@ def _decode_message(path: Path, raw: bytes, exc: UnicodeDecodeError, what: str, 
         return MSG_NOT_UTF8_TEXT.format(what=what, path=path, line=line)
     try:  # a sentinel keeps the last (cut) field
         records = list(csv.reader(io.StringIO(prefix + "\x00"), delimiter=sep,
-                                  quoting=quoting))
+                                  quoting=quoting))  # type: ignore[arg-type]
     except csv.Error:
         records = []
     header = records[0] if records else []
