@@ -35,7 +35,10 @@ def exit_on_error(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except RecauditError as exc:
-            message = f"[bold red]error:[/] {escape(str(exc))}"
+            # text no terminal encoding can show (a lone surrogate an endpoint sent)
+            # is printed as a \\uXXXX escape, never a UnicodeEncodeError
+            text = str(exc).encode("utf-8", "backslashreplace").decode("utf-8")
+            message = f"[bold red]error:[/] {escape(text)}"
             err_console.print(message, highlight=False, markup=True, soft_wrap=True)
             raise typer.Exit(code=2) from exc
 

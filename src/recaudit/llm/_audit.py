@@ -43,7 +43,7 @@ from ._config import (
     config_to_dict,
 )
 from ._designs import design_orders
-from ._journal import EvalKey, Journal
+from ._journal import MSG_REJECTED, EvalKey, Journal
 from ._parse import parse_answer
 from ._prompt import PromptTemplate, positional_identifiers, random_labels, render_request
 from ._queries import Query, generate_queries, load_queries
@@ -430,6 +430,11 @@ def run_audit(
             else:
                 summary = asyncio.run(_run(todo, backends, journal, cfg, progress))
             counts = journal.counts()
+            if journal.rejected:
+                key, error = journal.rejected[0]
+                raise JournalError(MSG_REJECTED.format(path=journal.path,
+                                                       n=len(journal.rejected),
+                                                       key=key, error=error))
             if counts["failed"]:
                 raise EndpointError(
                     f"{counts['failed']} evaluations failed (see `error_class` in "

@@ -17,6 +17,13 @@ Rows have one of three statuses:
 - ``failed`` -- the backend gave up (endpoint errors after all retries). Not an
   outcome: failed rows are re-attempted by ``--resume`` and never reach the
   evaluations table.
+
+Any text an endpoint returns is journaled: NUL characters and megabytes as they are;
+text that no UTF-8 store can hold (a lone surrogate such as a JSON ``\\ud800``
+escape decodes to) is stored as its JSON string literal and the row's ``escaped``
+column names the fields so stored -- a recorded, reversible escape
+(:func:`unescape_row`). A record SQLite still refuses costs only itself, never the
+other records of its batch (:attr:`Journal.rejected`).
 """
 
 from __future__ import annotations
@@ -44,7 +51,9 @@ __all__ = [
     "Journal",
     "MemorySink",
     "ResultSink",
+    "escape_row",
     "records_to_frame",
+    "unescape_row",
 ]
 
 Status = Literal["ok", "discarded", "failed"]
@@ -81,7 +90,13 @@ EVALUATION_COLUMNS = (
     "retries",
     "choice_probs",
     "outside_mass",
+    "escaped",
 )
+
+#: Text columns that may carry what an endpoint returned: escaped when no UTF-8 store
+#: can hold them (the key columns come from validated inputs and are never escaped).
+TEXT_FIELDS = ("order", "identifiers", "selected_item_id", "raw_response", "discard_reason",
+               "error_class", "error_message")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -113,16 +128,24 @@ CREATE TABLE IF NOT EXISTS evaluations (
     choice_probs TEXT,
     attempts INTEGER NOT NULL DEFAULT 1,
     outside_mass REAL,
+    escaped TEXT,
     PRIMARY KEY (model, k, temperature, condition, query_id, perm_index, sample_index)
 );
 """
 
 _UPSERT = """
-INSERT INTO evaluations VALUES (
+INSERT INTO evaluations (
+    model, k, temperature, condition, query_id, perm_index, sample_index,
+    status, "order", identifiers, selected_position, selected_original_index,
+    selected_item_id, raw_response, discard_reason, error_class, error_message,
+    latency_s, prompt_tokens, completion_tokens, retries, choice_probs, attempts,
+    outside_mass, escaped
+) VALUES (
     :model, :k, :temperature, :condition, :query_id, :perm_index, :sample_index,
     :status, :order, :identifiers, :selected_position, :selected_original_index,
     :selected_item_id, :raw_response, :discard_reason, :error_class, :error_message,
-    :latency_s, :prompt_tokens, :completion_tokens, :retries, :choice_probs, 1, :outside_mass
+    :latency_s, :prompt_tokens, :completion_tokens, :retries, :choice_probs, 1, :outside_mass,
+    :escaped
 )
 ON CONFLICT (model, k, temperature, condition, query_id, perm_index, sample_index)
 DO UPDATE SET
@@ -135,7 +158,7 @@ DO UPDATE SET
     error_message = excluded.error_message, latency_s = excluded.latency_s,
     prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,
     retries = excluded.retries, choice_probs = excluded.choice_probs,
-    outside_mass = excluded.outside_mass,
+    outside_mass = excluded.outside_mass, escaped = excluded.escaped,
     attempts = evaluations.attempts + 1
 WHERE evaluations.status = 'failed'
 """
@@ -151,6 +174,10 @@ MSG_MISMATCH = (
 )
 MSG_LOCKED = "journal {path} is in use by another running process; wait for it or stop it"
 MSG_MISSING = "no journal at {path}; there is nothing to resume (drop `--resume`)"
+MSG_REJECTED = (
+    "journal {path}: {n} result(s) could not be journaled (first: {key}: {error}); the "
+    "other results are kept, and `--resume` runs exactly the missing ones again"
+)
 
 
 @dataclass(frozen=True, order=True)
@@ -238,7 +265,52 @@ class EvalRecord:
             choice_probs=None if self.choice_probs is None else json.dumps(self.choice_probs),
             outside_mass=self.outside_mass,
         )
-        return row
+        return escape_row(row)
+
+
+def _storable(text: str) -> bool:
+    """Whether UTF-8 (SQLite text, Parquet, JSON files) can hold ``text``."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def escape_row(row: dict[str, object]) -> dict[str, object]:
+    """Store each :data:`TEXT_FIELDS` value that UTF-8 cannot hold (a lone surrogate)
+    as its JSON string literal, naming those fields in ``row["escaped"]``
+    (comma-separated; ``None`` when nothing was escaped). In place; returns ``row``."""
+    escaped = []
+    for name in TEXT_FIELDS:
+        value = row.get(name)
+        if isinstance(value, str) and not _storable(value):
+            row[name] = json.dumps(value)  # ASCII: every surrogate as a \\uXXXX escape
+            escaped.append(name)
+    row["escaped"] = ",".join(escaped) or None
+    return row
+
+
+def unescape_row(row: Mapping[str, object]) -> dict[str, object]:
+    """The exact text of a journal or evaluations-table row: the fields named in its
+    ``escaped`` column are decoded from their JSON string literals (see
+    :func:`escape_row`). Returns a new dict.
+
+    Examples
+    --------
+    >>> unescape_row({"raw_response": '"a\\\\ud800"', "escaped": "raw_response"})["raw_response"]
+    'a\\ud800'
+    """
+    out = dict(row)
+    names = out.get("escaped")
+    if isinstance(names, str) and names:
+        for name in names.split(","):
+            value = out.get(name)
+            if isinstance(value, str):
+                out[name] = json.loads(value)
+    return out
 
 
 class ResultSink(Protocol):
@@ -277,8 +349,9 @@ def records_to_frame(rows: Iterable[Mapping[str, object]]) -> pd.DataFrame:
     df = pd.DataFrame(list(rows))
     if df.empty:
         df = pd.DataFrame(columns=[*EVALUATION_COLUMNS, "status"])
-    if "outside_mass" not in df.columns:  # rows of a journal older than the column
-        df["outside_mass"] = None
+    for col in ("outside_mass", "escaped"):  # rows of a journal older than the column
+        if col not in df.columns:
+            df[col] = None
     df = df.sort_values(list(KEY_FIELDS), kind="mergesort").reset_index(drop=True)
     out = df.loc[:, list(EVALUATION_COLUMNS)].copy()
     for col in ("selected_position", "selected_original_index", "prompt_tokens",
@@ -290,7 +363,8 @@ def records_to_frame(rows: Iterable[Mapping[str, object]]) -> pd.DataFrame:
         out[col] = out[col].astype("float64")
     for col in ("query_id", "order", "model", "condition", "identifiers"):
         out[col] = out[col].astype("string")
-    for col in ("selected_item_id", "raw_response", "discard_reason", "choice_probs"):
+    for col in ("selected_item_id", "raw_response", "discard_reason", "choice_probs",
+                "escaped"):
         out[col] = out[col].astype("string")
     return out
 
@@ -346,6 +420,9 @@ class Journal:
         self._wake = threading.Event()
         self._closing = False
         self._writer_error: BaseException | None = None
+        #: Records SQLite refused on their own account: (key, error); not journaled,
+        #: so ``--resume`` runs them again. ``run_audit`` reports them.
+        self.rejected: list[tuple[EvalKey, str]] = []
         self._thread: threading.Thread | None = None
         if resume and not path.exists():
             raise JournalError(MSG_MISSING.format(path=path))
@@ -382,10 +459,12 @@ class Journal:
             self._thread.start()
 
     def _add_missing_columns(self) -> None:
-        """Journals written before ``outside_mass`` existed gain it (NULL) on open."""
+        """Journals written before ``outside_mass`` or ``escaped`` existed gain them
+        (NULL) on open."""
         cols = {row[1] for row in self._conn.execute("PRAGMA table_info(evaluations)")}
-        if "outside_mass" not in cols:
-            self._conn.execute("ALTER TABLE evaluations ADD COLUMN outside_mass REAL")
+        for name, kind in (("outside_mass", "REAL"), ("escaped", "TEXT")):
+            if name not in cols:
+                self._conn.execute(f"ALTER TABLE evaluations ADD COLUMN {name} {kind}")
 
     def _check_meta(self, meta: Mapping[str, str]) -> None:
         stored = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
@@ -427,15 +506,32 @@ class Journal:
             raise JournalError(f"journal {self.path}: writing results failed: {exc}") from exc
 
     def _commit_pending(self) -> None:
+        """One transaction for every pending row. A row SQLite refuses on its own
+        account (:data:`_ROW_ERRORS`: text it cannot bind, a value out of range or
+        beyond SQLite's size limit) costs only itself: the batch is then written row by row and the
+        refused rows go to :attr:`rejected`. Any other error (disk, lock) keeps the
+        whole batch pending for the next try and is raised."""
         with self._db_lock:
             n = len(self._pending)
             if n:
                 batch = [self._pending.popleft() for _ in range(n)]
                 self._conn.execute("BEGIN IMMEDIATE")
                 try:
-                    self._conn.executemany(_UPSERT, batch)
+                    try:
+                        self._conn.executemany(_UPSERT, batch)
+                    except _ROW_ERRORS:
+                        # start again row by row: rows executemany applied before the
+                        # bad one must not be applied twice (attempts would grow)
+                        self._conn.execute("ROLLBACK")
+                        self._conn.execute("BEGIN IMMEDIATE")
+                        for row in batch:
+                            try:
+                                self._conn.execute(_UPSERT, row)
+                            except _ROW_ERRORS as exc:
+                                self.rejected.append((_key_of(row), _describe_error(exc)))
                 except BaseException:
-                    self._conn.execute("ROLLBACK")
+                    if self._conn.in_transaction:
+                        self._conn.execute("ROLLBACK")
                     self._pending.extendleft(reversed(batch))  # kept for the next try
                     raise
                 self._conn.execute("COMMIT")
@@ -526,6 +622,22 @@ class Journal:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: Errors that belong to one row's values (what an endpoint returned: text SQLite
+#: cannot bind, an integer beyond 64 bits, a value beyond SQLite's size limit): that row
+#: is refused alone. Anything else -- locked, disk full, I/O, or a constraint our own
+#: code broke -- keeps the batch pending and is raised.
+_ROW_ERRORS = (UnicodeError, OverflowError, sqlite3.DataError)
+
+
+def _key_of(row: Mapping[str, object]) -> EvalKey:
+    return EvalKey(*(row[f] for f in KEY_FIELDS))  # type: ignore[arg-type]
+
+
+def _describe_error(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")[:300]
 
 
 def _journal_iv(

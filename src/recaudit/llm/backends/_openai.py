@@ -498,7 +498,11 @@ def _env_proxy(url: str) -> str | None:
 
 
 def _int_or_none(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """A token count as reported, or ``None`` when it is not a plausible one (not an
+    int, negative, or beyond 64 bits: no store could hold it)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63:
+        return value
+    return None
 
 
 def _openai_iv(base_url: str, model: str, api_key_env: str | None, concurrency: int,
