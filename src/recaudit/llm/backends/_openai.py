@@ -68,6 +68,11 @@ MSG_CODING = (
     "decode (it asks for identity; gzip and deflate are decoded); not retried: configure "
     "the server or proxy in front of it not to compress API responses"
 )
+MSG_TOO_LARGE = (
+    "endpoint {url}: {what}; not retried (a chat completion is kilobytes: the server or "
+    "a proxy in front of it sent something else). Recorded as a failed evaluation; "
+    "`--resume` retries it once the endpoint is fixed"
+)
 MSG_PROXY = (
     "the environment's `{var}` names {what}: set `{var}` to http://HOST:PORT, or add "
     "{base} to `no_proxy` to connect directly"
@@ -233,6 +238,9 @@ class OpenAIBackend:
         Source of the backoff jitter.
     name : str or None
         Label (default: ``model``).
+    max_response_bytes : int
+        Largest answer read (16 MiB); a gzip/deflate answer may decompress to 4 times
+        this. A larger one fails the call at once (not retried), naming the cap.
 
     Notes
     -----
@@ -262,6 +270,7 @@ class OpenAIBackend:
         top_logprobs: int = 20,
         rng: np.random.Generator | int | None = None,
         name: str | None = None,
+        max_response_bytes: int | None = None,
     ) -> None:
         try:
             import httptools  # noqa: F401  (the response parser of ``_http``)
@@ -280,6 +289,12 @@ class OpenAIBackend:
         self.backoff_max_s = backoff_max_s
         self.retry_after_max_s = retry_after_max_s
         self.top_logprobs = top_logprobs
+        if max_response_bytes is not None and (
+                isinstance(max_response_bytes, bool) or not isinstance(max_response_bytes, int)
+                or max_response_bytes < 1):
+            raise InputError(f"`max_response_bytes` must be an integer >= 1 or None, got "
+                             f"{max_response_bytes!r}")
+        self.max_response_bytes = max_response_bytes
         self._secret: str | None = args["key"]
         self._rng = np.random.default_rng(rng)
         self._bucket = None if rate_limit_per_s is None else _TokenBucket(rate_limit_per_s)
@@ -383,10 +398,11 @@ class OpenAIBackend:
         """A new HTTP client for the running loop: ``post(body) -> _http.Response``,
         ``aclose()``, ``closed`` (the seam ``benchmarks/bench_runner.py --client``
         uses to put other clients through the same runner)."""
-        from ._http import HTTPClient
+        from ._http import MAX_BODY_BYTES, HTTPClient
 
         return HTTPClient(self.url, concurrency=self.concurrency, timeout_s=self.timeout_s,
-                          headers=self._headers, proxy=self._proxy, keepalive_s=KEEPALIVE_S)
+                          headers=self._headers, proxy=self._proxy, keepalive_s=KEEPALIVE_S,
+                          max_body_bytes=self.max_response_bytes or MAX_BODY_BYTES)
 
     async def _attempt(self, body: bytes) -> dict[str, Any]:
         if self._bucket is not None:
@@ -404,6 +420,11 @@ class OpenAIBackend:
                 raise EndpointError(MSG_CERT.format(url=self.url,
                                                     why=exc.verify_message)) from None
             except OSError as exc:  # _http.ConnectionFailed, refused, reset, TLS
+                from ._http import ResponseTooLarge  # (httptools: imported on first use)
+
+                if isinstance(exc, ResponseTooLarge):  # the same on a retry: fail at once
+                    raise EndpointError(MSG_TOO_LARGE.format(url=self.url,
+                                                             what=exc)) from None
                 raise _RetryableError(f"connection error ({type(exc).__name__})") from None
         status = resp.status
         raw = resp.body
