@@ -39,11 +39,12 @@ from ._config import (
     LocalParams,
     OpenAIParams,
     SimulatedParams,
-    config_hash,
+    config_fingerprint,
     config_to_dict,
+    legacy_config_hash,
 )
 from ._designs import design_orders
-from ._journal import MSG_REJECTED, EvalKey, Journal
+from ._journal import CONFIG_META, MSG_REJECTED, EvalKey, Journal, check_meta, read_meta
 from ._parse import parse_answer
 from ._prompt import PromptTemplate, positional_identifiers, random_labels, render_request
 from ._queries import Query, generate_queries, load_queries
@@ -82,6 +83,11 @@ EVALUATIONS = "evaluations.parquet"
 CANDIDATES = "candidates.parquet"
 QUERIES = "queries.parquet"
 RESOLVED = "config.resolved.json"
+MSG_FOLDER_INPUTS = (
+    "run folder {run_dir}: its candidates.parquet holds no candidate set for {what} of "
+    "this config; resume with the config the run was started with, or start a new run "
+    "in another `--out`"
+)
 MANIFEST = "run.json"
 
 
@@ -272,8 +278,8 @@ def _candidates_frame(queries: tuple[Query, ...],
     return pd.concat(frames, ignore_index=True)
 
 
-def _read_run_inputs(run_dir: Path) -> tuple[tuple[Query, ...],
-                                             dict[int, dict[str, tuple[Candidate, ...]]]]:
+def _read_run_inputs(run_dir: Path, cfg: AuditConfig
+                     ) -> tuple[tuple[Query, ...], dict[int, dict[str, tuple[Candidate, ...]]]]:
     try:
         qdf = read_table(run_dir / QUERIES, what="the run's queries")
         cdf = read_table(run_dir / CANDIDATES, what="the run's candidate sets")
@@ -283,6 +289,12 @@ def _read_run_inputs(run_dir: Path) -> tuple[tuple[Query, ...],
     queries = tuple(Query(str(r.query_id), str(r.text), str(r.template_id),
                           str(r.source_item_id)) for r in qdf.itertuples(index=False))
     cands = {int(k): candidates_from_frame(part) for k, part in cdf.groupby("k")}
+    missing = sorted(set(cfg.retrieval.k) - set(cands))
+    lacking = [q.query_id for q in queries for k in cfg.retrieval.k
+               if k in cands and q.query_id not in cands[k]]
+    if missing or lacking:
+        raise JournalError(MSG_FOLDER_INPUTS.format(
+            run_dir=run_dir, what=f"k = {missing}" if missing else f"query {lacking[0]!r}"))
     return queries, cands
 
 
@@ -383,11 +395,19 @@ def run_audit(
     # the Ray executor builds the backends on its workers, while this process plans
     backends = build_backends(cfg) if executor == "local" else {}
     pool = RayPool(cfg, parse=_parse, address=ray_address) if executor == "ray" else None
-    meta = {"config_hash": config_hash(cfg), "catalog_sha256": catalog.sha256}
+    chash, identity = config_fingerprint(cfg)
+    meta = {"config_hash": chash, "catalog_sha256": catalog.sha256, CONFIG_META: identity}
+    # a journal written before config_identity carries the older hash of this config
+    also_accept = {"config_hash": {legacy_config_hash(cfg)}}
     closed = False
     try:
         if resume:
-            queries, candidates = _read_run_inputs(run_dir)
+            # refuse another config before reading the folder (its k may not be ours);
+            # the journal checks again under its lock
+            stored = read_meta(run_dir / JOURNAL)
+            if stored:
+                check_meta(run_dir / JOURNAL, stored, meta, also_accept)
+            queries, candidates = _read_run_inputs(run_dir, cfg)
         else:
             say("preparing the queries")
             if cfg.queries.n is None:
@@ -406,7 +426,7 @@ def run_audit(
         if not resume:
             run_dir.mkdir(parents=True, exist_ok=True)
             resolved = dict(config_to_dict(cfg), catalog_sha256=catalog.sha256,
-                            config_hash=meta["config_hash"])
+                            config_hash=chash)
             write_atomic(run_dir / RESOLVED, lambda p: p.write_text(
                 json.dumps(resolved, indent=2, sort_keys=True), encoding="utf-8"))
             write_atomic(run_dir / QUERIES, lambda p: pd.DataFrame(
@@ -415,8 +435,11 @@ def run_audit(
             write_atomic(run_dir / CANDIDATES,
                           lambda p: _candidates_frame(queries, candidates).to_parquet(
                               p, index=False))
-        write_manifest(run_dir / MANIFEST, backends, resume=resume, executor=executor)
-        with Journal(run_dir / JOURNAL, meta=meta, resume=resume, background=True) as journal:
+        with Journal(run_dir / JOURNAL, meta=meta, resume=resume, background=True,
+                     also_accept=also_accept) as journal:
+            # a session is recorded only once the journal is ours (not for a refused
+            # resume: another config, or the journal held by another process)
+            write_manifest(run_dir / MANIFEST, backends, resume=resume, executor=executor)
             done = journal.completed_keys()
             todo = [t for t in tasks if t.key not in done]
             say(f"running {len(todo)} of {len(tasks)} evaluations")

@@ -31,8 +31,11 @@ __all__ = [
     "QueriesConfig",
     "RetrievalConfig",
     "SimulatedParams",
+    "config_fingerprint",
     "config_hash",
+    "config_identity",
     "config_to_dict",
+    "legacy_config_hash",
     "load_config",
     "parse_config",
 ]
@@ -259,21 +262,95 @@ def config_to_dict(cfg: AuditConfig) -> dict[str, Any]:
     return clean(asdict(cfg))
 
 
+def _strip_operational(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip_operational(v) for k, v in value.items()
+                if k not in OPERATIONAL_KEYS}
+    if isinstance(value, list):
+        return [_strip_operational(v) for v in value]
+    return value
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(2**20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+#: Model files larger than this are identified by their size and first and last MiB
+#: (a full hash of a multi-GB GGUF would cost seconds on every run and resume).
+_WHOLE_HASH_BYTES = 64 * 2**20
+
+
+def _model_fingerprint(path: Path) -> str:
+    """What a model file or folder IS, wherever it lies: file names, sizes and the
+    content of small files (large ones: size, first and last MiB)."""
+    h = hashlib.sha256()
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for f in files:
+        rel = f.name if f == path else f.relative_to(path).as_posix()
+        size = f.stat().st_size
+        h.update(f"{rel}\x1f{size}\x1e".encode())
+        with f.open("rb") as fh:
+            if size <= _WHOLE_HASH_BYTES:
+                h.update(fh.read())
+            else:
+                h.update(fh.read(2**20))
+                fh.seek(-(2**20), 2)
+                h.update(fh.read())
+    return h.hexdigest()
+
+
+def config_identity(cfg: AuditConfig) -> dict[str, Any]:
+    """What the run depends on: the resolved config without :data:`OPERATIONAL_KEYS`,
+    with every file replaced by what it holds, not where it is.
+
+    The catalog's path is left out (its content is ``catalog_sha256``, checked beside
+    the config hash); the query file and the prompt template count by their SHA-256;
+    a model folder or file (``retrieval.model``, a ``local`` model) by its names, sizes
+    and content (:func:`_model_fingerprint`). So the same config copied to another
+    folder, or written with absolute paths, has the same identity; changing what a
+    file holds changes it.
+    """
+    data = _strip_operational(config_to_dict(cfg))
+    data["catalog"].pop("path", None)
+    if cfg.queries.file is not None:
+        data["queries"]["file"] = {"sha256": _file_sha256(cfg.queries.file)}
+    if cfg.prompt.template is not None:
+        data["prompt"]["template"] = {"sha256": _file_sha256(cfg.prompt.template)}
+    if cfg.retrieval.model is not None:
+        data["retrieval"]["model"] = {"fingerprint": _model_fingerprint(cfg.retrieval.model)}
+    for entry, model in zip(data["models"], cfg.models, strict=True):
+        path = getattr(model.params, "model", None)
+        if isinstance(path, Path):
+            entry["params"]["model"] = {"fingerprint": _model_fingerprint(path)}
+    return data
+
+
 def config_hash(cfg: AuditConfig) -> str:
-    """SHA-256 of the resolved config without :data:`OPERATIONAL_KEYS`.
+    """SHA-256 of :func:`config_identity` (what the run depends on).
 
     Two configs with the same hash plan and measure the same evaluations, so a
-    journal may be resumed with either.
+    journal may be resumed with either: operational keys may differ, and so may the
+    folders the files lie in.
     """
+    return config_fingerprint(cfg)[0]
 
-    def strip(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k not in OPERATIONAL_KEYS}
-        if isinstance(value, list):
-            return [strip(v) for v in value]
-        return value
 
-    text = json.dumps(strip(config_to_dict(cfg)), sort_keys=True)
+def config_fingerprint(cfg: AuditConfig) -> tuple[str, str]:
+    """``(config_hash, identity)``: the hash and the JSON of :func:`config_identity`
+    it is computed from (the journal keeps both, to name the settings that differ)."""
+    text = json.dumps(config_identity(cfg), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest(), text
+
+
+def legacy_config_hash(cfg: AuditConfig) -> str:
+    """The config hash journals written before :func:`config_identity` carry (the
+    resolved config with its paths as written): accepted on resume, so those runs
+    still continue."""
+    text = json.dumps(_strip_operational(config_to_dict(cfg)), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 

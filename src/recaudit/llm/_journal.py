@@ -35,10 +35,11 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import pandas as pd
 
@@ -172,6 +173,20 @@ MSG_MISMATCH = (
     "{old!r}, this config gives {new!r}); resume with the original config or choose "
     "another `--out` folder"
 )
+MSG_MISMATCH_SETTINGS = (
+    "journal {path} was written with a different config (config_hash differs: "
+    "{changes}); resume with the original config or choose another `--out` folder"
+)
+MSG_NO_META = (
+    "journal {path} holds {n} evaluation rows but no record of the config they were run "
+    "with (its meta table is empty); it cannot be resumed safely: start the run again "
+    "in another `--out` folder"
+)
+#: The meta entry holding the config identity (JSON) that names differing settings;
+#: compared through ``config_hash``, not on its own.
+CONFIG_META = "config"
+#: Most differing settings a mismatch message lists.
+_MAX_CHANGES = 4
 MSG_LOCKED = "journal {path} is in use by another running process; wait for it or stop it"
 MSG_MISSING = "no journal at {path}; there is nothing to resume (drop `--resume`)"
 MSG_REJECTED = (
@@ -404,11 +419,21 @@ class Journal:
         lose, in wall time).
     background : bool
         Commit in a writer thread instead of inside :meth:`write`.
+    also_accept : mapping of str to collection of str, optional
+        Other stored meta values that match on resume (e.g. the config hash an older
+        version computed for the same config).
+
+    Notes
+    -----
+    The tables and the meta rows of a new journal are written in one transaction. A
+    journal left without meta rows (by a version that wrote them separately and was
+    killed in between) and without evaluation rows is initialised by ``resume``.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, meta: Mapping[str, str],
                  resume: bool, commit_every: int = 64,
-                 commit_interval_s: float = 0.05, background: bool = False) -> None:
+                 commit_interval_s: float = 0.05, background: bool = False,
+                 also_accept: Mapping[str, Collection[str]] | None = None) -> None:
         path, meta = _journal_iv(path, meta, commit_every, commit_interval_s)
         self.path = path
         self.commit_every = commit_every
@@ -439,18 +464,28 @@ class Journal:
                                          check_same_thread=False)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(_SCHEMA)
-            self._add_missing_columns()
-            if resume:
-                self._check_meta(meta)
-            else:
-                self._conn.executemany(
-                    "INSERT INTO meta VALUES (?, ?)", sorted(meta.items())
-                )
+            # tables and meta rows in ONE transaction: a process killed while creating
+            # the journal leaves no journal without its identity
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        self._conn.execute(statement)
+                self._add_missing_columns()
+                if resume:
+                    self._check_meta(meta, also_accept or {})
+                else:
+                    self._conn.executemany(
+                        "INSERT INTO meta VALUES (?, ?)", sorted(meta.items())
+                    )
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
             self.close()
             raise JournalError(f"journal {path} cannot be used: {exc}") from exc
-        except JournalError:
+        except BaseException:  # JournalError, or interrupted: release the lock
             self.close()
             raise
         if background:
@@ -466,14 +501,21 @@ class Journal:
             if name not in cols:
                 self._conn.execute(f"ALTER TABLE evaluations ADD COLUMN {name} {kind}")
 
-    def _check_meta(self, meta: Mapping[str, str]) -> None:
+    def _check_meta(self, meta: Mapping[str, str],
+                    also_accept: Mapping[str, Collection[str]]) -> None:
         stored = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
-        for field, new in sorted(meta.items()):
-            old = stored.get(field)
-            if old != new:
-                raise JournalError(
-                    MSG_MISMATCH.format(path=self.path, field=field, old=old, new=new)
-                )
+        if meta and not stored:
+            # created by a process killed between the tables and the meta rows (before
+            # both were one transaction): nothing was run, so initialise it
+            n = self._conn.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0]
+            if n:
+                raise JournalError(MSG_NO_META.format(path=self.path, n=n))
+            self._conn.executemany("INSERT INTO meta VALUES (?, ?)", sorted(meta.items()))
+            return
+        check_meta(self.path, stored, meta, also_accept)
+        if CONFIG_META in meta and CONFIG_META not in stored:  # a journal older than it
+            self._conn.execute("INSERT INTO meta VALUES (?, ?)",
+                               (CONFIG_META, meta[CONFIG_META]))
 
     @property
     def meta(self) -> dict[str, str]:
@@ -622,6 +664,88 @@ class Journal:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def check_meta(path: Path, stored: Mapping[str, str], meta: Mapping[str, str],
+               also_accept: Mapping[str, Collection[str]] | None = None) -> None:
+    """Raise :class:`JournalError` when ``stored`` (a journal's meta) does not match
+    ``meta`` (this run's).
+
+    Every key of ``meta`` but :data:`CONFIG_META` must be equal (or one of
+    ``also_accept[key]``); a ``config_hash`` mismatch names the settings that differ
+    when both sides hold their :data:`CONFIG_META` identity.
+    """
+    accept = also_accept or {}
+    for field, new in sorted(meta.items()):
+        if field == CONFIG_META:
+            continue
+        old = stored.get(field)
+        if old == new or (old is not None and old in accept.get(field, ())):
+            continue
+        if field == "config_hash" and CONFIG_META in stored and CONFIG_META in meta:
+            changes = settings_changes(stored[CONFIG_META], meta[CONFIG_META])
+            if changes:
+                raise JournalError(MSG_MISMATCH_SETTINGS.format(path=path, changes=changes))
+        raise JournalError(MSG_MISMATCH.format(path=path, field=field, old=old, new=new))
+
+
+def read_meta(path: str | os.PathLike[str]) -> dict[str, str]:
+    """A journal's meta, read-only (no lock, nothing written); ``{}`` when the file
+    has no meta table. Raises :class:`JournalError` when it is not a SQLite file."""
+    uri = f"file:{Path(path).resolve()}?mode=ro"
+    try:
+        with closing(sqlite3.connect(uri, uri=True, timeout=5)) as conn:
+            return dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return {}
+        raise JournalError(f"journal {path} cannot be used: {exc}") from exc
+    except sqlite3.DatabaseError as exc:
+        raise JournalError(f"journal {path} cannot be used: {exc}") from exc
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Dotted paths to the leaves of a JSON value; list items that are tables with a
+    ``name`` are keyed by it (``models.remote.params.p_bias``)."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out or {prefix: {}}
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        out = {}
+        for i, v in enumerate(value):
+            name = v.get("name", i)
+            inner = {k: x for k, x in v.items() if k != "name"}
+            out.update(_flatten(inner, f"{prefix}.{name}"))
+        return out
+    return {prefix: value}
+
+
+def settings_changes(old_json: str, new_json: str) -> str:
+    """The settings that differ between two config identities (JSON), e.g.
+    ```design.n_perms`: journal has 20, this config gives 10``; ``""`` when none
+    (or when either does not parse)."""
+    try:
+        old, new = _flatten(json.loads(old_json)), _flatten(json.loads(new_json))
+    except ValueError:
+        return ""
+    names = sorted(k for k in old.keys() | new.keys() if old.get(k, _ABSENT) != new.get(k, _ABSENT))
+    parts = [f"`{n}`: journal has {_show(old.get(n, _ABSENT))}, this config gives "
+             f"{_show(new.get(n, _ABSENT))}" for n in names[:_MAX_CHANGES]]
+    if len(names) > _MAX_CHANGES:
+        parts.append(f"and {len(names) - _MAX_CHANGES} more")
+    return "; ".join(parts)
+
+
+_ABSENT = object()
+
+
+def _show(value: object) -> str:
+    if value is _ABSENT:
+        return "nothing"
+    text = json.dumps(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 #: Errors that belong to one row's values (what an endpoint returned: text SQLite
