@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any, Literal
 from .._toml import read_toml
 from ..exceptions import ConfigError, InputError
 from ._designs import design_orders
+from .backends._openai import check_base_url, check_key_env, looks_like_key
 
 __all__ = [
     "AuditConfig",
@@ -212,6 +214,7 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path) -> AuditConfig:
     -------
     AuditConfig
     """
+    _refuse_secrets(data)
     _keys(data, _TOP, "")
     for required in ("catalog", "queries", "models"):
         if required not in data:
@@ -355,6 +358,68 @@ def legacy_config_hash(cfg: AuditConfig) -> str:
 
 
 # -- helpers -----------------------------------------------------------------------
+
+MSG_SECRET_IN_FIELD = (
+    "`{field}` holds the API key of {origin}; a key belongs in the environment only "
+    "(the config names its variable with `api_key_env`), never in a setting, which is "
+    "written to the run folder, run.json and reports: remove it from `{field}`"
+)
+#: Keys shorter than this are not searched for in the other settings (too many
+#: innocent matches).
+MIN_SECRET_LEN = 8
+
+
+def _secrets_of(data: Mapping[str, Any]) -> dict[str, str]:
+    """The API keys a raw config refers to, each with where it comes from: the value
+    of each variable named by a model's ``api_key_env``, and an ``api_key_env`` value
+    that is a pasted key rather than a variable name."""
+    secrets: dict[str, str] = {}
+    models = data.get("models")
+    for i, t in enumerate(models if isinstance(models, list) else []):
+        env = t.get("api_key_env") if isinstance(t, Mapping) else None
+        if not isinstance(env, str) or not env:
+            continue
+        hidden = looks_like_key(env)
+        origin = f"the variable named by `models[{i}].api_key_env`" if hidden \
+            else f"`{env}`"
+        value = os.environ.get(env) if not hidden or env.isidentifier() else None
+        if value and len(value) >= MIN_SECRET_LEN:
+            secrets[value] = origin
+        if hidden and len(env) >= MIN_SECRET_LEN:
+            secrets[env] = f"`models[{i}].api_key_env` (a key, not a variable name)"
+    return secrets
+
+
+def _strings(value: Any, where: str) -> list[tuple[str, str]]:
+    """``(setting, text)`` for every string in a raw config (keys of tables included;
+    array items as ``name[i]``)."""
+    if isinstance(value, str):
+        return [(where, value)]
+    out: list[tuple[str, str]] = []
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            name = f"{where}.{k}" if where else str(k)
+            out += [(name, str(k))] + _strings(v, name)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _strings(v, f"{where}[{i}]")
+    return out
+
+
+def _refuse_secrets(data: Mapping[str, Any]) -> None:
+    """A :class:`ConfigError` when any setting holds an API key the config refers to
+    (the message names the setting, never the key). Runs before any other check, so
+    no later message can quote a setting that holds a key."""
+    secrets = _secrets_of(data)
+    if not secrets:
+        return
+    for where, text in _strings(data, ""):
+        if where.endswith("].api_key_env"):
+            continue  # the variable's NAME (a pasted key there is refused on its own)
+        for secret, origin in secrets.items():
+            if secret in text:
+                raise ConfigError(MSG_SECRET_IN_FIELD.format(field=where, origin=origin))
+
 
 
 def _keys(table: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> None:
@@ -537,14 +602,15 @@ def _models(value: Any, base_dir: Path) -> tuple[ModelConfig, ...]:
 def _params(backend: str, t: Mapping[str, Any], where: str, base_dir: Path
             ) -> OpenAIParams | LocalParams | SimulatedParams:
     if backend == "openai":
-        base_url = _str(t, "base_url", where)
-        if base_url is None or not base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"`{where}.base_url` is required and must start with "
-                              f"http:// or https://, got {base_url!r}")
+        if "base_url" not in t:
+            raise ConfigError(f"`{where}.base_url` is required, e.g. "
+                              "http://127.0.0.1:8080/v1")
+        # neither check shows the value: it may be a key pasted in the wrong place
+        base_url = check_base_url(t["base_url"], f"{where}.base_url")
         return OpenAIParams(
             base_url=base_url,
             model=_str(t, "model", where, default=t["name"]),
-            api_key_env=_str(t, "api_key_env", where),
+            api_key_env=check_key_env(t.get("api_key_env"), f"{where}.api_key_env"),
             concurrency=_int(t, "concurrency", where, default=8, minimum=1),
             rate_limit_per_s=_float(t, "rate_limit_per_s", where, default=None, low=0,
                                     open_low=True),
