@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ import pandas as pd
 
 from .._io import write_atomic
 from .._read import read_table
-from ..exceptions import ConfigError, EndpointError, InputError, JournalError
+from ..exceptions import ConfigError, EndpointError, InputError, JournalError, RecauditWarning
 from ._catalog import ColumnMap, load_catalog
 from ._config import (
     AuditConfig,
@@ -64,10 +65,12 @@ from .backends._openai import OpenAIBackend
 from .backends._simulated import SimulatedBackend, SimulationProfile, stable_words
 
 __all__ = [
+    "AuditInterrupted",
     "AuditResult",
     "answer_schema",
     "build_backends",
     "build_tasks",
+    "prompt_length_warning",
     "run_audit",
 ]
 
@@ -89,6 +92,68 @@ MSG_FOLDER_INPUTS = (
     "in another `--out`"
 )
 MANIFEST = "run.json"
+
+
+MSG_INTERRUPTED = (
+    "interrupted: {done} of {planned} evaluations are journaled in {journal}{failed}; "
+    "rerun the same command with `--resume` to run the remaining {missing}"
+)
+MSG_LONG_PROMPTS = (
+    "{n} of {total} prompts are longer than ~{limit:,} tokens, far beyond the context "
+    "window of most models (the longest: query {query!r} at k={k}, ~{tokens:,} tokens "
+    "from {chars:,} characters; its longest candidate is item {item!r}, {field_chars:,} "
+    "characters of title and description); the endpoint will truncate or reject them: "
+    "shorten those catalog texts, or use a template that leaves descriptions out"
+)
+#: Prompts longer than this many (estimated) tokens are warned about before a run.
+PROMPT_WARN_TOKENS = 32_768
+#: Characters per token of the estimate (English text under the common BPE
+#: tokenizers: about 4).
+CHARS_PER_TOKEN = 4
+
+
+class AuditInterrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) during a run: what is journaled is kept, ``--resume`` goes on.
+
+    A :class:`KeyboardInterrupt` (callers that stop on one still do); ``str(exc)`` says
+    how many evaluations are journaled and how to continue.
+
+    Attributes
+    ----------
+    journaled, failed, planned : int
+        Completed and failed rows in the journal; keys in the plan.
+    """
+
+    def __init__(self, message: str, *, journaled: int, failed: int, planned: int) -> None:
+        super().__init__(message)
+        self.journaled = journaled
+        self.failed = failed
+        self.planned = planned
+
+
+def prompt_length_warning(tasks: list[EvalTask], *,
+                          limit_tokens: int = PROMPT_WARN_TOKENS) -> str | None:
+    """A warning when some rendered prompts are far beyond a model's context (e.g. a
+    catalog with a 2 MB description), else ``None``.
+
+    Tokens are estimated as characters / :data:`CHARS_PER_TOKEN` (no tokenizer is
+    loaded: the endpoint's is unknown); the warning names the longest prompt and its
+    longest candidate.
+    """
+    limit_chars = limit_tokens * CHARS_PER_TOKEN
+    long: list[tuple[int, EvalTask]] = []
+    for t in tasks:
+        chars = sum(len(m.content) for m in t.request.messages)
+        if chars > limit_chars:
+            long.append((chars, t))
+    if not long:
+        return None
+    chars, worst = max(long, key=lambda x: x[0])
+    item = max(worst.candidates, key=lambda c: len(c.title) + len(c.description))
+    return MSG_LONG_PROMPTS.format(
+        n=len(long), total=len(tasks), limit=limit_tokens, query=worst.key.query_id,
+        k=worst.key.k, tokens=chars // CHARS_PER_TOKEN, chars=chars, item=item.item_id,
+        field_chars=len(item.title) + len(item.description))
 
 
 @dataclass(frozen=True)
@@ -373,6 +438,15 @@ def run_audit(
         holds one with another config or catalog.
     EndpointError
         An endpoint kept failing: what was obtained is journaled; ``resume`` later.
+    AuditInterrupted
+        Ctrl-C during the run (a :class:`KeyboardInterrupt`): what was obtained is
+        journaled; the message says how much and that ``resume`` continues.
+
+    Warns
+    -----
+    RecauditWarning
+        Before the run, when prompts are far beyond a model's context
+        (:func:`prompt_length_warning`).
     """
     run_dir = _run_audit_iv(cfg, out_dir, resume)
     check_executor(executor, ray_address)
@@ -421,6 +495,9 @@ def run_audit(
             candidates = {k: retriever.retrieve(catalog, queries, k=k)
                           for k in cfg.retrieval.k}
         tasks = build_tasks(cfg, queries=queries, candidates=candidates, template=template)
+        warning = prompt_length_warning(tasks)
+        if warning is not None:  # before the run: the CLI prints it as `warning: ...`
+            warnings.warn(warning, RecauditWarning, stacklevel=2)
         if wrap_backends is not None:
             backends = wrap_backends(backends, template, queries, candidates)
         if not resume:
@@ -444,14 +521,17 @@ def run_audit(
             todo = [t for t in tasks if t.key not in done]
             say(f"running {len(todo)} of {len(tasks)} evaluations")
             closed = True
-            if sequential is not None:
-                summary = asyncio.run(_run_sequential(sequential, tasks, backends, journal,
-                                                      cfg, run_dir, say, progress))
-            elif executor == "ray":
-                summary = run_tasks_ray(todo, cfg=cfg, sink=journal, parse=_parse,
-                                        pool=pool, progress=progress)
-            else:
-                summary = asyncio.run(_run(todo, backends, journal, cfg, progress))
+            try:
+                if sequential is not None:
+                    summary = asyncio.run(_run_sequential(sequential, tasks, backends,
+                                                          journal, cfg, run_dir, say, progress))
+                elif executor == "ray":
+                    summary = run_tasks_ray(todo, cfg=cfg, sink=journal, parse=_parse,
+                                            pool=pool, progress=progress)
+                else:
+                    summary = asyncio.run(_run(todo, backends, journal, cfg, progress))
+            except KeyboardInterrupt as exc:
+                raise _interrupted(journal, len(tasks)) from exc
             counts = journal.counts()
             if journal.rejected:
                 key, error = journal.rejected[0]
@@ -478,6 +558,17 @@ def run_audit(
         discarded=counts["discarded"],
         summary=summary,
     )
+
+
+def _interrupted(journal: Journal, planned: int) -> AuditInterrupted:
+    """The interrupt with its counts (the results queued so far are committed first)."""
+    counts = journal.counts()
+    done = counts["ok"] + counts["discarded"]
+    failed = f" ({counts['failed']} more failed)" if counts["failed"] else ""
+    return AuditInterrupted(
+        MSG_INTERRUPTED.format(done=done, planned=planned, journal=journal.path,
+                               failed=failed, missing=planned - done),
+        journaled=done, failed=counts["failed"], planned=planned)
 
 
 async def _run(todo: list[EvalTask], backends: dict[tuple[str, int], Backend],
