@@ -48,7 +48,8 @@ def _evaluations() -> pd.DataFrame:
     probs = rng.dirichlet(np.ones(4), size=n)
     return sim.assign(model="m", k=4, temperature=0.0, condition="permutation",
                       perm_index=sim.groupby("query_id").cumcount(), sample_index=0,
-                      choice_probs=[json.dumps(p.tolist()) for p in probs])
+                      choice_probs=[json.dumps(p.tolist()) for p in probs],
+                      raw_response='{"article_number": 1}', discard_reason=None)
 
 
 @pytest.fixture(scope="module")
@@ -180,6 +181,13 @@ def _run(folder: Path) -> list[str]:
 def _study_dir(folder: Path) -> None:
     (folder / "rundir").mkdir(exist_ok=True)
     shutil.copy(folder / "evals.parquet", folder / "rundir" / "evaluations.parquet")
+    (folder / "rundir" / "config.resolved.json").write_text(json.dumps({"seed": 4}))
+
+
+def _report_dir(folder: Path) -> None:
+    """A positional run folder as `positional run` leaves it (for `recaudit report`)."""
+    _study_dir(folder)
+    shutil.copy(folder / "analysis.json", folder / "rundir" / "analysis.json")
 
 
 TARGETS = [
@@ -230,6 +238,15 @@ TARGETS = [
            lambda f: ["fairness", "run", str(f / "study.toml"), "--quiet"], _fairness),
     Target("report: analyze --json", "analysis.json", "json",
            lambda f: ["report", str(f / "analysis.json"), "-o", str(f / "r.html")]),
+    Target("report: run folder's analysis.json", "rundir/analysis.json", "json",
+           lambda f: ["report", str(f / "rundir"), "-o", str(f / "r.html")], _report_dir),
+    Target("report: run folder's evaluations", "rundir/evaluations.parquet", "parquet",
+           lambda f: ["report", str(f / "rundir"), "-o", str(f / "r.html")], _report_dir),
+    Target("report: run folder's config", "rundir/config.resolved.json", "json",
+           lambda f: ["report", str(f / "rundir"), "-o", str(f / "r.html")], _report_dir),
+    Target("study --analyze-only: config", "rundir/config.resolved.json", "json",
+           lambda f: ["positional", "study", "--analyze-only", str(f / "rundir"),
+                      "--bootstrap", "10", "--resamples", "19", "--quiet"], _study_dir),
 ]
 
 #: Mutations that make a file of each kind certainly unreadable.
@@ -325,7 +342,7 @@ def test_malformed_files_exit_2_with_one_line(base: Path, tmp_path_factory, data
 FAST = {"analyze csv", "analyze parquet", "analyze --exact csv", "analyze --exact parquet",
         "topn rankings", "topn --from-choice-probs", "study --analyze-only",
         "fairness evaluate --recs", "fairness evaluate --users parquet",
-        "report: analyze --json"}
+        "report: analyze --json", "report: run folder's evaluations"}
 
 
 @pytest.mark.parametrize("target", [t for t in TARGETS if t.name in FAST], ids=lambda t: t.name)
