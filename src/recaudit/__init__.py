@@ -21,6 +21,7 @@ from .exceptions import (
     JournalError,
     MissingExtraError,
     RecauditError,
+    RecauditWarning,
 )
 
 __version__ = "0.1.0"
@@ -34,5 +35,6 @@ __all__ = [
     "JournalError",
     "MissingExtraError",
     "RecauditError",
+    "RecauditWarning",
     "__version__",
 ]

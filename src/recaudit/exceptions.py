@@ -14,6 +14,7 @@ __all__ = [
     "EndpointError",
     "JournalError",
     "MissingExtraError",
+    "RecauditWarning",
 ]
 
 
@@ -47,3 +48,8 @@ class MissingExtraError(RecauditError, ImportError):
         )
         self.package = package
         self.extra = extra
+
+
+class RecauditWarning(UserWarning):
+    """Something a user should know before a result is trusted (e.g. prompts far
+    beyond a model's context); the command line prints it as ``warning: ...``."""

@@ -284,14 +284,14 @@ def test_bad_users(change: object, message: str) -> None:
 def test_unknown_user_hints_at_dtype_mismatch() -> None:
     recs, test, users = synthetic(n_users=60)
     numeric = users.assign(user_id=range(60))
-    with pytest.raises(InputError, match=r"user_id 'u0' \(row 0\).*dtypes differ: recs object"):
+    with pytest.raises(InputError, match=r"user_id 'u0' \(row 1\).*dtypes differ: recs object"):
         evaluate(recs, test, numeric, attribute="gender", protected="F")
 
 
 def test_nan_attribute_names_row_and_column() -> None:
     recs, test, users = synthetic(n_users=60)
     users = users.assign(gender=users.gender.where(users.index != 3))
-    with pytest.raises(InputError, match=r"column `gender` is missing for user_id 'u3' \(row 3\)"):
+    with pytest.raises(InputError, match=r"column `gender` is missing for user_id 'u3' \(row 4\)"):
         evaluate(recs, test, users, attribute="gender", protected="F")
 
 

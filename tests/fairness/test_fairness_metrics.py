@@ -126,7 +126,7 @@ def test_duplicate_hidden_behind_a_full_count() -> None:
     # ranks 1, 3, 3: three rows and max rank 3, yet rank 2 is missing and 3 repeated
     recs = pd.DataFrame({"user_id": ["a"] * 3, "item_id": [1, 2, 3], "rank": [1, 3, 3]})
     test = pd.DataFrame({"user_id": ["a"], "item_id": [1]})
-    with pytest.raises(InputError, match=r"duplicated \(user_id, rank\) = \('a', 3\) at row 2"):
+    with pytest.raises(InputError, match=r"duplicated \(user_id, rank\) = \('a', 3\) at row 3"):
         per_user_metrics(recs, test, n=[2])
 
 
@@ -135,7 +135,7 @@ def test_error_names_the_row() -> None:
         {"user_id": ["a", "a", "b", "b"], "item_id": [1, 2, 1, 3], "rank": [1, 2, 1, 1]}
     )
     test = pd.DataFrame({"user_id": ["a"], "item_id": [1]})
-    with pytest.raises(InputError, match=r"\('b', 1\) at row 3"):
+    with pytest.raises(InputError, match=r"\('b', 1\) at row 4"):
         per_user_metrics(recs, test, n=[2])
 
 

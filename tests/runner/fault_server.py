@@ -53,7 +53,29 @@ FAULTS = {
     "400": "400, bad request",
     "401": "401, bad key",
     "redirect": "307 to another path",
+    "surrogate": "200 whose answer holds a lone surrogate (a JSON \\ud800 escape)",
+    "nul": "200 whose answer holds NUL characters",
+    "megabytes": "200 whose answer is ANSWER plus 2 MB of text",
+    "huge-usage": "200 with token counts beyond 64 bits",
+    "gzip-bomb": "200, Content-Encoding gzip: BOMB_BYTES of zeros in a ~50 KB body",
 }
+
+#: Decoded size of the "gzip-bomb" answer (its body on the wire is ~50 KB).
+BOMB_BYTES = 50 * 2**20
+SURROGATE_ANSWER = '{"article_number": 2, "note": "\ud800 and \udfff"}'
+NUL_ANSWER = '{"article_number": 2, "note": "a\x00b\x00"}'
+MEGABYTES_ANSWER = ANSWER + " " + "x" * (2 * 2**20)
+_bomb: bytes | None = None
+
+
+def gzip_bomb() -> bytes:
+    """:data:`BOMB_BYTES` zeros, gzip-compressed (made once)."""
+    global _bomb
+    if _bomb is None:
+        import gzip
+
+        _bomb = gzip.compress(b"\0" * BOMB_BYTES, compresslevel=9)
+    return _bomb
 
 
 def ok_body(text: str = ANSWER, **extra: Any) -> dict[str, Any]:
@@ -225,4 +247,16 @@ class FaultServer:
             return web.json_response({"error": "bad key"}, status=401)
         if kind == "redirect":
             return web.Response(status=307, headers={"Location": "/v2/chat/completions"})
+        if kind == "surrogate":  # json.dumps writes the lone surrogates as \\uXXXX
+            return web.json_response(ok_body(SURROGATE_ANSWER))
+        if kind == "nul":
+            return web.json_response(ok_body(NUL_ANSWER))
+        if kind == "megabytes":
+            return web.json_response(ok_body(MEGABYTES_ANSWER))
+        if kind == "huge-usage":
+            return web.json_response(ok_body(usage={"prompt_tokens": 2**70,
+                                                    "completion_tokens": -3}))
+        if kind == "gzip-bomb":
+            return web.Response(body=gzip_bomb(), headers={
+                "Content-Type": "application/json", "Content-Encoding": "gzip"})
         raise AssertionError(f"unknown fault {kind!r}")

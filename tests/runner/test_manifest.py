@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from recaudit.exceptions import ConfigError
 from recaudit.llm._runner import BatchingBackend, describe_backends, write_manifest
 from recaudit.llm.backends._openai import OpenAIBackend
 from recaudit.llm.backends._simulated import SimulatedBackend, SimulationProfile
@@ -11,8 +14,14 @@ from recaudit.llm.backends._simulated import SimulatedBackend, SimulationProfile
 
 def test_openai_description_drops_credentials_query_and_key(monkeypatch):
     monkeypatch.setenv("RECAUDIT_TEST_KEY", "sk-very-secret")
-    backend = OpenAIBackend("https://user:pw@api.example.com:8443/v1/?api-key=sk-very-secret",
-                            "gpt-x", api_key_env="RECAUDIT_TEST_KEY", name="hosted")
+    # a key in the URL is refused (issue 16), the message naming the field, not the key
+    with pytest.raises(ConfigError, match="`base_url` holds credentials") as info:
+        OpenAIBackend("https://user:pw@api.example.com:8443/v1/?api-key=sk-very-secret",
+                      "gpt-x", api_key_env="RECAUDIT_TEST_KEY", name="hosted")
+    assert "secret" not in str(info.value) and "pw" not in str(info.value)
+    assert "https://api.example.com:8443/v1" in str(info.value)
+    backend = OpenAIBackend("https://api.example.com:8443/v1/", "gpt-x",
+                            api_key_env="RECAUDIT_TEST_KEY", name="hosted")
     desc = backend.describe()
     assert desc == {"backend": "openai", "name": "hosted", "model_id": "gpt-x",
                     "base_url": "https://api.example.com:8443/v1"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, ParamSpec, TypeVar
@@ -12,11 +13,14 @@ from rich.console import Console
 from rich.markup import escape
 
 from .._io import to_jsonable
-from ..exceptions import RecauditError
+from ..exceptions import RecauditError, RecauditWarning
 
 __all__ = ["err_console", "exit_on_error", "print_json", "to_jsonable"]
 
 err_console = Console(stderr=True)
+#: Ctrl-C outside a run's evaluations (a run says what it journaled, see
+#: recaudit.llm.AuditInterrupted).
+MSG_INTERRUPTED = "interrupted"
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -27,15 +31,44 @@ def print_json(obj: Any) -> None:
     typer.echo(json.dumps(to_jsonable(obj), indent=2, allow_nan=False))
 
 
+def _safe(text: str) -> str:
+    """Text any terminal can print: what no encoding can show (a lone surrogate an
+    endpoint sent) becomes a \\uXXXX escape, never a UnicodeEncodeError."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str,
+                  lineno: int, file: Any = None, line: str | None = None) -> None:
+    if issubclass(category, RecauditWarning):
+        err_console.print(f"[bold yellow]warning:[/] {escape(_safe(str(message)))}",
+                          highlight=False, markup=True, soft_wrap=True)
+    else:
+        _default_showwarning(message, category, filename, lineno, file, line)
+
+
+_default_showwarning = warnings.showwarning
+
+
 def exit_on_error(fn: Callable[P, R]) -> Callable[P, R]:
-    """Turn a :class:`RecauditError` into a red one-line message and exit code 2."""
+    """Run a command: a :class:`RecauditError` becomes a red one-line message and exit
+    code 2; Ctrl-C a one-line message (how much of a run is journaled, see
+    :class:`~recaudit.llm.AuditInterrupted`) and exit code 130; a
+    :class:`~recaudit.exceptions.RecauditWarning` a yellow ``warning:`` line."""
 
     @wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
-            return fn(*args, **kwargs)
+            with warnings.catch_warnings():
+                warnings.showwarning = _show_warning
+                warnings.simplefilter("always", RecauditWarning)
+                return fn(*args, **kwargs)
+        except KeyboardInterrupt as exc:
+            text = str(exc) or MSG_INTERRUPTED
+            err_console.print(f"[bold yellow]{escape(_safe(text))}[/]", highlight=False,
+                              markup=True, soft_wrap=True)
+            raise typer.Exit(code=130) from None
         except RecauditError as exc:
-            message = f"[bold red]error:[/] {escape(str(exc))}"
+            message = f"[bold red]error:[/] {escape(_safe(str(exc)))}"
             err_console.print(message, highlight=False, markup=True, soft_wrap=True)
             raise typer.Exit(code=2) from exc
 

@@ -34,18 +34,12 @@ def _read_table(path: Path, name: str) -> pd.DataFrame:
     ``name:type`` headers; the ``:type`` suffix is dropped. ``user_id`` and
     ``item_id`` are read as strings in every table so that ids match across files.
     """
-    import pandas as pd
+    from .._read import read_table
 
     if not path.is_file():
         raise InputError(f"`--{name}` file not found: {path}")
-    try:
-        if path.suffix.lower() in (".parquet", ".pq"):
-            table = pd.read_parquet(path)
-        else:
-            sep = "\t" if path.suffix.lower() in RECBOLE_SUFFIXES else ","
-            table = pd.read_csv(path, sep=sep, low_memory=False)
-    except (ValueError, OSError, ImportError) as exc:
-        raise InputError(f"`--{name}` cannot be read as a table ({path}): {exc}") from exc
+    sep = "\t" if path.suffix.lower() in RECBOLE_SUFFIXES else ","
+    table = read_table(path, what=f"`--{name}` file", sep=sep, low_memory=False)
     table.columns = [str(c).split(":")[0] for c in table.columns]
     for column in ID_COLUMNS:
         if column in table.columns:

@@ -1002,6 +1002,51 @@ def _print_mitigation(result: dict[str, Any]) -> None:
 # -- topn (top-N positional bias) ------------------------------------------------------
 
 
+MSG_TOPN_NO_PROBS_COLUMN = (
+    "{path} has no `choice_probs` column; run the audit with `[prompt] "
+    "choice_probabilities = true`"
+)
+MSG_TOPN_NO_PROBS = (
+    "{path}: `choice_probs` is empty in all {n} rows: the run did not record choice "
+    "probabilities (the config had `[prompt] choice_probabilities = false`, or the "
+    "endpoint returned no logprobs); run the audit with `[prompt] choice_probabilities "
+    "= true` against an endpoint that returns logprobs (or the `local` backend)"
+)
+MSG_TOPN_BAD_PROBS = (
+    "{path}: data row {row}, column `choice_probs`: {value!r} is not a JSON list of "
+    "numbers"
+)
+MSG_TOPN_NO_MODEL = "`--by {model}`: no row of {path} has `model` = {model!r}"
+
+
+def _rankings_from_probs(data: Any, path: Path) -> Any:
+    """The rankings table (query_id, order, ranking) of an evaluations table's
+    ``choice_probs``; a row without a vector is a discarded ranking."""
+    import pandas as pd
+
+    from ..llm._ranking import ranking_from_choice_probs
+
+    if "choice_probs" not in data.columns:
+        raise InputError(MSG_TOPN_NO_PROBS_COLUMN.format(path=path))
+    rankings = []
+    for row, p in enumerate(data["choice_probs"].astype(object).tolist(), start=1):
+        if p is None or (isinstance(p, float) and p != p) or p is pd.NA \
+                or (isinstance(p, str) and not p.strip()):
+            rankings.append("")
+            continue
+        try:
+            vector = json.loads(p) if isinstance(p, str) else list(p)
+            ranking = ranking_from_choice_probs(vector)
+        except (TypeError, ValueError):
+            raise InputError(MSG_TOPN_BAD_PROBS.format(path=path, row=row,
+                                                       value=p)) from None
+        rankings.append(" ".join(map(str, ranking)))
+    if not any(rankings):
+        raise InputError(MSG_TOPN_NO_PROBS.format(path=path, n=len(rankings)))
+    return pd.DataFrame({"query_id": data["query_id"].to_numpy(),
+                         "order": data["order"].to_numpy(), "ranking": rankings})
+
+
 @app.command("topn")
 @exit_on_error
 def topn_command(
@@ -1025,33 +1070,21 @@ def topn_command(
     """Top-N positional bias: does the rank an item receives depend on its prompt
     position? (Spearman position-rank statistic, within-query permutation test, mean
     rank by position, rank bias RB, top-1 PB.)"""
-    import pandas as pd
-
-    from ..llm._ranking import ranking_from_choice_probs
+    from .._read import read_table as read_file
     from ..positional import topn_bias
 
     if not table.is_file():
         raise InputError(f"{table}: no such file")
-    try:
-        data = (pd.read_parquet(table) if table.suffix == ".parquet"
-                else pd.read_csv(table, dtype={"query_id": str}))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read {table} (.csv or .parquet): {exc}") from exc
+    what = "evaluations table" if from_choice_probs else "rankings table"
+    data = read_file(table, what=what, dtype={"query_id": str, "order": str})
     if by is not None:
         if "model" not in data.columns:
             raise InputError("`--by`: the table has no `model` column")
         data = data[data["model"] == by]
+        if len(data) == 0:
+            raise InputError(MSG_TOPN_NO_MODEL.format(model=by, path=table))
     if from_choice_probs:
-        if "choice_probs" not in data.columns:
-            raise InputError(f"{table} has no `choice_probs` column; run the audit with "
-                             "`[prompt] choice_probabilities = true`")
-        probs = data["choice_probs"]
-        data = pd.DataFrame({
-            "query_id": data["query_id"], "order": data["order"],
-            "ranking": ["" if p is None or (isinstance(p, float)) or pd.isna(p) else
-                        " ".join(map(str, ranking_from_choice_probs(json.loads(p))))
-                        for p in probs.astype(object)],
-        })
+        data = _rankings_from_probs(data, table)
     result = topn_bias(data, statistic=statistic,  # type: ignore[arg-type]
                        n_resamples=n_resamples, n_boot=n_boot,
                        alternative=alternative,  # type: ignore[arg-type]

@@ -373,7 +373,7 @@ def _group_labels(users: pd.DataFrame, attributes: tuple[str, ...]) -> pd.Series
             pos = int(np.argmax(isna))
             raise InputError(
                 ATTRIBUTE_NAN_MSG.format(
-                    column=column, user=users["user_id"].iloc[pos], row=users.index[pos]
+                    column=column, user=users["user_id"].iloc[pos], row=pos + 1
                 )
             )
     labels = users[attributes[0]].astype(str)
@@ -410,7 +410,7 @@ def _catalog_iv(
         if dup.any():
             pos = int(np.argmax(dup))
             raise InputError(
-                ITEMS_DUPLICATE_MSG.format(item=items["item_id"].iloc[pos], row=items.index[pos])
+                ITEMS_DUPLICATE_MSG.format(item=items["item_id"].iloc[pos], row=pos + 1)
             )
         index = pd.Index(items["item_id"].to_numpy())
         return index, len(index), "items"
@@ -455,7 +455,7 @@ def _evaluate_iv(
     if dup.any():
         pos = int(np.argmax(dup))
         raise InputError(
-            USERS_DUPLICATE_MSG.format(user=users["user_id"].iloc[pos], row=users.index[pos])
+            USERS_DUPLICATE_MSG.format(user=users["user_id"].iloc[pos], row=pos + 1)
         )
     labels = _group_labels(users, attributes)
     protected_name = _protected_iv(protected, attributes)
@@ -484,7 +484,7 @@ def _evaluate_iv(
         if (codes < 0).any():
             pos = int(np.argmax(codes < 0))
             raise InputError(
-                f"`train` has item_id {train['item_id'].iloc[pos]!r} (row {train.index[pos]}) "
+                f"`train` has item_id {train['item_id'].iloc[pos]!r} (row {pos + 1}) "
                 "that is not in the item catalog `items`"
             )
         popularity = np.bincount(codes, minlength=size).astype(np.float64)

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .._read import one_line, read_table
 from ..exceptions import InputError
 from ._dataset import ITEM_ID, USER_ID, InteractionData
 
@@ -74,18 +75,19 @@ def _require_file(path: Path, what: str) -> Path:
     return path
 
 
-def _read_atomic(path: Path) -> pd.DataFrame:
+def _read_atomic(path: Path, what: str) -> pd.DataFrame:
     """Read one RecBole atomic file; ``token`` fields as text, numbers as numbers."""
-    with path.open(encoding="utf-8") as fh:
-        header = fh.readline().rstrip("\n").split("\t")
+    header_frame = read_table(path, what=what, sep="\t", quoting=csv.QUOTE_NONE,
+                              nrows=0, allow_empty=True)
     names, dtypes = [], {}
-    for raw in header:
-        name, _, kind = raw.partition(":")
+    for raw in header_frame.columns:
+        name, _, kind = str(raw).partition(":")
         names.append(name)
         if kind in ("token", "token_seq", "float_seq"):
             dtypes[name] = str
-    frame = pd.read_csv(
+    frame = read_table(
         path,
+        what=what,
         sep="\t",
         skiprows=1,
         names=names,
@@ -122,8 +124,10 @@ def load_recbole_atomic(path: str | Path, *, name: str | None = None) -> Interac
         folder, stem = path.parent, name or path.stem
     else:
         folder, stem = path, name or path.name
-    inter = _read_atomic(_require_file(folder / f"{stem}.inter", "RecBole .inter file"))
-    users = _read_atomic(_require_file(folder / f"{stem}.user", "RecBole .user file"))
+    inter = _read_atomic(_require_file(folder / f"{stem}.inter", "RecBole .inter file"),
+                         "RecBole .inter file")
+    users = _read_atomic(_require_file(folder / f"{stem}.user", "RecBole .user file"),
+                         "RecBole .user file")
     keep = [c for c in (USER_ID, ITEM_ID, "rating", "plays", "timestamp") if c in inter.columns]
     return InteractionData(inter[keep], users, name=stem)
 
@@ -148,9 +152,11 @@ def load_movielens(path: str | Path) -> InteractionData:
     folder = Path(path)
     inter_cols = [USER_ID, ITEM_ID, "rating", "timestamp"]
     if (folder / "u.data").is_file():
-        inter = pd.read_csv(folder / "u.data", sep="\t", names=inter_cols)
-        users = pd.read_csv(
+        inter = read_table(folder / "u.data", what="MovieLens 100K u.data", sep="\t",
+                           names=inter_cols)
+        users = read_table(
             _require_file(folder / "u.user", "MovieLens 100K u.user"),
+            what="MovieLens 100K u.user",
             sep="|",
             names=[USER_ID, "age", "gender", "occupation", "zip_code"],
             dtype={"zip_code": str},
@@ -172,7 +178,11 @@ def load_movielens(path: str | Path) -> InteractionData:
 
 
 def _read_double_colon(path: Path, names: list[str]) -> pd.DataFrame:
-    rows = [line.rstrip("\r\n").split("::") for line in path.read_text("latin-1").splitlines()]
+    try:  # latin-1: the GroupLens 1M files are not UTF-8 (and latin-1 decodes any byte)
+        text = path.read_text("latin-1")
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {one_line(exc)}") from None
+    rows = [line.rstrip("\r\n").split("::") for line in text.splitlines()]
     frame = pd.DataFrame([r for r in rows if len(r) == len(names)], columns=names)
     if len(frame) != len([r for r in rows if r != [""]]):
         raise InputError(f"{path} has rows without exactly {len(names)} `::`-separated fields")
@@ -205,19 +215,21 @@ def load_lastfm_1k(path: str | Path) -> InteractionData:
         ``registered`` (empty fields become missing values).
     """
     folder = Path(path)
-    users = pd.read_csv(
+    users = read_table(
         _require_file(folder / "userid-profile.tsv", "Last.fm-1K userid-profile.tsv"),
+        what="Last.fm-1K userid-profile.tsv",
         sep="\t",
         header=0,
         names=[USER_ID, "gender", "age", "country", "registered"],
         dtype={USER_ID: str, "gender": str, "country": str, "registered": str},
         quoting=csv.QUOTE_NONE,
     )
-    events = pd.read_csv(
+    events = read_table(
         _require_file(
             folder / "userid-timestamp-artid-artname-traid-traname.tsv",
             "Last.fm-1K listening-events file",
         ),
+        what="Last.fm-1K listening-events file",
         sep="\t",
         header=None,
         names=[USER_ID, "timestamp", "artid", "artname", "traid", "traname"],
@@ -250,16 +262,18 @@ def load_lastfm_360k(path: str | Path) -> InteractionData:
         ``country``, ``signup``.
     """
     folder = Path(path)
-    users = pd.read_csv(
+    users = read_table(
         _require_file(folder / "usersha1-profile.tsv", "Last.fm-360K usersha1-profile.tsv"),
+        what="Last.fm-360K usersha1-profile.tsv",
         sep="\t",
         header=None,
         names=[USER_ID, "gender", "age", "country", "signup"],
         dtype={USER_ID: str, "gender": str, "country": str, "signup": str},
         quoting=csv.QUOTE_NONE,
     )
-    plays = pd.read_csv(
+    plays = read_table(
         _require_file(folder / "usersha1-artmbid-artname-plays.tsv", "Last.fm-360K plays file"),
+        what="Last.fm-360K plays file",
         sep="\t",
         header=None,
         names=[USER_ID, "artmbid", "artname", "plays"],
@@ -274,12 +288,9 @@ def load_lastfm_360k(path: str | Path) -> InteractionData:
     return InteractionData(inter, users, name="lastfm-360k")
 
 
-def _read_table(path: Path) -> pd.DataFrame:
-    _require_file(path, "table")
-    if path.suffix.lower() in (".parquet", ".pq"):
-        return pd.read_parquet(path)
-    sep = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
-    return pd.read_csv(path, sep=sep)
+def _read_table(path: Path, what: str) -> pd.DataFrame:
+    _require_file(path, what)
+    return read_table(path, what=what)
 
 
 def load_table(
@@ -307,8 +318,8 @@ def load_table(
     InteractionData
     """
     inter_path, users_path = Path(interactions), Path(users)
-    inter = _read_table(inter_path)
-    user_table = _read_table(users_path)
+    inter = _read_table(inter_path, "interactions table")
+    user_table = _read_table(users_path, "users table")
     mapping = dict(columns or {})
     allowed = {USER_ID, ITEM_ID, "rating", "plays", "timestamp"}
     for key in mapping:

@@ -36,6 +36,8 @@ __all__ = ["METRICS", "per_user_metrics", "ranking_metrics"]
 #: The metrics computed for every user, in reporting order.
 METRICS: tuple[str, ...] = ("ndcg", "precision", "recall", "hit", "mrr")
 
+#: Rows in messages are data rows counted from 1 (the header is not a row) -- the
+#: position in the table, not its index label -- as in every recaudit message.
 MISSING_COLUMNS_MSG = "`{table}` must have columns {required}; missing {missing}"
 MISSING_VALUE_MSG = "`{table}` has a missing value in column `{column}` at row {row}"
 BAD_RANK_MSG = "`recs` column `rank` must hold integers >= 1; row {row} has {value!r}"
@@ -205,7 +207,7 @@ def _columns_iv(table: pd.DataFrame, name: str, required: Sequence[str]) -> None
     for column in required:
         isna = table[column].isna().to_numpy()
         if isna.any():
-            row = table.index[int(np.argmax(isna))]
+            row = int(np.argmax(isna)) + 1  # data rows count from 1
             raise InputError(MISSING_VALUE_MSG.format(table=name, column=column, row=row))
 
 
@@ -286,11 +288,11 @@ def _raise_unknown(
             )
             raise InputError(
                 UNKNOWN_USER_MSG.format(
-                    table=name, user=column.iloc[pos], row=table.index[pos], hint=hint
+                    table=name, user=column.iloc[pos], row=pos + 1, hint=hint
                 )
             )
         raise InputError(
-            UNKNOWN_ITEM_MSG.format(table=name, item=column.iloc[pos], row=table.index[pos])
+            UNKNOWN_ITEM_MSG.format(table=name, item=column.iloc[pos], row=pos + 1)
         )
 
 
@@ -322,7 +324,7 @@ def _lists_iv(
         if again.any():
             pos = rows[int(np.argmax(again))]
             raise InputError(
-                DUPLICATE_RANK_MSG.format(user=user_index[u], rank=rank[pos], row=recs.index[pos])
+                DUPLICATE_RANK_MSG.format(user=user_index[u], rank=rank[pos], row=pos + 1)
             )
         raise InputError(
             RANK_GAP_MSG.format(user=user_index[u], count=count[u], max_rank=max_rank[u])
@@ -343,7 +345,7 @@ def _lists_iv(
         pos = int(np.argmax(dup))
         raise InputError(
             DUPLICATE_RANK_MSG.format(
-                user=recs["user_id"].iloc[pos], rank=rank[pos], row=recs.index[pos]
+                user=recs["user_id"].iloc[pos], rank=rank[pos], row=pos + 1
             )
         )
     keep = rank <= n_max
@@ -374,14 +376,14 @@ def build_top_n(
 
     rank_raw = recs["rank"].to_numpy()
     if not np.issubdtype(rank_raw.dtype, np.number) or rank_raw.dtype == bool:
-        raise InputError(BAD_RANK_MSG.format(row=recs.index[0], value=recs["rank"].iloc[0]))
+        raise InputError(BAD_RANK_MSG.format(row=1, value=recs["rank"].iloc[0]))
     if np.issubdtype(rank_raw.dtype, np.integer):
         bad = rank_raw < 1
     else:
         bad = ~(np.isfinite(rank_raw) & (rank_raw >= 1) & (rank_raw == np.floor(rank_raw)))
     if bad.any():
         pos = int(np.argmax(bad))
-        raise InputError(BAD_RANK_MSG.format(row=recs.index[pos], value=rank_raw[pos]))
+        raise InputError(BAD_RANK_MSG.format(row=pos + 1, value=rank_raw[pos]))
     rank = rank_raw.astype(np.int64, copy=False)
 
     ucode = _codes(recs["user_id"], user_index)

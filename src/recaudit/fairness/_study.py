@@ -44,8 +44,9 @@ import numpy as np
 import pandas as pd
 
 from .._io import write_atomic, write_text_atomic
+from .._read import read_json
 from .._toml import read_toml
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, InputError
 from ._dataset import (
     ITEM_ID,
     USER_ID,
@@ -404,7 +405,10 @@ def _run_iv(config: StudyConfig) -> Path:
     resolved = config.to_dict()
     stamp = output / "study.json"
     if stamp.exists():
-        previous = json.loads(stamp.read_text(encoding="utf-8"))
+        previous = read_json(stamp, what="the study's resolved config")
+        if not isinstance(previous, dict):
+            raise InputError(f"{stamp} is not a study.json written by `recaudit fairness "
+                             "run`; choose another output folder")
         # models may be added or changed between runs; data settings may not
         same = {k: v for k, v in previous.items() if k != "models"} == {
             k: v for k, v in resolved.items() if k != "models"
@@ -607,7 +611,9 @@ def _finished(done: Path, stamp: str, recs: Path) -> dict[str, Any] | None:
     """The ``done.json`` of a finished model with these settings, else ``None``."""
     if not done.exists():
         return None
-    info: dict[str, Any] = json.loads(done.read_text(encoding="utf-8"))
+    info = read_json(done, what="a finished model's record")
+    if not isinstance(info, dict):
+        return None  # not ours: the model is trained again
     return info if info.get("fingerprint") == stamp and recs.exists() else None
 
 

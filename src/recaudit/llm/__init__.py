@@ -30,7 +30,14 @@ from .backends import LocalBackend
 
 # isort: split
 # -- runner, journal, config, backends (llm-runner) --------------------------------
-from ._audit import AuditResult, answer_schema, build_backends, build_tasks, run_audit
+from ._audit import (
+    AuditInterrupted,
+    AuditResult,
+    answer_schema,
+    build_backends,
+    build_tasks,
+    run_audit,
+)
 from ._config import (
     AuditConfig,
     CatalogConfig,
@@ -47,7 +54,15 @@ from ._config import (
     load_config,
     parse_config,
 )
-from ._journal import EVALUATION_COLUMNS, EvalKey, EvalRecord, Journal, MemorySink, ResultSink
+from ._journal import (
+    EVALUATION_COLUMNS,
+    EvalKey,
+    EvalRecord,
+    Journal,
+    MemorySink,
+    ResultSink,
+    unescape_row,
+)
 from ._runner import EvalTask, RunProgress, RunSummary, run_tasks
 from .backends._openai import OpenAIBackend, choice_probabilities_from_logprobs
 from .backends._simulated import SimulatedBackend, SimulationProfile
@@ -104,6 +119,7 @@ __all__ = [
     "williams_orders",
     # llm-runner
     "AuditConfig",
+    "AuditInterrupted",
     "AuditResult",
     "CatalogConfig",
     "DesignConfig",
@@ -136,6 +152,7 @@ __all__ = [
     "parse_config",
     "run_audit",
     "run_tasks",
+    "unescape_row",
     # positional-study
     "StudyRun",
     "run_study",

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,18 +32,20 @@ import numpy as np
 import pandas as pd
 
 from .._io import write_atomic
-from ..exceptions import ConfigError, EndpointError, JournalError
+from .._read import read_table
+from ..exceptions import ConfigError, EndpointError, InputError, JournalError, RecauditWarning
 from ._catalog import ColumnMap, load_catalog
 from ._config import (
     AuditConfig,
     LocalParams,
     OpenAIParams,
     SimulatedParams,
-    config_hash,
+    config_fingerprint,
     config_to_dict,
+    legacy_config_hash,
 )
 from ._designs import design_orders
-from ._journal import EvalKey, Journal
+from ._journal import CONFIG_META, MSG_REJECTED, EvalKey, Journal, check_meta, read_meta
 from ._parse import parse_answer
 from ._prompt import PromptTemplate, positional_identifiers, random_labels, render_request
 from ._queries import Query, generate_queries, load_queries
@@ -62,10 +65,12 @@ from .backends._openai import OpenAIBackend
 from .backends._simulated import SimulatedBackend, SimulationProfile, stable_words
 
 __all__ = [
+    "AuditInterrupted",
     "AuditResult",
     "answer_schema",
     "build_backends",
     "build_tasks",
+    "prompt_length_warning",
     "run_audit",
 ]
 
@@ -81,7 +86,74 @@ EVALUATIONS = "evaluations.parquet"
 CANDIDATES = "candidates.parquet"
 QUERIES = "queries.parquet"
 RESOLVED = "config.resolved.json"
+MSG_FOLDER_INPUTS = (
+    "run folder {run_dir}: its candidates.parquet holds no candidate set for {what} of "
+    "this config; resume with the config the run was started with, or start a new run "
+    "in another `--out`"
+)
 MANIFEST = "run.json"
+
+
+MSG_INTERRUPTED = (
+    "interrupted: {done} of {planned} evaluations are journaled in {journal}{failed}; "
+    "rerun the same command with `--resume` to run the remaining {missing}"
+)
+MSG_LONG_PROMPTS = (
+    "{n} of {total} prompts are longer than ~{limit:,} tokens, far beyond the context "
+    "window of most models (the longest: query {query!r} at k={k}, ~{tokens:,} tokens "
+    "from {chars:,} characters; its longest candidate is item {item!r}, {field_chars:,} "
+    "characters of title and description); the endpoint will truncate or reject them: "
+    "shorten those catalog texts, or use a template that leaves descriptions out"
+)
+#: Prompts longer than this many (estimated) tokens are warned about before a run.
+PROMPT_WARN_TOKENS = 32_768
+#: Characters per token of the estimate (English text under the common BPE
+#: tokenizers: about 4).
+CHARS_PER_TOKEN = 4
+
+
+class AuditInterrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) during a run: what is journaled is kept, ``--resume`` goes on.
+
+    A :class:`KeyboardInterrupt` (callers that stop on one still do); ``str(exc)`` says
+    how many evaluations are journaled and how to continue.
+
+    Attributes
+    ----------
+    journaled, failed, planned : int
+        Completed and failed rows in the journal; keys in the plan.
+    """
+
+    def __init__(self, message: str, *, journaled: int, failed: int, planned: int) -> None:
+        super().__init__(message)
+        self.journaled = journaled
+        self.failed = failed
+        self.planned = planned
+
+
+def prompt_length_warning(tasks: list[EvalTask], *,
+                          limit_tokens: int = PROMPT_WARN_TOKENS) -> str | None:
+    """A warning when some rendered prompts are far beyond a model's context (e.g. a
+    catalog with a 2 MB description), else ``None``.
+
+    Tokens are estimated as characters / :data:`CHARS_PER_TOKEN` (no tokenizer is
+    loaded: the endpoint's is unknown); the warning names the longest prompt and its
+    longest candidate.
+    """
+    limit_chars = limit_tokens * CHARS_PER_TOKEN
+    long: list[tuple[int, EvalTask]] = []
+    for t in tasks:
+        chars = sum(len(m.content) for m in t.request.messages)
+        if chars > limit_chars:
+            long.append((chars, t))
+    if not long:
+        return None
+    chars, worst = max(long, key=lambda x: x[0])
+    item = max(worst.candidates, key=lambda c: len(c.title) + len(c.description))
+    return MSG_LONG_PROMPTS.format(
+        n=len(long), total=len(tasks), limit=limit_tokens, query=worst.key.query_id,
+        k=worst.key.k, tokens=chars // CHARS_PER_TOKEN, chars=chars, item=item.item_id,
+        field_chars=len(item.title) + len(item.description))
 
 
 @dataclass(frozen=True)
@@ -271,18 +343,23 @@ def _candidates_frame(queries: tuple[Query, ...],
     return pd.concat(frames, ignore_index=True)
 
 
-def _read_run_inputs(run_dir: Path) -> tuple[tuple[Query, ...],
-                                             dict[int, dict[str, tuple[Candidate, ...]]]]:
+def _read_run_inputs(run_dir: Path, cfg: AuditConfig
+                     ) -> tuple[tuple[Query, ...], dict[int, dict[str, tuple[Candidate, ...]]]]:
     try:
-        qdf = pd.read_parquet(run_dir / QUERIES)
-        cdf = pd.read_parquet(run_dir / CANDIDATES)
-    except (OSError, ValueError) as exc:
+        qdf = read_table(run_dir / QUERIES, what="the run's queries")
+        cdf = read_table(run_dir / CANDIDATES, what="the run's candidate sets")
+    except InputError as exc:
         raise JournalError(f"run folder {run_dir} lacks readable {QUERIES}/{CANDIDATES} "
-                           f"({type(exc).__name__}); start a new run in another `--out`"
-                           ) from exc
+                           f"({exc}); start a new run in another `--out`") from None
     queries = tuple(Query(str(r.query_id), str(r.text), str(r.template_id),
                           str(r.source_item_id)) for r in qdf.itertuples(index=False))
     cands = {int(k): candidates_from_frame(part) for k, part in cdf.groupby("k")}
+    missing = sorted(set(cfg.retrieval.k) - set(cands))
+    lacking = [q.query_id for q in queries for k in cfg.retrieval.k
+               if k in cands and q.query_id not in cands[k]]
+    if missing or lacking:
+        raise JournalError(MSG_FOLDER_INPUTS.format(
+            run_dir=run_dir, what=f"k = {missing}" if missing else f"query {lacking[0]!r}"))
     return queries, cands
 
 
@@ -361,6 +438,15 @@ def run_audit(
         holds one with another config or catalog.
     EndpointError
         An endpoint kept failing: what was obtained is journaled; ``resume`` later.
+    AuditInterrupted
+        Ctrl-C during the run (a :class:`KeyboardInterrupt`): what was obtained is
+        journaled; the message says how much and that ``resume`` continues.
+
+    Warns
+    -----
+    RecauditWarning
+        Before the run, when prompts are far beyond a model's context
+        (:func:`prompt_length_warning`).
     """
     run_dir = _run_audit_iv(cfg, out_dir, resume)
     check_executor(executor, ray_address)
@@ -383,11 +469,19 @@ def run_audit(
     # the Ray executor builds the backends on its workers, while this process plans
     backends = build_backends(cfg) if executor == "local" else {}
     pool = RayPool(cfg, parse=_parse, address=ray_address) if executor == "ray" else None
-    meta = {"config_hash": config_hash(cfg), "catalog_sha256": catalog.sha256}
+    chash, identity = config_fingerprint(cfg)
+    meta = {"config_hash": chash, "catalog_sha256": catalog.sha256, CONFIG_META: identity}
+    # a journal written before config_identity carries the older hash of this config
+    also_accept = {"config_hash": {legacy_config_hash(cfg)}}
     closed = False
     try:
         if resume:
-            queries, candidates = _read_run_inputs(run_dir)
+            # refuse another config before reading the folder (its k may not be ours);
+            # the journal checks again under its lock
+            stored = read_meta(run_dir / JOURNAL)
+            if stored:
+                check_meta(run_dir / JOURNAL, stored, meta, also_accept)
+            queries, candidates = _read_run_inputs(run_dir, cfg)
         else:
             say("preparing the queries")
             if cfg.queries.n is None:
@@ -401,12 +495,15 @@ def run_audit(
             candidates = {k: retriever.retrieve(catalog, queries, k=k)
                           for k in cfg.retrieval.k}
         tasks = build_tasks(cfg, queries=queries, candidates=candidates, template=template)
+        warning = prompt_length_warning(tasks)
+        if warning is not None:  # before the run: the CLI prints it as `warning: ...`
+            warnings.warn(warning, RecauditWarning, stacklevel=2)
         if wrap_backends is not None:
             backends = wrap_backends(backends, template, queries, candidates)
         if not resume:
             run_dir.mkdir(parents=True, exist_ok=True)
             resolved = dict(config_to_dict(cfg), catalog_sha256=catalog.sha256,
-                            config_hash=meta["config_hash"])
+                            config_hash=chash)
             write_atomic(run_dir / RESOLVED, lambda p: p.write_text(
                 json.dumps(resolved, indent=2, sort_keys=True), encoding="utf-8"))
             write_atomic(run_dir / QUERIES, lambda p: pd.DataFrame(
@@ -415,21 +512,32 @@ def run_audit(
             write_atomic(run_dir / CANDIDATES,
                           lambda p: _candidates_frame(queries, candidates).to_parquet(
                               p, index=False))
-        write_manifest(run_dir / MANIFEST, backends, resume=resume, executor=executor)
-        with Journal(run_dir / JOURNAL, meta=meta, resume=resume, background=True) as journal:
+        with Journal(run_dir / JOURNAL, meta=meta, resume=resume, background=True,
+                     also_accept=also_accept) as journal:
+            # a session is recorded only once the journal is ours (not for a refused
+            # resume: another config, or the journal held by another process)
+            write_manifest(run_dir / MANIFEST, backends, resume=resume, executor=executor)
             done = journal.completed_keys()
             todo = [t for t in tasks if t.key not in done]
             say(f"running {len(todo)} of {len(tasks)} evaluations")
             closed = True
-            if sequential is not None:
-                summary = asyncio.run(_run_sequential(sequential, tasks, backends, journal,
-                                                      cfg, run_dir, say, progress))
-            elif executor == "ray":
-                summary = run_tasks_ray(todo, cfg=cfg, sink=journal, parse=_parse,
-                                        pool=pool, progress=progress)
-            else:
-                summary = asyncio.run(_run(todo, backends, journal, cfg, progress))
+            try:
+                if sequential is not None:
+                    summary = asyncio.run(_run_sequential(sequential, tasks, backends,
+                                                          journal, cfg, run_dir, say, progress))
+                elif executor == "ray":
+                    summary = run_tasks_ray(todo, cfg=cfg, sink=journal, parse=_parse,
+                                            pool=pool, progress=progress)
+                else:
+                    summary = asyncio.run(_run(todo, backends, journal, cfg, progress))
+            except KeyboardInterrupt as exc:
+                raise _interrupted(journal, len(tasks)) from exc
             counts = journal.counts()
+            if journal.rejected:
+                key, error = journal.rejected[0]
+                raise JournalError(MSG_REJECTED.format(path=journal.path,
+                                                       n=len(journal.rejected),
+                                                       key=key, error=error))
             if counts["failed"]:
                 raise EndpointError(
                     f"{counts['failed']} evaluations failed (see `error_class` in "
@@ -450,6 +558,17 @@ def run_audit(
         discarded=counts["discarded"],
         summary=summary,
     )
+
+
+def _interrupted(journal: Journal, planned: int) -> AuditInterrupted:
+    """The interrupt with its counts (the results queued so far are committed first)."""
+    counts = journal.counts()
+    done = counts["ok"] + counts["discarded"]
+    failed = f" ({counts['failed']} more failed)" if counts["failed"] else ""
+    return AuditInterrupted(
+        MSG_INTERRUPTED.format(done=done, planned=planned, journal=journal.path,
+                               failed=failed, missing=planned - done),
+        journaled=done, failed=counts["failed"], planned=planned)
 
 
 async def _run(todo: list[EvalTask], backends: dict[tuple[str, int], Backend],

@@ -10,10 +10,7 @@ the source column and the fix.
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -21,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._read import MSG_SURROGATE, find_surrogate, read_jsonl, read_table
 from ..exceptions import InputError
 
 __all__ = ["CANONICAL_COLUMNS", "Catalog", "ColumnMap", "load_catalog"]
@@ -51,12 +49,6 @@ MSG_MISSING_COLUMN = (
     "catalog {path} has no column {column!r} (mapped to `{field}`); available columns: "
     "{available}. Pass `columns=ColumnMap(...)` naming the right column"
 )
-MSG_DECODE = (
-    "catalog {path}: bytes that are not valid UTF-8 in data row {row} (file line {line})"
-    "{column}; re-save the file as UTF-8"
-)
-MSG_BAD_JSON = "catalog {path}: data row {row} (line {row}) is not a JSON object: {error}"
-MSG_PARSE = "cannot parse catalog {path}: {error}"
 MSG_MISSING_ID = (
     "catalog column {column!r} (`id`) is empty in data row(s) {rows}; every product needs an id"
 )
@@ -243,50 +235,18 @@ def _column_map(columns: ColumnMap | Mapping[str, str] | None) -> ColumnMap:
 
 
 def _read_table(path: Path) -> pd.DataFrame:
+    """Every cell as text, through the reading layer (:mod:`recaudit._read`): bytes that
+    are not UTF-8, a corrupt Parquet file, a CSV the parser rejects, a header without
+    rows, a JSON line that is not an object or holds a lone surrogate escape -- each an
+    :class:`InputError` naming the data row (and column)."""
     suffix = path.suffix.lower()
     if suffix in {".parquet", ".pq"}:
-        try:
-            frame = pd.read_parquet(path)
-        except Exception as exc:  # pyarrow raises many types; report them uniformly
-            raise InputError(MSG_PARSE.format(path=path, error=exc)) from exc
-        return frame.astype("string").fillna("")
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(_decode_message(path, raw, exc, csv_format=suffix == ".csv")) from exc
+        return read_table(path, what="catalog").astype("string").fillna("")
     if suffix == ".csv":
-        try:
-            frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
-        except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-            raise InputError(MSG_PARSE.format(path=path, error=exc)) from exc
-        return frame
-    records = []
-    for row, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            raise InputError(MSG_BAD_JSON.format(path=path, row=row, error=exc)) from exc
-        if not isinstance(obj, dict):
-            raise InputError(MSG_BAD_JSON.format(path=path, row=row, error="not an object"))
-        records.append({k: "" if v is None else str(v) for k, v in obj.items()})
+        return read_table(path, what="catalog", dtype=str, keep_default_na=False)
+    records = [{k: "" if v is None else str(v) for k, v in obj.items()}
+               for obj in read_jsonl(path, what="catalog")]
     return pd.DataFrame.from_records(records).fillna("")
-
-
-def _decode_message(path: Path, raw: bytes, exc: UnicodeDecodeError, *, csv_format: bool) -> str:
-    """Locate an undecodable byte: file line, 1-based data row and (CSV) column."""
-    prefix = raw[: exc.start].decode("utf-8", errors="replace")
-    line = prefix.count("\n") + 1
-    if not csv_format:
-        return MSG_DECODE.format(path=path, row=line, line=line, column="")
-    records = list(csv.reader(io.StringIO(prefix + "\x00")))  # sentinel keeps the last field
-    header = records[0] if records else []
-    row = max(len(records) - 1, 1)
-    field_index = len(records[-1]) - 1 if records else 0
-    column = f", column {header[field_index]!r}" if 0 <= field_index < len(header) else ""
-    return MSG_DECODE.format(path=path, row=row, line=line, column=column)
 
 
 def _rows(mask: pd.Series) -> str:
@@ -342,7 +302,15 @@ def _build(frame: pd.DataFrame, cmap: ColumnMap, source: str) -> Catalog:
 def _content_hash(items: pd.DataFrame) -> str:
     h = hashlib.sha256()
     h.update("\x1f".join(items.columns).encode())
-    for row in items.itertuples(index=False):
+    for i, row in enumerate(items.itertuples(index=False), start=1):
         h.update(b"\x1e")
-        h.update("\x1f".join("" if pd.isna(v) else str(v) for v in row).encode("utf-8"))
+        text = "\x1f".join("" if pd.isna(v) else str(v) for v in row)
+        try:
+            h.update(text.encode("utf-8"))
+        except UnicodeEncodeError:  # a lone surrogate (an in-memory table)
+            found = find_surrogate(list(row))
+            column = items.columns[int(found[1].split()[-1])] if found else "?"
+            raise InputError(MSG_SURROGATE.format(
+                what="catalog", path="<frame>", row=i, column=f", column {column!r}",
+                escape=found[0] if found else "?")) from None
     return h.hexdigest()

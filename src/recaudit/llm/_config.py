@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any, Literal
 from .._toml import read_toml
 from ..exceptions import ConfigError, InputError
 from ._designs import design_orders
+from .backends._openai import check_base_url, check_key_env, looks_like_key
 
 __all__ = [
     "AuditConfig",
@@ -31,8 +33,11 @@ __all__ = [
     "QueriesConfig",
     "RetrievalConfig",
     "SimulatedParams",
+    "config_fingerprint",
     "config_hash",
+    "config_identity",
     "config_to_dict",
+    "legacy_config_hash",
     "load_config",
     "parse_config",
 ]
@@ -209,6 +214,7 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path) -> AuditConfig:
     -------
     AuditConfig
     """
+    _refuse_secrets(data)
     _keys(data, _TOP, "")
     for required in ("catalog", "queries", "models"):
         if required not in data:
@@ -259,25 +265,161 @@ def config_to_dict(cfg: AuditConfig) -> dict[str, Any]:
     return clean(asdict(cfg))
 
 
+def _strip_operational(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip_operational(v) for k, v in value.items()
+                if k not in OPERATIONAL_KEYS}
+    if isinstance(value, list):
+        return [_strip_operational(v) for v in value]
+    return value
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(2**20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+#: Model files larger than this are identified by their size and first and last MiB
+#: (a full hash of a multi-GB GGUF would cost seconds on every run and resume).
+_WHOLE_HASH_BYTES = 64 * 2**20
+
+
+def _model_fingerprint(path: Path) -> str:
+    """What a model file or folder IS, wherever it lies: file names, sizes and the
+    content of small files (large ones: size, first and last MiB)."""
+    h = hashlib.sha256()
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for f in files:
+        rel = f.name if f == path else f.relative_to(path).as_posix()
+        size = f.stat().st_size
+        h.update(f"{rel}\x1f{size}\x1e".encode())
+        with f.open("rb") as fh:
+            if size <= _WHOLE_HASH_BYTES:
+                h.update(fh.read())
+            else:
+                h.update(fh.read(2**20))
+                fh.seek(-(2**20), 2)
+                h.update(fh.read())
+    return h.hexdigest()
+
+
+def config_identity(cfg: AuditConfig) -> dict[str, Any]:
+    """What the run depends on: the resolved config without :data:`OPERATIONAL_KEYS`,
+    with every file replaced by what it holds, not where it is.
+
+    The catalog's path is left out (its content is ``catalog_sha256``, checked beside
+    the config hash); the query file and the prompt template count by their SHA-256;
+    a model folder or file (``retrieval.model``, a ``local`` model) by its names, sizes
+    and content (:func:`_model_fingerprint`). So the same config copied to another
+    folder, or written with absolute paths, has the same identity; changing what a
+    file holds changes it.
+    """
+    data = _strip_operational(config_to_dict(cfg))
+    data["catalog"].pop("path", None)
+    if cfg.queries.file is not None:
+        data["queries"]["file"] = {"sha256": _file_sha256(cfg.queries.file)}
+    if cfg.prompt.template is not None:
+        data["prompt"]["template"] = {"sha256": _file_sha256(cfg.prompt.template)}
+    if cfg.retrieval.model is not None:
+        data["retrieval"]["model"] = {"fingerprint": _model_fingerprint(cfg.retrieval.model)}
+    for entry, model in zip(data["models"], cfg.models, strict=True):
+        path = getattr(model.params, "model", None)
+        if isinstance(path, Path):
+            entry["params"]["model"] = {"fingerprint": _model_fingerprint(path)}
+    return data
+
+
 def config_hash(cfg: AuditConfig) -> str:
-    """SHA-256 of the resolved config without :data:`OPERATIONAL_KEYS`.
+    """SHA-256 of :func:`config_identity` (what the run depends on).
 
     Two configs with the same hash plan and measure the same evaluations, so a
-    journal may be resumed with either.
+    journal may be resumed with either: operational keys may differ, and so may the
+    folders the files lie in.
     """
+    return config_fingerprint(cfg)[0]
 
-    def strip(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k not in OPERATIONAL_KEYS}
-        if isinstance(value, list):
-            return [strip(v) for v in value]
-        return value
 
-    text = json.dumps(strip(config_to_dict(cfg)), sort_keys=True)
+def config_fingerprint(cfg: AuditConfig) -> tuple[str, str]:
+    """``(config_hash, identity)``: the hash and the JSON of :func:`config_identity`
+    it is computed from (the journal keeps both, to name the settings that differ)."""
+    text = json.dumps(config_identity(cfg), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest(), text
+
+
+def legacy_config_hash(cfg: AuditConfig) -> str:
+    """The config hash journals written before :func:`config_identity` carry (the
+    resolved config with its paths as written): accepted on resume, so those runs
+    still continue."""
+    text = json.dumps(_strip_operational(config_to_dict(cfg)), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 # -- helpers -----------------------------------------------------------------------
+
+MSG_SECRET_IN_FIELD = (
+    "`{field}` holds the API key of {origin}; a key belongs in the environment only "
+    "(the config names its variable with `api_key_env`), never in a setting, which is "
+    "written to the run folder, run.json and reports: remove it from `{field}`"
+)
+#: Keys shorter than this are not searched for in the other settings (too many
+#: innocent matches).
+MIN_SECRET_LEN = 8
+
+
+def _secrets_of(data: Mapping[str, Any]) -> dict[str, str]:
+    """The API keys a raw config refers to, each with where it comes from: the value
+    of each variable named by a model's ``api_key_env``, and an ``api_key_env`` value
+    that is a pasted key rather than a variable name."""
+    secrets: dict[str, str] = {}
+    models = data.get("models")
+    for i, t in enumerate(models if isinstance(models, list) else []):
+        env = t.get("api_key_env") if isinstance(t, Mapping) else None
+        if not isinstance(env, str) or not env:
+            continue
+        hidden = looks_like_key(env)
+        origin = f"the variable named by `models[{i}].api_key_env`" if hidden \
+            else f"`{env}`"
+        value = os.environ.get(env) if not hidden or env.isidentifier() else None
+        if value and len(value) >= MIN_SECRET_LEN:
+            secrets[value] = origin
+        if hidden and len(env) >= MIN_SECRET_LEN:
+            secrets[env] = f"`models[{i}].api_key_env` (a key, not a variable name)"
+    return secrets
+
+
+def _strings(value: Any, where: str) -> list[tuple[str, str]]:
+    """``(setting, text)`` for every string in a raw config (keys of tables included;
+    array items as ``name[i]``)."""
+    if isinstance(value, str):
+        return [(where, value)]
+    out: list[tuple[str, str]] = []
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            name = f"{where}.{k}" if where else str(k)
+            out += [(name, str(k))] + _strings(v, name)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _strings(v, f"{where}[{i}]")
+    return out
+
+
+def _refuse_secrets(data: Mapping[str, Any]) -> None:
+    """A :class:`ConfigError` when any setting holds an API key the config refers to
+    (the message names the setting, never the key). Runs before any other check, so
+    no later message can quote a setting that holds a key."""
+    secrets = _secrets_of(data)
+    if not secrets:
+        return
+    for where, text in _strings(data, ""):
+        if where.endswith("].api_key_env"):
+            continue  # the variable's NAME (a pasted key there is refused on its own)
+        for secret, origin in secrets.items():
+            if secret in text:
+                raise ConfigError(MSG_SECRET_IN_FIELD.format(field=where, origin=origin))
+
 
 
 def _keys(table: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> None:
@@ -460,14 +602,15 @@ def _models(value: Any, base_dir: Path) -> tuple[ModelConfig, ...]:
 def _params(backend: str, t: Mapping[str, Any], where: str, base_dir: Path
             ) -> OpenAIParams | LocalParams | SimulatedParams:
     if backend == "openai":
-        base_url = _str(t, "base_url", where)
-        if base_url is None or not base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"`{where}.base_url` is required and must start with "
-                              f"http:// or https://, got {base_url!r}")
+        if "base_url" not in t:
+            raise ConfigError(f"`{where}.base_url` is required, e.g. "
+                              "http://127.0.0.1:8080/v1")
+        # neither check shows the value: it may be a key pasted in the wrong place
+        base_url = check_base_url(t["base_url"], f"{where}.base_url")
         return OpenAIParams(
             base_url=base_url,
             model=_str(t, "model", where, default=t["name"]),
-            api_key_env=_str(t, "api_key_env", where),
+            api_key_env=check_key_env(t.get("api_key_env"), f"{where}.api_key_env"),
             concurrency=_int(t, "concurrency", where, default=8, minimum=1),
             rate_limit_per_s=_float(t, "rate_limit_per_s", where, default=None, low=0,
                                     open_low=True),

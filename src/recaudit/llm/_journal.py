@@ -17,6 +17,13 @@ Rows have one of three statuses:
 - ``failed`` -- the backend gave up (endpoint errors after all retries). Not an
   outcome: failed rows are re-attempted by ``--resume`` and never reach the
   evaluations table.
+
+Any text an endpoint returns is journaled: NUL characters and megabytes as they are;
+text that no UTF-8 store can hold (a lone surrogate such as a JSON ``\\ud800``
+escape decodes to) is stored as its JSON string literal and the row's ``escaped``
+column names the fields so stored -- a recorded, reversible escape
+(:func:`unescape_row`). A record SQLite still refuses costs only itself, never the
+other records of its batch (:attr:`Journal.rejected`).
 """
 
 from __future__ import annotations
@@ -28,10 +35,11 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import pandas as pd
 
@@ -44,7 +52,9 @@ __all__ = [
     "Journal",
     "MemorySink",
     "ResultSink",
+    "escape_row",
     "records_to_frame",
+    "unescape_row",
 ]
 
 Status = Literal["ok", "discarded", "failed"]
@@ -81,7 +91,13 @@ EVALUATION_COLUMNS = (
     "retries",
     "choice_probs",
     "outside_mass",
+    "escaped",
 )
+
+#: Text columns that may carry what an endpoint returned: escaped when no UTF-8 store
+#: can hold them (the key columns come from validated inputs and are never escaped).
+TEXT_FIELDS = ("order", "identifiers", "selected_item_id", "raw_response", "discard_reason",
+               "error_class", "error_message")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -113,16 +129,24 @@ CREATE TABLE IF NOT EXISTS evaluations (
     choice_probs TEXT,
     attempts INTEGER NOT NULL DEFAULT 1,
     outside_mass REAL,
+    escaped TEXT,
     PRIMARY KEY (model, k, temperature, condition, query_id, perm_index, sample_index)
 );
 """
 
 _UPSERT = """
-INSERT INTO evaluations VALUES (
+INSERT INTO evaluations (
+    model, k, temperature, condition, query_id, perm_index, sample_index,
+    status, "order", identifiers, selected_position, selected_original_index,
+    selected_item_id, raw_response, discard_reason, error_class, error_message,
+    latency_s, prompt_tokens, completion_tokens, retries, choice_probs, attempts,
+    outside_mass, escaped
+) VALUES (
     :model, :k, :temperature, :condition, :query_id, :perm_index, :sample_index,
     :status, :order, :identifiers, :selected_position, :selected_original_index,
     :selected_item_id, :raw_response, :discard_reason, :error_class, :error_message,
-    :latency_s, :prompt_tokens, :completion_tokens, :retries, :choice_probs, 1, :outside_mass
+    :latency_s, :prompt_tokens, :completion_tokens, :retries, :choice_probs, 1, :outside_mass,
+    :escaped
 )
 ON CONFLICT (model, k, temperature, condition, query_id, perm_index, sample_index)
 DO UPDATE SET
@@ -135,7 +159,7 @@ DO UPDATE SET
     error_message = excluded.error_message, latency_s = excluded.latency_s,
     prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,
     retries = excluded.retries, choice_probs = excluded.choice_probs,
-    outside_mass = excluded.outside_mass,
+    outside_mass = excluded.outside_mass, escaped = excluded.escaped,
     attempts = evaluations.attempts + 1
 WHERE evaluations.status = 'failed'
 """
@@ -149,8 +173,26 @@ MSG_MISMATCH = (
     "{old!r}, this config gives {new!r}); resume with the original config or choose "
     "another `--out` folder"
 )
+MSG_MISMATCH_SETTINGS = (
+    "journal {path} was written with a different config (config_hash differs: "
+    "{changes}); resume with the original config or choose another `--out` folder"
+)
+MSG_NO_META = (
+    "journal {path} holds {n} evaluation rows but no record of the config they were run "
+    "with (its meta table is empty); it cannot be resumed safely: start the run again "
+    "in another `--out` folder"
+)
+#: The meta entry holding the config identity (JSON) that names differing settings;
+#: compared through ``config_hash``, not on its own.
+CONFIG_META = "config"
+#: Most differing settings a mismatch message lists.
+_MAX_CHANGES = 4
 MSG_LOCKED = "journal {path} is in use by another running process; wait for it or stop it"
 MSG_MISSING = "no journal at {path}; there is nothing to resume (drop `--resume`)"
+MSG_REJECTED = (
+    "journal {path}: {n} result(s) could not be journaled (first: {key}: {error}); the "
+    "other results are kept, and `--resume` runs exactly the missing ones again"
+)
 
 
 @dataclass(frozen=True, order=True)
@@ -238,7 +280,52 @@ class EvalRecord:
             choice_probs=None if self.choice_probs is None else json.dumps(self.choice_probs),
             outside_mass=self.outside_mass,
         )
-        return row
+        return escape_row(row)
+
+
+def _storable(text: str) -> bool:
+    """Whether UTF-8 (SQLite text, Parquet, JSON files) can hold ``text``."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def escape_row(row: dict[str, object]) -> dict[str, object]:
+    """Store each :data:`TEXT_FIELDS` value that UTF-8 cannot hold (a lone surrogate)
+    as its JSON string literal, naming those fields in ``row["escaped"]``
+    (comma-separated; ``None`` when nothing was escaped). In place; returns ``row``."""
+    escaped = []
+    for name in TEXT_FIELDS:
+        value = row.get(name)
+        if isinstance(value, str) and not _storable(value):
+            row[name] = json.dumps(value)  # ASCII: every surrogate as a \\uXXXX escape
+            escaped.append(name)
+    row["escaped"] = ",".join(escaped) or None
+    return row
+
+
+def unescape_row(row: Mapping[str, object]) -> dict[str, object]:
+    """The exact text of a journal or evaluations-table row: the fields named in its
+    ``escaped`` column are decoded from their JSON string literals (see
+    :func:`escape_row`). Returns a new dict.
+
+    Examples
+    --------
+    >>> unescape_row({"raw_response": '"a\\\\ud800"', "escaped": "raw_response"})["raw_response"]
+    'a\\ud800'
+    """
+    out = dict(row)
+    names = out.get("escaped")
+    if isinstance(names, str) and names:
+        for name in names.split(","):
+            value = out.get(name)
+            if isinstance(value, str):
+                out[name] = json.loads(value)
+    return out
 
 
 class ResultSink(Protocol):
@@ -277,8 +364,9 @@ def records_to_frame(rows: Iterable[Mapping[str, object]]) -> pd.DataFrame:
     df = pd.DataFrame(list(rows))
     if df.empty:
         df = pd.DataFrame(columns=[*EVALUATION_COLUMNS, "status"])
-    if "outside_mass" not in df.columns:  # rows of a journal older than the column
-        df["outside_mass"] = None
+    for col in ("outside_mass", "escaped"):  # rows of a journal older than the column
+        if col not in df.columns:
+            df[col] = None
     df = df.sort_values(list(KEY_FIELDS), kind="mergesort").reset_index(drop=True)
     out = df.loc[:, list(EVALUATION_COLUMNS)].copy()
     for col in ("selected_position", "selected_original_index", "prompt_tokens",
@@ -290,7 +378,8 @@ def records_to_frame(rows: Iterable[Mapping[str, object]]) -> pd.DataFrame:
         out[col] = out[col].astype("float64")
     for col in ("query_id", "order", "model", "condition", "identifiers"):
         out[col] = out[col].astype("string")
-    for col in ("selected_item_id", "raw_response", "discard_reason", "choice_probs"):
+    for col in ("selected_item_id", "raw_response", "discard_reason", "choice_probs",
+                "escaped"):
         out[col] = out[col].astype("string")
     return out
 
@@ -330,11 +419,21 @@ class Journal:
         lose, in wall time).
     background : bool
         Commit in a writer thread instead of inside :meth:`write`.
+    also_accept : mapping of str to collection of str, optional
+        Other stored meta values that match on resume (e.g. the config hash an older
+        version computed for the same config).
+
+    Notes
+    -----
+    The tables and the meta rows of a new journal are written in one transaction. A
+    journal left without meta rows (by a version that wrote them separately and was
+    killed in between) and without evaluation rows is initialised by ``resume``.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, meta: Mapping[str, str],
                  resume: bool, commit_every: int = 64,
-                 commit_interval_s: float = 0.05, background: bool = False) -> None:
+                 commit_interval_s: float = 0.05, background: bool = False,
+                 also_accept: Mapping[str, Collection[str]] | None = None) -> None:
         path, meta = _journal_iv(path, meta, commit_every, commit_interval_s)
         self.path = path
         self.commit_every = commit_every
@@ -346,6 +445,9 @@ class Journal:
         self._wake = threading.Event()
         self._closing = False
         self._writer_error: BaseException | None = None
+        #: Records SQLite refused on their own account: (key, error); not journaled,
+        #: so ``--resume`` runs them again. ``run_audit`` reports them.
+        self.rejected: list[tuple[EvalKey, str]] = []
         self._thread: threading.Thread | None = None
         if resume and not path.exists():
             raise JournalError(MSG_MISSING.format(path=path))
@@ -362,18 +464,28 @@ class Journal:
                                          check_same_thread=False)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(_SCHEMA)
-            self._add_missing_columns()
-            if resume:
-                self._check_meta(meta)
-            else:
-                self._conn.executemany(
-                    "INSERT INTO meta VALUES (?, ?)", sorted(meta.items())
-                )
+            # tables and meta rows in ONE transaction: a process killed while creating
+            # the journal leaves no journal without its identity
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        self._conn.execute(statement)
+                self._add_missing_columns()
+                if resume:
+                    self._check_meta(meta, also_accept or {})
+                else:
+                    self._conn.executemany(
+                        "INSERT INTO meta VALUES (?, ?)", sorted(meta.items())
+                    )
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
             self.close()
             raise JournalError(f"journal {path} cannot be used: {exc}") from exc
-        except JournalError:
+        except BaseException:  # JournalError, or interrupted: release the lock
             self.close()
             raise
         if background:
@@ -382,19 +494,28 @@ class Journal:
             self._thread.start()
 
     def _add_missing_columns(self) -> None:
-        """Journals written before ``outside_mass`` existed gain it (NULL) on open."""
+        """Journals written before ``outside_mass`` or ``escaped`` existed gain them
+        (NULL) on open."""
         cols = {row[1] for row in self._conn.execute("PRAGMA table_info(evaluations)")}
-        if "outside_mass" not in cols:
-            self._conn.execute("ALTER TABLE evaluations ADD COLUMN outside_mass REAL")
+        for name, kind in (("outside_mass", "REAL"), ("escaped", "TEXT")):
+            if name not in cols:
+                self._conn.execute(f"ALTER TABLE evaluations ADD COLUMN {name} {kind}")
 
-    def _check_meta(self, meta: Mapping[str, str]) -> None:
+    def _check_meta(self, meta: Mapping[str, str],
+                    also_accept: Mapping[str, Collection[str]]) -> None:
         stored = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
-        for field, new in sorted(meta.items()):
-            old = stored.get(field)
-            if old != new:
-                raise JournalError(
-                    MSG_MISMATCH.format(path=self.path, field=field, old=old, new=new)
-                )
+        if meta and not stored:
+            # created by a process killed between the tables and the meta rows (before
+            # both were one transaction): nothing was run, so initialise it
+            n = self._conn.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0]
+            if n:
+                raise JournalError(MSG_NO_META.format(path=self.path, n=n))
+            self._conn.executemany("INSERT INTO meta VALUES (?, ?)", sorted(meta.items()))
+            return
+        check_meta(self.path, stored, meta, also_accept)
+        if CONFIG_META in meta and CONFIG_META not in stored:  # a journal older than it
+            self._conn.execute("INSERT INTO meta VALUES (?, ?)",
+                               (CONFIG_META, meta[CONFIG_META]))
 
     @property
     def meta(self) -> dict[str, str]:
@@ -427,15 +548,32 @@ class Journal:
             raise JournalError(f"journal {self.path}: writing results failed: {exc}") from exc
 
     def _commit_pending(self) -> None:
+        """One transaction for every pending row. A row SQLite refuses on its own
+        account (:data:`_ROW_ERRORS`: text it cannot bind, a value out of range or
+        beyond SQLite's size limit) costs only itself: the batch is then written row by row and the
+        refused rows go to :attr:`rejected`. Any other error (disk, lock) keeps the
+        whole batch pending for the next try and is raised."""
         with self._db_lock:
             n = len(self._pending)
             if n:
                 batch = [self._pending.popleft() for _ in range(n)]
                 self._conn.execute("BEGIN IMMEDIATE")
                 try:
-                    self._conn.executemany(_UPSERT, batch)
+                    try:
+                        self._conn.executemany(_UPSERT, batch)
+                    except _ROW_ERRORS:
+                        # start again row by row: rows executemany applied before the
+                        # bad one must not be applied twice (attempts would grow)
+                        self._conn.execute("ROLLBACK")
+                        self._conn.execute("BEGIN IMMEDIATE")
+                        for row in batch:
+                            try:
+                                self._conn.execute(_UPSERT, row)
+                            except _ROW_ERRORS as exc:
+                                self.rejected.append((_key_of(row), _describe_error(exc)))
                 except BaseException:
-                    self._conn.execute("ROLLBACK")
+                    if self._conn.in_transaction:
+                        self._conn.execute("ROLLBACK")
                     self._pending.extendleft(reversed(batch))  # kept for the next try
                     raise
                 self._conn.execute("COMMIT")
@@ -526,6 +664,104 @@ class Journal:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def check_meta(path: Path, stored: Mapping[str, str], meta: Mapping[str, str],
+               also_accept: Mapping[str, Collection[str]] | None = None) -> None:
+    """Raise :class:`JournalError` when ``stored`` (a journal's meta) does not match
+    ``meta`` (this run's).
+
+    Every key of ``meta`` but :data:`CONFIG_META` must be equal (or one of
+    ``also_accept[key]``); a ``config_hash`` mismatch names the settings that differ
+    when both sides hold their :data:`CONFIG_META` identity.
+    """
+    accept = also_accept or {}
+    for field, new in sorted(meta.items()):
+        if field == CONFIG_META:
+            continue
+        old = stored.get(field)
+        if old == new or (old is not None and old in accept.get(field, ())):
+            continue
+        if field == "config_hash" and CONFIG_META in stored and CONFIG_META in meta:
+            changes = settings_changes(stored[CONFIG_META], meta[CONFIG_META])
+            if changes:
+                raise JournalError(MSG_MISMATCH_SETTINGS.format(path=path, changes=changes))
+        raise JournalError(MSG_MISMATCH.format(path=path, field=field, old=old, new=new))
+
+
+def read_meta(path: str | os.PathLike[str]) -> dict[str, str]:
+    """A journal's meta, read-only (no lock, nothing written); ``{}`` when the file
+    has no meta table. Raises :class:`JournalError` when it is not a SQLite file."""
+    uri = f"file:{Path(path).resolve()}?mode=ro"
+    try:
+        with closing(sqlite3.connect(uri, uri=True, timeout=5)) as conn:
+            return dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return {}
+        raise JournalError(f"journal {path} cannot be used: {exc}") from exc
+    except sqlite3.DatabaseError as exc:
+        raise JournalError(f"journal {path} cannot be used: {exc}") from exc
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Dotted paths to the leaves of a JSON value; list items that are tables with a
+    ``name`` are keyed by it (``models.remote.params.p_bias``)."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out or {prefix: {}}
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        out = {}
+        for i, v in enumerate(value):
+            name = v.get("name", i)
+            inner = {k: x for k, x in v.items() if k != "name"}
+            out.update(_flatten(inner, f"{prefix}.{name}"))
+        return out
+    return {prefix: value}
+
+
+def settings_changes(old_json: str, new_json: str) -> str:
+    """The settings that differ between two config identities (JSON), e.g.
+    ```design.n_perms`: journal has 20, this config gives 10``; ``""`` when none
+    (or when either does not parse)."""
+    try:
+        old, new = _flatten(json.loads(old_json)), _flatten(json.loads(new_json))
+    except ValueError:
+        return ""
+    names = sorted(k for k in old.keys() | new.keys() if old.get(k, _ABSENT) != new.get(k, _ABSENT))
+    parts = [f"`{n}`: journal has {_show(old.get(n, _ABSENT))}, this config gives "
+             f"{_show(new.get(n, _ABSENT))}" for n in names[:_MAX_CHANGES]]
+    if len(names) > _MAX_CHANGES:
+        parts.append(f"and {len(names) - _MAX_CHANGES} more")
+    return "; ".join(parts)
+
+
+_ABSENT = object()
+
+
+def _show(value: object) -> str:
+    if value is _ABSENT:
+        return "nothing"
+    text = json.dumps(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+#: Errors that belong to one row's values (what an endpoint returned: text SQLite
+#: cannot bind, an integer beyond 64 bits, a value beyond SQLite's size limit): that row
+#: is refused alone. Anything else -- locked, disk full, I/O, or a constraint our own
+#: code broke -- keeps the batch pending and is raised.
+_ROW_ERRORS = (UnicodeError, OverflowError, sqlite3.DataError)
+
+
+def _key_of(row: Mapping[str, object]) -> EvalKey:
+    return EvalKey(*(row[f] for f in KEY_FIELDS))  # type: ignore[arg-type]
+
+
+def _describe_error(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")[:300]
 
 
 def _journal_iv(

@@ -36,6 +36,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from .._io import to_jsonable, write_atomic, write_text_atomic
+from .._read import read_json
 from .._stats import Estimate, as_generator
 from .._toml import read_toml
 from ..exceptions import ConfigError, InputError
@@ -238,8 +239,11 @@ def calibration_requests(cfg: AuditConfig, mcfg: MitigationConfig, template: Pro
 def _prior_store(out_dir: Path) -> dict[str, Any]:
     path = out_dir / PRIOR_JSON
     if path.is_file():
-        loaded: dict[str, Any] = json.loads(path.read_text("utf-8"))
-        return loaded
+        loaded = read_json(path, what="the calibration priors")
+        if isinstance(loaded, dict):
+            return loaded
+        raise InputError(f"{path} is not a priors file written by `recaudit positional "
+                         "mitigate`; delete it to calibrate again")
     return {}
 
 

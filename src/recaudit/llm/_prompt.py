@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._read import one_line, read_text
 from .._stats import as_generator
 from ..exceptions import ConfigError, InputError
 from ._types import Candidate, ChatMessage, ChatRequest
@@ -125,9 +126,13 @@ class PromptTemplate:
         """
         p = Path(path)
         try:
-            data = tomllib.loads(p.read_text("utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(MSG_FILE.format(path=p, error=exc)) from exc
+            text = read_text(p, what="prompt template")
+        except InputError as exc:  # missing, unreadable, not UTF-8 (the line named)
+            raise ConfigError(str(exc)) from None
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(MSG_FILE.format(path=p, error=one_line(exc))) from None
         unknown = sorted(set(data) - _TEMPLATE_KEYS)
         if unknown:
             raise ConfigError(MSG_KEYS.format(path=p, keys=", ".join(map(repr, unknown))))

@@ -8,7 +8,6 @@ always co-occur in the catalog (a "red kurta for men" is only asked when one exi
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import string
@@ -19,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._read import read_jsonl, read_table, read_text
 from .._stats import as_generator
 from ..exceptions import InputError
 from ._catalog import Catalog
@@ -46,7 +46,6 @@ MSG_EMPTY_TEXT = "query file {path}: empty `text` in data row(s) {rows}"
 MSG_EMPTY_ID = "query file {path}: empty `query_id` in data row(s) {rows}"
 MSG_DUP_ID = "query file {path}: duplicate query_id {value!r} in data rows {rows}"
 MSG_NO_QUERIES = "query file {path} holds no queries"
-MSG_BAD_JSON = "query file {path}: data row {row} is not a JSON object"
 
 _GENDER_WORDS = {"unisex": "everyone", "unisex kids": "kids"}
 _TYPE_WORD = re.compile(r"^[A-Za-z][A-Za-z\-]{2,}$")
@@ -238,24 +237,17 @@ def load_queries(path: str | Path) -> tuple[Query, ...]:
     p = _load_queries_iv(path)
     suffix = p.suffix.lower()
     if suffix == ".txt":
-        lines = [ln.strip() for ln in p.read_text("utf-8").splitlines() if ln.strip()]
+        text = read_text(p, what="query file")
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
         width = max(4, len(str(len(lines))))
         frame = pd.DataFrame(
             {"query_id": [f"q{i:0{width}d}" for i in range(1, len(lines) + 1)], "text": lines}
         )
     elif suffix == ".csv":
-        frame = pd.read_csv(p, dtype=str, keep_default_na=False)
+        frame = read_table(p, what="query file", dtype=str, keep_default_na=False)
     else:
-        records = []
-        for row, line in enumerate(p.read_text("utf-8").splitlines(), start=1):
-            if line.strip():
-                try:
-                    obj = json.loads(line)
-                except ValueError as exc:
-                    raise InputError(MSG_BAD_JSON.format(path=p, row=row)) from exc
-                if not isinstance(obj, dict):
-                    raise InputError(MSG_BAD_JSON.format(path=p, row=row))
-                records.append({k: "" if v is None else str(v) for k, v in obj.items()})
+        records = [{k: "" if v is None else str(v) for k, v in obj.items()}
+                   for obj in read_jsonl(p, what="query file")]
         frame = pd.DataFrame.from_records(records)
     if len(frame) == 0:
         raise InputError(MSG_NO_QUERIES.format(path=p))

@@ -14,10 +14,11 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from .._read import read_table as read_file
 from .._stats import as_generator, holm
 from ..exceptions import InputError
 from ._analyze import MSG_IN_GROUP, _plain
-from ._evaluations import group_table, read_table
+from ._evaluations import check_unique_keys, group_table, read_table
 from ._exact import ExactAnalysis, analyze_exact
 from ._metrics import N_REPEATS
 
@@ -76,12 +77,14 @@ def read_exact_table(source: pd.DataFrame | str | Path) -> pd.DataFrame:
     else:
         path = Path(source)
         if path.is_file() and path.suffix.lower() == ".csv":
-            table = pd.read_csv(path, dtype={"query_id": str, "order": str})
+            table = read_file(path, what="evaluations table",
+                              dtype={"query_id": str, "order": str})
         elif path.is_file() and path.suffix.lower() in (".parquet", ".pq"):
-            table = pd.read_parquet(path)
+            table = read_file(path, what="evaluations table")
         else:
             return read_table(path)  # its message: no such file / unknown suffix
     check_exact_columns(table)
+    check_unique_keys(table)
     return table
 
 

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from .._read import read_table as read_file
 from ..exceptions import InputError
 
 __all__ = ["Evaluations", "GROUP_COLUMNS", "evaluations_from_table", "group_table", "read_table"]
@@ -33,11 +34,38 @@ MSG_BAD_SUFFIX = "cannot read {path}: use a .csv or .parquet file"
 MSG_NO_FILE = "no such file: {path}"
 MSG_ORDER_TOKENS = "row {row}, column `order`: {value!r} is not a list of integers"
 MSG_NOT_PERMUTATION = "row {row}, column `order`: {value!r} is not a permutation of 1..{k}"
+#: The start of both mixed-length messages below (which one depends on the `k` column).
 MSG_MIXED_K = (
     "column `order`: mixed k within one analysis group (row {row0} has k = {k0}, "
-    "row {row1} has k = {k1}); analyse each k separately with --by k"
+    "row {row1} has k = {k1})"
 )
-MSG_K_COLUMN = "row {row}, column `k`: {value!r} does not match the order length {k}"
+#: Orders of different lengths whose `k` column agrees with them: split by k.
+MSG_MIXED_K_BY = MSG_MIXED_K + "; analyse each k separately with `--by k`"
+#: Orders of different lengths and no `k` column: most likely one order is wrong.
+MSG_MIXED_K_NO_COLUMN = MSG_MIXED_K + (
+    "; the table has no `k` column: fix row {row1}'s order (every order lists each of "
+    "the k candidates once){split}"
+)
+MSG_SPLIT_HINT = (
+    ", or, if the table mixes candidate-set sizes, add a `k` column and analyse with "
+    "`--by k`"
+)
+MSG_K_COLUMN = (
+    "row {row}, column `k`: {value!r} does not match the order length {k}; fix that "
+    "row's order (it lists each of the k candidates once) or its `k`"
+)
+MSG_ORDER_FRACTION = (
+    "row {row}, column `order`: {value!r} holds {entry!r}, which is not a whole number; "
+    "an order lists original indices 1..k as integers"
+)
+#: The evaluation key: one row per key in a table written by `positional run`.
+KEY_COLUMNS = ("model", "k", "temperature", "condition", "query_id", "perm_index",
+               "sample_index")
+MSG_DUPLICATE_KEY = (
+    "data rows {rows} have the same evaluation key ({key}){more}; each evaluation must "
+    "appear once (was a table concatenated twice, or two runs merged?): drop the "
+    "repeated rows, or analyse the tables separately"
+)
 MSG_K_TOO_SMALL = "row {row}, column `order`: k must be >= 2, got {k}"
 MSG_POSITION = "row {row}, column `selected_position`: {value!r} is not a position in 1..{k}"
 MSG_QUERY_ID = "row {row}, column `query_id`: missing query id"
@@ -116,7 +144,15 @@ class Evaluations:
 
 
 def read_table(source: str | Path | pd.DataFrame) -> pd.DataFrame:
-    """Read an evaluations table from CSV/Parquet (or take a DataFrame, uncopied)."""
+    """Read an evaluations table from CSV/Parquet (or take a DataFrame, uncopied).
+
+    Files go through the reading layer (:mod:`recaudit._read`): bytes that are not
+    UTF-8, a corrupt Parquet file, a CSV the parser rejects or a header without rows
+    are an :class:`InputError` naming the file. A table whose evaluation keys
+    (:data:`KEY_COLUMNS`, those present; checked when ``perm_index`` or
+    ``sample_index`` is a column) repeat is refused naming the rows: a repeated
+    evaluation would be counted twice.
+    """
     if isinstance(source, pd.DataFrame):
         table = source
     else:
@@ -125,9 +161,10 @@ def read_table(source: str | Path | pd.DataFrame) -> pd.DataFrame:
             raise InputError(MSG_NO_FILE.format(path=path))
         suffix = path.suffix.lower()
         if suffix == ".csv":
-            table = pd.read_csv(path, dtype={"query_id": str, "order": str})
+            table = read_file(path, what="evaluations table",
+                              dtype={"query_id": str, "order": str})
         elif suffix in (".parquet", ".pq"):
-            table = pd.read_parquet(path)
+            table = read_file(path, what="evaluations table")
         else:
             raise InputError(MSG_BAD_SUFFIX.format(path=path))
     for col in REQUIRED_COLUMNS:
@@ -137,7 +174,46 @@ def read_table(source: str | Path | pd.DataFrame) -> pd.DataFrame:
             )
     if len(table) == 0:
         raise InputError(MSG_EMPTY)
+    if "_row" not in table.columns:  # a group of group_table was checked whole
+        check_unique_keys(table)
     return table
+
+
+def check_unique_keys(table: pd.DataFrame) -> None:
+    """Refuse repeated evaluation keys (see :func:`read_table`), naming the rows.
+
+    Without ``perm_index`` and ``sample_index`` a table has no evaluation identity
+    (several evaluations of one query with one order are legitimate: a sampled
+    design draws with replacement, the ``decoding`` condition repeats the identity
+    order), so nothing is checked.
+    """
+    if "perm_index" not in table.columns and "sample_index" not in table.columns:
+        return
+    cols = [c for c in KEY_COLUMNS if c in table.columns]
+    repeated = table.duplicated(cols, keep=False).to_numpy()
+    if not repeated.any():
+        return
+    first = int(np.argmax(repeated))
+    key = table.iloc[first][cols]
+    same = np.flatnonzero(repeated & _null_equal(table[cols], key))
+    shown = ", ".join(str(i + 1) for i in same[:10]) + (" ..." if same.size > 10 else "")
+    n_rows = int(repeated.sum())
+    more = f"; {n_rows} rows in all repeat a key" if n_rows > same.size else ""
+    text = ", ".join(f"{c}={key[c]!r}" for c in cols)
+    raise InputError(MSG_DUPLICATE_KEY.format(rows=shown, key=text, more=more))
+
+
+def _null_equal(frame: pd.DataFrame, key: pd.Series) -> npt.NDArray[np.bool_]:
+    """Rows equal to ``key`` where missing values count as equal (as in
+    ``DataFrame.duplicated``)."""
+    eq = np.ones(len(frame), dtype=bool)
+    for c in frame.columns:
+        col = frame[c]
+        if pd.isna(key[c]):
+            eq &= col.isna().to_numpy()
+        else:
+            eq &= (col == key[c]).fillna(False).to_numpy(dtype=bool)
+    return eq
 
 
 def group_table(
@@ -170,14 +246,9 @@ def evaluations_from_table(table: pd.DataFrame | str | Path) -> Evaluations:
     """
     table = _with_row_numbers(read_table(table))
     rows = table["_row"].to_numpy(dtype=np.int64)
-    orders = _parse_orders(table["order"].tolist(), rows)
+    orders = _parse_orders(table["order"].tolist(), rows,
+                           k_column=table["k"] if "k" in table.columns else None)
     k = orders.shape[1]
-    if "k" in table.columns:
-        kcol = pd.to_numeric(table["k"], errors="coerce").to_numpy()
-        bad = np.flatnonzero(kcol != k)
-        if bad.size:
-            i = bad[0]
-            raise InputError(MSG_K_COLUMN.format(row=rows[i], value=table["k"].iloc[i], k=k))
     qid = table["query_id"]
     missing = np.flatnonzero(qid.isna().to_numpy())
     if missing.size:
@@ -209,7 +280,35 @@ def _with_row_numbers(table: pd.DataFrame) -> pd.DataFrame:
     return table.assign(_row=np.arange(1, len(table) + 1))
 
 
-def _parse_orders(values: list[Any], rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+def _order_entry(token: Any) -> int:
+    """One order entry as an int; a float must be whole (``2.0``), never truncated
+    (``1.9`` is an error, not ``1``); bools and other types are errors."""
+    if isinstance(token, bool | np.bool_):
+        raise TypeError(token)
+    if isinstance(token, int | np.integer):
+        return int(token)
+    if isinstance(token, float | np.floating):
+        if not float(token).is_integer():
+            raise _Fraction(token)
+        return int(token)
+    if isinstance(token, str):
+        return int(token)
+    raise TypeError(token)
+
+
+class _Fraction(ValueError):
+    """An order entry that is a number but not a whole one (internal)."""
+
+
+def _parse_orders(values: list[Any], rows: npt.NDArray[np.int64],
+                  k_column: pd.Series | None = None) -> npt.NDArray[np.int64]:
+    """Orders as 0-based original indices, shape (n, k).
+
+    Every order must be a permutation of 1..k with one k for all rows. With a ``k``
+    column, each row's order length is checked against its k first (that row is
+    then named); orders of different lengths whose k column agrees are mixed
+    candidate-set sizes, to be analysed ``--by k``.
+    """
     parsed: list[list[int]] = []
     for value, row in zip(values, rows, strict=True):
         if isinstance(value, str):
@@ -219,23 +318,51 @@ def _parse_orders(values: list[Any], rows: npt.NDArray[np.int64]) -> npt.NDArray
         else:
             raise InputError(MSG_ORDER_TOKENS.format(row=row, value=value))
         try:
-            parsed.append([int(t) for t in tokens])
-        except (TypeError, ValueError):
-            raise InputError(MSG_ORDER_TOKENS.format(row=row, value=value)) from None
+            parsed.append([_order_entry(t) for t in tokens])
+        except _Fraction as exc:
+            raise InputError(MSG_ORDER_FRACTION.format(row=row, value=_show(value),
+                                                       entry=exc.args[0])) from None
+        except (TypeError, ValueError, OverflowError):
+            raise InputError(MSG_ORDER_TOKENS.format(row=row, value=_show(value))) from None
     lengths = np.array([len(p) for p in parsed])
+    if k_column is not None:
+        kcol = pd.to_numeric(k_column, errors="coerce").to_numpy(dtype=float,
+                                                                 na_value=np.nan)
+        bad = np.flatnonzero(kcol != lengths)
+        if bad.size:
+            i = bad[0]
+            raise InputError(MSG_K_COLUMN.format(row=rows[i], value=k_column.iloc[i],
+                                                 k=lengths[i]))
+    values_, counts = np.unique(lengths, return_counts=True)
+    if values_.size > 1:
+        count = dict(zip(values_.tolist(), counts.tolist(), strict=True))
+        first = {v: int(np.argmax(lengths == v)) for v in count}
+        # the most common length (ties: the earliest row's) is the reference
+        modal = min(count, key=lambda v: (-count[v], first[v]))
+        i0 = first[modal]
+        i1 = int(np.argmax(lengths != modal))
+        fields = {"row0": rows[i0], "k0": int(lengths[i0]), "row1": rows[i1],
+                  "k1": int(lengths[i1])}
+        if k_column is not None:  # every row agrees with its k: mixed sizes
+            raise InputError(MSG_MIXED_K_BY.format(**fields))
+        minority = int((lengths == lengths[i1]).sum())
+        raise InputError(MSG_MIXED_K_NO_COLUMN.format(
+            **fields, split=MSG_SPLIT_HINT if minority > 1 else ""))
     k0 = int(lengths[0])
-    mixed = np.flatnonzero(lengths != k0)
-    if mixed.size:
-        i = mixed[0]
-        raise InputError(MSG_MIXED_K.format(row0=rows[0], k0=k0, row1=rows[i], k1=lengths[i]))
     if k0 < 2:
         raise InputError(MSG_K_TOO_SMALL.format(row=rows[0], k=k0))
     orders = np.array(parsed, dtype=np.int64)
     bad = np.flatnonzero((np.sort(orders, axis=1) != np.arange(1, k0 + 1)).any(axis=1))
     if bad.size:
         i = bad[0]
-        raise InputError(MSG_NOT_PERMUTATION.format(row=rows[i], value=values[i], k=k0))
+        raise InputError(MSG_NOT_PERMUTATION.format(row=rows[i], value=_show(values[i]),
+                                                    k=k0))
     return orders - 1
+
+
+def _show(value: Any) -> Any:
+    """An order cell as messages show it (an array as a plain list)."""
+    return value.tolist() if isinstance(value, np.ndarray) else value
 
 
 def _parse_positions(

@@ -156,7 +156,8 @@ def exact_evaluations_from_table(table: pd.DataFrame | str | Path) -> ExactEvalu
         raise InputError(MSG_NO_PROBS.format(n=len(raw)))
     part = table.loc[has]
     rows = part["_row"].to_numpy(dtype=np.int64)
-    orders = _parse_orders(part["order"].tolist(), rows)
+    orders = _parse_orders(part["order"].tolist(), rows,
+                           k_column=part["k"] if "k" in part.columns else None)
     k = orders.shape[1]
     probs = np.empty((rows.size, k))
     for i, (value, row) in enumerate(zip(part["choice_probs"].tolist(), rows, strict=True)):

@@ -30,6 +30,8 @@ import numpy as np
 import pandas as pd
 
 from .._io import to_jsonable, write_atomic, write_text_atomic
+from .._read import read_json
+from .._read import read_table as read_file
 from .._stats import Estimate, as_generator, holm
 from ..exceptions import InputError
 from ._analyze import REASON_NO_P_HAT, Coverage, PositionalAnalysis, analyze_groups
@@ -204,14 +206,16 @@ def analyze_study_folder(
     if not evaluations.is_file():
         raise InputError(MSG_NO_EVALUATIONS.format(path=folder))
     candidates_path = folder / "candidates.parquet"
-    candidates = pd.read_parquet(candidates_path) if candidates_path.is_file() else None
+    candidates = read_file(candidates_path, what="candidate sets") \
+        if candidates_path.is_file() else None
     if rng is None:
         resolved = folder / "config.resolved.json"
         if resolved.is_file():
-            seed = json.loads(resolved.read_text(encoding="utf-8")).get("seed")
+            doc = read_json(resolved, what="the run's resolved config")
+            seed = doc.get("seed") if isinstance(doc, dict) else None
             rng = int(seed) if isinstance(seed, int) else None
     return analyze_study(
-        pd.read_parquet(evaluations),
+        read_file(evaluations, what="evaluations table"),
         candidates=candidates,
         alpha=alpha,
         epsilon=epsilon,

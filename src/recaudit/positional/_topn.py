@@ -41,6 +41,7 @@ import pandas as pd
 from .._stats import Estimate, as_generator, monte_carlo_pvalue
 from ..exceptions import InputError
 from ._bootstrap import bootstrap_ci, check_bootstrap_args
+from ._evaluations import _order_entry
 
 __all__ = [
     "RankingEvaluations",
@@ -56,6 +57,10 @@ MSG_COLUMNS = "rankings table lacks column(s) {missing}; it needs query_id, orde
 MSG_ROW = ("row {row}: `ranking` {ranking!r} must list every prompt position 1..{k} once "
            "(best first); `order` is {order!r}")
 MSG_EMPTY = "no complete ranking left: every row was discarded"
+MSG_NOT_INTS = (
+    "row {row}, column `{column}`: {value!r} is not a list of whole numbers (prompt "
+    "positions / original indices 1..k)"
+)
 MSG_K = "rankings must all have the same k >= 2; found {ks}"
 MSG_RESAMPLES = "`n_resamples` must be an integer >= 1, got {value!r}"
 MSG_STATISTIC = "`statistic` must be 'rank_bias' or 'spearman', got {value!r}"
@@ -100,11 +105,16 @@ class RankingEvaluations:
 
 
 def _ints(value: Any) -> list[int]:
+    """Whole numbers from text (``"3 1 2"``) or a sequence; a fraction or a non-number
+    raises ``ValueError`` (never truncated)."""
     if isinstance(value, str):
-        return [int(x) for x in value.replace(",", " ").split()]
-    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return [_order_entry(x) for x in value.replace(",", " ").split()]
+    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
         return []
-    return [int(x) for x in value]
+    try:
+        return [_order_entry(x) for x in value]
+    except TypeError as exc:  # not iterable, or not a number
+        raise ValueError(value) from exc
 
 
 def rankings_from_table(table: pd.DataFrame) -> RankingEvaluations:
@@ -120,7 +130,15 @@ def rankings_from_table(table: pd.DataFrame) -> RankingEvaluations:
     orders, rankings, queries, discarded = [], [], [], 0
     for row, (qid, order, ranking) in enumerate(
             zip(table["query_id"], table["order"], table["ranking"], strict=True), start=1):
-        o, r = _ints(order), _ints(ranking)
+        try:
+            o = _ints(order)
+        except (ValueError, OverflowError):
+            raise InputError(MSG_NOT_INTS.format(row=row, column="order", value=order)) from None
+        try:
+            r = _ints(ranking)
+        except (ValueError, OverflowError):
+            raise InputError(MSG_NOT_INTS.format(row=row, column="ranking",
+                                                 value=ranking)) from None
         if not r:
             discarded += 1
             continue

@@ -8,10 +8,8 @@ key, where it was expected and the command that produces it.
 
 from __future__ import annotations
 
-import json
 import math
 import re
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +17,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from .._read import read_json, read_table, read_text, read_toml
 from ..exceptions import InputError
 
 __all__ = [
@@ -330,12 +329,7 @@ def _simulation(rows: Any, where: str) -> tuple[SimulationRow, ...]:
 
 
 def _read_table(path: Path) -> pd.DataFrame:
-    try:
-        if path.suffix == ".csv":
-            return pd.read_csv(path)
-        return pd.read_parquet(path)
-    except (OSError, ValueError, ImportError) as exc:
-        raise InputError(f"cannot read {path}: {exc}") from exc
+    return read_table(path, what="table", parquet=path.suffix != ".csv", allow_empty=True)
 
 
 def _first(folder: Path, *names: str) -> Path | None:
@@ -378,14 +372,12 @@ def _config(folder: Path) -> tuple[str, str, str]:
     if not paths:
         return "", "", ""
     path = paths[0]
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = read_text(path, what="the run's resolved config")
     match = re.search(r"""^\s*["']?seed["']?\s*[:=]\s*["']?([^\s,"']+)""", text, re.M)
     seed = match.group(1) if match else ""
     if path.suffix in {".toml", ".json"}:
-        try:
-            parsed = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-        except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(f"{path} does not parse: {exc}") from exc
+        parsed = read_toml(path, what="the run's resolved config") if path.suffix == ".toml" \
+            else read_json(path, what="the run's resolved config")
         found = _deep_find(parsed, "seed")
         seed = str(found) if found is not None else seed
     return path.name, text, seed
@@ -750,10 +742,7 @@ def _fairness(results: Any, *, source: str, folder: Path | None = None) -> Fairn
 
 # ------------------------------------------------------------------------- entry
 def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"cannot read {path} as JSON: {exc}") from exc
+    return read_json(path, what="results file")
 
 
 def _detect(obj: Any) -> Kind | None:

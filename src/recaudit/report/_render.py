@@ -24,6 +24,7 @@ import numpy as np
 from markupsafe import Markup
 
 from .. import __version__
+from .._read import read_json
 from ..exceptions import InputError
 from . import _plots
 from ._load import (
@@ -982,8 +983,11 @@ def build_report(
         # `recaudit positional mitigate` folders: a before/after section
         mitigation = Path(source) / "mitigation.json" if isinstance(source, str | Path) else None
         if mitigation is not None and mitigation.is_file():
-            data["mitigation"] = dict(json.loads(mitigation.read_text("utf-8")),
-                                      out=str(source))
+            doc = read_json(mitigation, what="the mitigation comparison")
+            if not isinstance(doc, dict):
+                raise InputError(f"{mitigation} is not a mitigation.json written by "
+                                 "`recaudit positional mitigate`; run it again")
+            data["mitigation"] = dict(doc, out=str(source))
     else:
         data, sections, verdict = _render_fairness(run)
         run_kind = "fairness"

@@ -29,6 +29,10 @@ Behaviour:
 - redirects are never followed (a 3xx is returned like any other answer);
 - a gzip or deflate answer is decompressed (requests carry ``Accept-Encoding:
   identity``; a server may compress anyway); other codings are left for the caller;
+- an answer larger than ``max_body_bytes`` on the wire, or than
+  ``DECODED_FACTOR * max_body_bytes`` once decompressed (a "gzip bomb": 50 MB of zeros
+  fit in 50 KB), fails as :class:`ResponseTooLarge` as soon as the cap is passed:
+  neither the body nor its decompression is ever held beyond the cap;
 - connection failures raise :class:`ConnectionFailed` (an ``OSError``) whose message
   never contains the request (headers or body).
 """
@@ -47,7 +51,14 @@ from urllib.parse import SplitResult, unquote, urlsplit
 
 import httptools
 
-__all__ = ["ConnectionFailed", "HTTPClient", "Response", "split_proxy"]
+__all__ = ["DECODED_FACTOR", "MAX_BODY_BYTES", "ConnectionFailed", "HTTPClient", "Response",
+           "ResponseTooLarge", "split_proxy"]
+
+#: Largest answer body read from the wire (a chat completion, logprobs included, is
+#: kilobytes; 16 MiB leaves room for any real one).
+MAX_BODY_BYTES = 16 * 2**20
+#: A compressed answer may decode to at most this many times ``max_body_bytes``.
+DECODED_FACTOR = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,18 +75,41 @@ class ConnectionFailed(OSError):
     """The connection broke, or the server's answer could not be read."""
 
 
-def _decode(body: bytes, headers: dict[str, str]) -> bytes:
+class ResponseTooLarge(ConnectionFailed):
+    """The answer passed the client's size cap (on the wire or decompressed)."""
+
+    def __init__(self, what: str, limit: int) -> None:
+        super().__init__(f"{what} larger than {limit:,} bytes")
+        self.what = what
+        self.limit = limit
+
+
+def _inflate(body: bytes, wbits: int, limit: int) -> bytes:
+    """Decompress ``body`` into at most ``limit`` bytes (:class:`ResponseTooLarge`
+    beyond; ``zlib.error`` for a malformed or truncated stream)."""
+    d = zlib.decompressobj(wbits)
+    out = d.decompress(body, limit + 1)  # stops once the output passes the cap
+    if len(out) <= limit:
+        out += d.flush()
+    if len(out) > limit:
+        raise ResponseTooLarge("the decompressed answer is", limit)
+    if not d.eof:
+        raise zlib.error("incomplete or truncated stream")
+    return out
+
+
+def _decode(body: bytes, headers: dict[str, str], limit: int) -> bytes:
     """Undo a gzip or deflate ``Content-Encoding`` (requests say ``Accept-Encoding:
-    identity``, but a server may compress anyway) and drop the header; any other coding
-    is left in place for the caller to refuse."""
+    identity``, but a server may compress anyway) into at most ``limit`` bytes and drop
+    the header; any other coding is left in place for the caller to refuse."""
     coding = headers.get("content-encoding", "").strip().lower()
     if coding in ("gzip", "x-gzip"):
-        body = zlib.decompress(body, 16 + zlib.MAX_WBITS)
+        body = _inflate(body, 16 + zlib.MAX_WBITS, limit)
     elif coding == "deflate":  # zlib-wrapped per RFC 9110; some servers send it raw
         try:
-            body = zlib.decompress(body)
+            body = _inflate(body, zlib.MAX_WBITS, limit)
         except zlib.error:
-            body = zlib.decompress(body, -zlib.MAX_WBITS)
+            body = _inflate(body, -zlib.MAX_WBITS, limit)
     else:
         return body
     del headers["content-encoding"]
@@ -87,9 +121,13 @@ class _Conn(asyncio.Protocol):
 
     __slots__ = ("transport", "parser", "waiter", "status", "headers", "chunks",
                  "got_bytes", "headers_done", "closed", "idle_since", "lost", "bodyless",
-                 "keep_alive")
+                 "keep_alive", "size", "max_body", "max_decoded")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, *, max_body: int = MAX_BODY_BYTES,
+                 max_decoded: int = DECODED_FACTOR * MAX_BODY_BYTES) -> None:
+        self.size = 0  # body bytes of the current answer
+        self.max_body = max_body
+        self.max_decoded = max_decoded
         self.transport: asyncio.Transport | None = None
         self.parser: Any = None
         self.waiter: asyncio.Future[Response] | None = None
@@ -146,9 +184,23 @@ class _Conn(asyncio.Protocol):
         self.headers_done = True
         if self.bodyless:
             self.on_message_complete()
+            return
+        length = self.headers.get("content-length", "").strip()
+        if length.isdigit() and int(length) > self.max_body:  # refused before it arrives
+            self._too_large(ResponseTooLarge("the answer is", self.max_body))
 
     def on_body(self, body: bytes) -> None:
+        self.size += len(body)
+        if self.size > self.max_body:
+            self._too_large(ResponseTooLarge("the answer is", self.max_body))
+            return
         self.chunks.append(body)
+
+    def _too_large(self, exc: ResponseTooLarge) -> None:
+        """Fail the request and drop the connection (the rest is never read)."""
+        self.chunks = []
+        self._fail(exc)
+        self.abort()
 
     def on_message_complete(self) -> None:
         waiter = self.waiter
@@ -156,10 +208,14 @@ class _Conn(asyncio.Protocol):
             # read now: llhttp resets its flags once the message is complete
             self.keep_alive = self.parser.should_keep_alive()
             body = self.chunks[0] if len(self.chunks) == 1 else b"".join(self.chunks)
+            self.chunks = []
             try:
-                body = _decode(body, self.headers)
+                body = _decode(body, self.headers, self.max_decoded)
             except zlib.error:
                 waiter.set_exception(ConnectionFailed("malformed compressed answer"))
+                return
+            except ResponseTooLarge as exc:
+                waiter.set_exception(exc)
                 return
             waiter.set_result(Response(self.status, self.headers, body))
 
@@ -170,6 +226,7 @@ class _Conn(asyncio.Protocol):
         self.status = 0
         self.headers = {}
         self.chunks = []
+        self.size = 0
         self.got_bytes = False
         self.headers_done = False
         self.keep_alive = False
@@ -223,11 +280,16 @@ class HTTPClient:
         For ``https`` (default: :func:`ssl.create_default_context`).
     keepalive_s : float
         Idle seconds after which a connection is not reused.
+    max_body_bytes : int
+        Largest answer body read (:data:`MAX_BODY_BYTES`); a compressed one may decode
+        to :data:`DECODED_FACTOR` times this. Beyond: :class:`ResponseTooLarge`.
     """
 
     def __init__(self, url: str, *, concurrency: int, timeout_s: float,
                  headers: dict[str, str], proxy: str | None = None,
-                 ssl_context: ssl.SSLContext | None = None, keepalive_s: float = 4.0) -> None:
+                 ssl_context: ssl.SSLContext | None = None, keepalive_s: float = 4.0,
+                 max_body_bytes: int = MAX_BODY_BYTES) -> None:
+        self.max_body_bytes = max_body_bytes
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"`url` must be an http:// or https:// URL, got {url!r}")
@@ -317,7 +379,8 @@ class HTTPClient:
 
     async def _connect(self) -> _Conn:
         loop = asyncio.get_running_loop()
-        conn = _Conn(loop)
+        conn = _Conn(loop, max_body=self.max_body_bytes,
+                     max_decoded=DECODED_FACTOR * self.max_body_bytes)
         host, port = self._proxy or (self._host, self._port)
         tunnel = self._tls and self._proxy is not None
         try:

@@ -37,13 +37,14 @@ import email.utils
 import json
 import math
 import os
+import re
 import ssl
 import time
 import urllib.request
 from collections.abc import AsyncGenerator
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 import numpy as np
 
@@ -68,6 +69,11 @@ MSG_CODING = (
     "decode (it asks for identity; gzip and deflate are decoded); not retried: configure "
     "the server or proxy in front of it not to compress API responses"
 )
+MSG_TOO_LARGE = (
+    "endpoint {url}: {what}; not retried (a chat completion is kilobytes: the server or "
+    "a proxy in front of it sent something else). Recorded as a failed evaluation; "
+    "`--resume` retries it once the endpoint is fixed"
+)
 MSG_PROXY = (
     "the environment's `{var}` names {what}: set `{var}` to http://HOST:PORT, or add "
     "{base} to `no_proxy` to connect directly"
@@ -76,6 +82,90 @@ MSG_NO_KEY = (
     "environment variable `{env}` (named by `api_key_env`) is not set; export the API "
     "key in it (the config names the variable, never the key)"
 )
+MSG_NO_KEY_HIDDEN = (
+    "the environment variable named by `api_key_env` is not set (the name is not shown: "
+    "it looks like a key rather than a variable name); export the API key in a variable "
+    "such as OPENAI_API_KEY and name that variable in `api_key_env`"
+)
+MSG_KEY_ENV_NAME = (
+    "`{field}` must be the NAME of the environment variable that holds the API key "
+    "(letters, digits and _, e.g. OPENAI_API_KEY), never the key itself; the value given "
+    "is not a variable name and is not shown: export the key (`export "
+    "OPENAI_API_KEY=...`) and set {field} = \"OPENAI_API_KEY\""
+)
+MSG_URL_SCHEME = (
+    "`{field}` must start with http:// or https:// and name a host, e.g. "
+    "http://127.0.0.1:8080/v1 (the value given is not shown: it may be a key, which "
+    "belongs in an environment variable named by `api_key_env`)"
+)
+MSG_URL_CREDENTIALS = (
+    "`{field}` holds credentials (a user:password@ part); recaudit takes no keys from "
+    "URLs (they would end up in run folders, reports and logs): set `{field}` to "
+    "{public} and put the key in an environment variable named by `api_key_env` (e.g. "
+    "api_key_env = \"OPENAI_API_KEY\")"
+)
+MSG_URL_QUERY = (
+    "`{field}` has a query string or fragment (`?...`, `#...`): requests go to "
+    "{public}/chat/completions, which it would break, and a key in it (`?api_key=...`) "
+    "would end up in run folders, reports and logs; set `{field}` to {public} and put "
+    "any key in an environment variable named by `api_key_env`"
+)
+#: A portable environment variable name (what a shell can export).
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def public_url(parts: SplitResult) -> str:
+    """``scheme://host[:port]/path`` of a split URL: no user:password, query or
+    fragment."""
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:  # a port that is not a number
+        port = None
+    if port is not None:
+        host = f"{host}:{port}"
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+
+
+def check_base_url(base_url: object, field: str = "base_url") -> str:
+    """``base_url`` without a trailing slash, or a :class:`ConfigError` naming
+    ``field`` and the fix when it is not an http(s) URL or carries credentials, a
+    query string or a fragment. No message shows a value that may hold a key."""
+    if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+        raise ConfigError(MSG_URL_SCHEME.format(field=field))
+    try:
+        parts = urlsplit(base_url)
+        parts.port  # noqa: B018 -- raises on a port that is not a number
+    except ValueError:
+        raise ConfigError(MSG_URL_SCHEME.format(field=field)) from None
+    if not parts.hostname:
+        raise ConfigError(MSG_URL_SCHEME.format(field=field))
+    if "@" in parts.netloc:
+        raise ConfigError(MSG_URL_CREDENTIALS.format(field=field, public=public_url(parts)))
+    if parts.query or parts.fragment or "?" in base_url or "#" in base_url:
+        raise ConfigError(MSG_URL_QUERY.format(field=field, public=public_url(parts)))
+    return base_url.rstrip("/")
+
+
+def looks_like_key(value: str) -> bool:
+    """A value of ``api_key_env`` that is more likely a pasted key than a variable
+    name (such a value is never printed): not a portable name, long (>= 24
+    characters), or with digits but not in the UPPER_CASE style of variable names."""
+    if not _ENV_NAME.fullmatch(value) or len(value) >= 24:
+        return True
+    return any(c.isdigit() for c in value) and not value.isupper()
+
+
+def check_key_env(value: object, field: str = "api_key_env") -> str | None:
+    """``api_key_env`` validated: ``None``, or a portable variable name (a
+    :class:`ConfigError` that does not show the value otherwise)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _ENV_NAME.fullmatch(value):
+        raise ConfigError(MSG_KEY_ENV_NAME.format(field=field))
+    return value
 
 
 class _RetryableError(Exception):
@@ -233,6 +323,9 @@ class OpenAIBackend:
         Source of the backoff jitter.
     name : str or None
         Label (default: ``model``).
+    max_response_bytes : int
+        Largest answer read (16 MiB); a gzip/deflate answer may decompress to 4 times
+        this. A larger one fails the call at once (not retried), naming the cap.
 
     Notes
     -----
@@ -262,6 +355,7 @@ class OpenAIBackend:
         top_logprobs: int = 20,
         rng: np.random.Generator | int | None = None,
         name: str | None = None,
+        max_response_bytes: int | None = None,
     ) -> None:
         try:
             import httptools  # noqa: F401  (the response parser of ``_http``)
@@ -280,6 +374,12 @@ class OpenAIBackend:
         self.backoff_max_s = backoff_max_s
         self.retry_after_max_s = retry_after_max_s
         self.top_logprobs = top_logprobs
+        if max_response_bytes is not None and (
+                isinstance(max_response_bytes, bool) or not isinstance(max_response_bytes, int)
+                or max_response_bytes < 1):
+            raise InputError(f"`max_response_bytes` must be an integer >= 1 or None, got "
+                             f"{max_response_bytes!r}")
+        self.max_response_bytes = max_response_bytes
         self._secret: str | None = args["key"]
         self._rng = np.random.default_rng(rng)
         self._bucket = None if rate_limit_per_s is None else _TokenBucket(rate_limit_per_s)
@@ -296,15 +396,10 @@ class OpenAIBackend:
     def describe(self) -> dict[str, Any]:
         """What answered, for the run manifest (``run.json``): never the key.
 
-        ``base_url`` loses any user:password, query string and fragment.
+        ``base_url`` is shown as ``scheme://host:port/path`` (it cannot carry
+        credentials, a query or a fragment: :func:`check_base_url`).
         """
-        parts = urlsplit(self.base_url)
-        host = parts.hostname or ""
-        if ":" in host:  # IPv6 literal
-            host = f"[{host}]"
-        if parts.port is not None:
-            host = f"{host}:{parts.port}"
-        public = urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+        public = public_url(urlsplit(self.base_url))
         return {"backend": "openai", "name": self.name, "model_id": self.model,
                 "base_url": self._redact(public)}
 
@@ -383,10 +478,11 @@ class OpenAIBackend:
         """A new HTTP client for the running loop: ``post(body) -> _http.Response``,
         ``aclose()``, ``closed`` (the seam ``benchmarks/bench_runner.py --client``
         uses to put other clients through the same runner)."""
-        from ._http import HTTPClient
+        from ._http import MAX_BODY_BYTES, HTTPClient
 
         return HTTPClient(self.url, concurrency=self.concurrency, timeout_s=self.timeout_s,
-                          headers=self._headers, proxy=self._proxy, keepalive_s=KEEPALIVE_S)
+                          headers=self._headers, proxy=self._proxy, keepalive_s=KEEPALIVE_S,
+                          max_body_bytes=self.max_response_bytes or MAX_BODY_BYTES)
 
     async def _attempt(self, body: bytes) -> dict[str, Any]:
         if self._bucket is not None:
@@ -404,6 +500,11 @@ class OpenAIBackend:
                 raise EndpointError(MSG_CERT.format(url=self.url,
                                                     why=exc.verify_message)) from None
             except OSError as exc:  # _http.ConnectionFailed, refused, reset, TLS
+                from ._http import ResponseTooLarge  # (httptools: imported on first use)
+
+                if isinstance(exc, ResponseTooLarge):  # the same on a retry: fail at once
+                    raise EndpointError(MSG_TOO_LARGE.format(url=self.url,
+                                                             what=exc)) from None
                 raise _RetryableError(f"connection error ({type(exc).__name__})") from None
         status = resp.status
         raw = resp.body
@@ -498,14 +599,18 @@ def _env_proxy(url: str) -> str | None:
 
 
 def _int_or_none(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """A token count as reported, or ``None`` when it is not a plausible one (not an
+    int, negative, or beyond 64 bits: no store could hold it)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63:
+        return value
+    return None
 
 
 def _openai_iv(base_url: str, model: str, api_key_env: str | None, concurrency: int,
                rate_limit_per_s: float | None, timeout_s: float, max_retries: int,
                backoff_base_s: float, backoff_max_s: float) -> dict[str, Any]:
-    if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-        raise InputError(f"`base_url` must start with http:// or https://, got {base_url!r}")
+    base_url = check_base_url(base_url)
+    api_key_env = check_key_env(api_key_env)
     if not isinstance(model, str) or not model:
         raise InputError("`model` must be a non-empty string (the endpoint's model name)")
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
@@ -522,5 +627,6 @@ def _openai_iv(base_url: str, model: str, api_key_env: str | None, concurrency: 
     if api_key_env is not None:
         key = os.environ.get(api_key_env)
         if not key:
-            raise ConfigError(MSG_NO_KEY.format(env=api_key_env))
-    return {"base_url": base_url.rstrip("/"), "key": key, "proxy": _env_proxy(base_url)}
+            raise ConfigError(MSG_NO_KEY_HIDDEN if looks_like_key(api_key_env)
+                              else MSG_NO_KEY.format(env=api_key_env))
+    return {"base_url": base_url, "key": key, "proxy": _env_proxy(base_url)}
