@@ -3,8 +3,8 @@
 For each simulation model of ``recaudit.positional._scenarios`` (paper, heterogeneous,
 graded, decoding), k, number of queries and p_bias, REPS data sets of 20 evaluations
 per query are analysed exactly as ``recaudit positional analyze`` does (its defaults,
-except n_boot = 500 for the percentile intervals, 1 POB-ICM shuffle -- no figure here uses POB-ICM -- and 5 fold
-assignments of the paper's sPB), and
+except n_boot = 500 for the percentile intervals, 1 POB-ICM shuffle -- no figure here
+uses POB-ICM -- and 5 fold assignments of the paper's sPB), and
 each estimate is compared with the model's population truth:
 
 - bias = mean(estimate) - truth, with its Monte-Carlo standard error sd / sqrt(REPS);
