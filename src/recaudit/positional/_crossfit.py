@@ -25,6 +25,7 @@ __all__ = [
     "PositionalBiasResult",
     "crossfit_shares",
     "pb_from_shares",
+    "share_upper_bound",
     "positional_bias",
     "positional_bias_crossfit",
 ]
@@ -288,3 +289,25 @@ def _upper_bound(shares: npt.NDArray[np.float64], t: float) -> float:
         return np.nan
     _, theta, se = _set_stats(shares, exhaustive=True)
     return float(max(0.0, np.max(theta + t * se)))
+
+
+def share_upper_bound(shares: npt.NDArray[np.float64], confidence_level: float) -> float:
+    r"""Upper confidence bound on the position-driven share,
+    :math:`\max_A \frac{k}{k - |A|}(\hat\theta_A + t\,\widehat{se}_A)` over the
+    candidate sets with at most k/2 positions.
+
+    Valid (at level (1 + confidence_level) / 2 on its own) whenever the favoured
+    positions are a candidate: the share is :math:`\theta_{A^*} k / (k - |A^*|)` when
+    every other position keeps the baseline share, and one term of the max covers it.
+    Favoured positions are assumed to be fewer than half of the positions (the others
+    define the baseline).
+    """
+    n, k = shares.shape
+    if n < 2:
+        return np.nan
+    member, theta, se = _set_stats(shares, exhaustive=True)
+    size = member.sum(axis=1)
+    keep = size <= k // 2
+    t = _t(confidence_level, n)
+    bound = (theta[keep] + t * se[keep]) * k / (k - size[keep])
+    return float(max(0.0, np.max(bound))) if bound.size else 0.0

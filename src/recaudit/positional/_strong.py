@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from .._stats import ConfidenceInterval, Estimate, as_generator, percentile_interval
 from ._bootstrap import check_bootstrap_args
-from ._crossfit import N_BOOT_SE, CrossFit, crossfit_shares
+from ._crossfit import N_BOOT_SE, CrossFit, crossfit_shares, share_upper_bound
 from ._evaluations import Evaluations
 from ._unbp import query_position_shares
 
@@ -150,7 +150,11 @@ def strong_soft_split(
     the unseen). :math:`\epsilon` maximises the profile likelihood over ``FLOORS``
     (every fourth floor first, then the neighbours of the best).
     CIs: percentile, over query-bootstrap resamples of the cross-fit's share and the
-    EM refitted on the same resample (warm-started, at the chosen floor). For
+    EM refitted on the same resample (warm-started, at the chosen floor); each upper
+    end is raised, where lower, to the share's upper bound over favoured sets
+    (:func:`~recaudit.positional._crossfit.share_upper_bound`) times the estimated part
+    of the share it concerns, since the cross-fitted share is biased low when a
+    position effect is too weak to be selected. For
     graded relevance (no crisp set) :math:`(k - |R_j|)/k` generalises to
     :math:`TV(r_j, \mathrm{Unif}_k)`, which this model approximates; the bias it
     leaves is measured in docs/positional-statistics.md.
@@ -191,11 +195,18 @@ def strong_soft_split(
     floor = float(FLOORS[best])
     displaced = (1.0 - floor) * (1.0 - mean_size / k)
     values = (beta * displaced, beta * (1.0 - displaced), beta)
-    ests = [
-        Estimate(max(0.0, v), _clip(percentile_interval(boot[:, i],
-                                                        confidence_level=confidence_level)))
-        for i, v in enumerate(values)
-    ]
+    # the cross-fitted share loses the selection regret when a position effect is weak:
+    # each upper end is at least the share's upper bound over favoured sets times the
+    # part of it that the estimate assigns to strong / soft / all
+    top = share_upper_bound(query_position_shares(evals), confidence_level)
+    ests = []
+    for i, (v, part) in enumerate(zip(values, (displaced, 1.0 - displaced, 1.0), strict=True)):
+        ci = _clip(percentile_interval(boot[:, i], confidence_level=confidence_level))
+        if np.isfinite(top):
+            ci = ConfidenceInterval(ci.low, min(1.0, max(ci.high, top * part)),
+                                    ci.confidence_level,
+                                    "percentile bootstrap; upper: max over favoured sets")
+        ests.append(Estimate(max(0.0, v), ci))
     return StrongSoftResult(
         strong=ests[0],
         soft=ests[1],
