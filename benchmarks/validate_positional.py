@@ -17,7 +17,8 @@ each estimate is compared with the model's population truth:
     PYTHONPATH=src python benchmarks/validate_positional.py table \\
         benchmarks/results/validate_positional.jsonl > table.md
 
-``run`` appends one JSON line per grid cell (a cell already in the file, at any REPS,
+``summary`` prints the worst case per estimator and model. ``run`` appends one JSON
+line per grid cell (a cell already in the file, at any REPS,
 is skipped, so an interrupted run resumes and runs with different REPS per number of
 queries share one file); ``table`` prints the markdown tables of
 docs/positional-statistics.md ("Validation against known truth").
@@ -164,6 +165,43 @@ def table(args: argparse.Namespace) -> None:
               f"{lb['rate']:.3f} ({lb['se']:.3f}) | {r['position_coverage']:.3f} |")
 
 
+def summary(args: argparse.Namespace) -> None:
+    """Per estimator and model: the worst bias, the coverage range, and how many cells
+    fall short of 0.95 by more than two Monte-Carlo standard errors."""
+    rows = [json.loads(line) for line in Path(args.results).read_text().splitlines()]
+    print("| estimator | model | cells | max abs bias, pp (cell) | cells with abs bias > 1 pp "
+          "| coverage range | cells below 0.95 by > 2 s.e. | min share of CIs with 0 at "
+          "p_bias 0 |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in ESTIMATORS:
+        for model in MODELS:
+            cells = [r for r in rows if r["model"] == model and "bias" in r["estimators"][name]]
+            if not cells:
+                continue
+            est = [r["estimators"][name] for r in cells]
+            worst = max(range(len(cells)), key=lambda i: abs(est[i]["bias"]))
+            w = cells[worst]
+            where = f"k={w['k']}, n={w['queries']}, p={w['p_bias']:g}"
+            over = sum(abs(e["bias"]) > 0.01 for e in est)
+            cov = [e["coverage"] for e in est if "coverage" in e]
+            short = sum(e["coverage"] < 0.95 - 2 * max(e["coverage_se"], np.sqrt(
+                0.95 * 0.05 / r["reps"])) for e, r in zip(est, cells, strict=True)
+                if "coverage" in e)
+            zero = [e["contains_0"] for e, r in zip(est, cells, strict=True)
+                    if "coverage" in e and r["p_bias"] == 0 and e["truth"] == 0.0]
+            cov_txt = f"{min(cov):.3f}-{max(cov):.3f}" if cov else "no CI"
+            print(f"| {name} | {model} | {len(cells)} | {100 * abs(est[worst]['bias']):.2f} "
+                  f"({where}) | {over} | {cov_txt} | {short if cov else '–'} | "
+                  f"{min(zero):.3f} |" if zero else
+                  f"| {name} | {model} | {len(cells)} | {100 * abs(est[worst]['bias']):.2f} "
+                  f"({where}) | {over} | {cov_txt} | {short if cov else '–'} | – |")
+    lb = [r["L_below_tv"]["rate"] for r in rows]
+    print(f"\nPOB-UNBP: P(L <= TV) {min(lb):.3f}-{max(lb):.3f} over {len(rows)} cells; "
+          f"position-distribution CIs: mean coverage "
+          f"{min(r['position_coverage'] for r in rows):.3f}-"
+          f"{max(r['position_coverage'] for r in rows):.3f}.")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -176,10 +214,10 @@ def main() -> None:
     r.add_argument("--seed", type=int, default=20261201)
     r.add_argument("--jobs", type=int, default=1)
     r.add_argument("--out", default="benchmarks/results/validate_positional.jsonl")
-    t = sub.add_parser("table")
-    t.add_argument("results")
+    for name in ("table", "summary"):
+        sub.add_parser(name).add_argument("results")
     args = parser.parse_args()
-    run(args) if args.command == "run" else table(args)
+    {"run": run, "table": table, "summary": summary}[args.command](args)
 
 
 if __name__ == "__main__":
