@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import sys
 import types
 from dataclasses import replace
@@ -79,6 +80,9 @@ def test_a_chunked_package_is_assembled_once_into_the_cache(monkeypatch, tmp_pat
     # written to a temporary sibling, then renamed: no partial file under the real name
     assert calls[0][1] and calls[0][0] != str(folder / GEMMA_FILE)
     assert sorted(p.name for p in folder.iterdir()) == [GEMMA_FILE]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (folder / GEMMA_FILE).stat().st_mode & 0o777 == 0o666 & ~umask  # not 0600
     # the second call only re-checks the existing file
     assert packaged_model_path("gemma3-270m") == folder
     assert calls[1] == (str(folder / GEMMA_FILE), False)

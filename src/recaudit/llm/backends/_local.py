@@ -52,6 +52,7 @@ import shutil
 import tempfile
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -219,8 +220,9 @@ def _assemble(model: PackagedModel) -> Path:
         if target.is_file():  # verifies the sha256; refuses a file that does not match
             return Path(package.assemble(output_path=target)).parent
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=model.gguf_file + ".", dir=target.parent)
-        os.close(fd)
+        # a unique sibling the package itself creates (so the umask sets its mode;
+        # mkstemp would leave it 0600), renamed into place when its sha256 matched
+        tmp = str(target.parent / f".{model.gguf_file}.{os.getpid()}-{uuid.uuid4().hex}.part")
         try:
             package.assemble(output_path=tmp, overwrite=True)
             os.replace(tmp, target)
