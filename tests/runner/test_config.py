@@ -11,6 +11,7 @@ from recaudit.cli import app
 from recaudit.exceptions import ConfigError
 from recaudit.llm._config import (
     DesignConfig,
+    LocalParams,
     OpenAIParams,
     SimulatedParams,
     config_hash,
@@ -48,6 +49,28 @@ rate_limit_per_s = 2.5
     p = load_config(path).models[0].params
     assert p == OpenAIParams(base_url="https://api.example.com/v1", model="gpt",
                              api_key_env="MY_KEY", rate_limit_per_s=2.5)
+
+
+def test_local_model_is_a_packaged_name_or_an_existing_path(tmp_path, emb_cache):
+    """A packaged model name stays a name (nothing is located while parsing, so it
+    parses without the package); anything else is a path that must exist."""
+    local = """\
+[[models]]
+name = "m"
+backend = "local"
+model = "{model}"
+"""
+    for model in ("gemma3-270m", "smollm2-135m"):
+        path = write_config(tmp_path, cache_dir=emb_cache, models=local.format(model=model))
+        assert load_config(path).models[0].params == LocalParams(model=model)
+    (tmp_path / "my-model").mkdir()
+    path = write_config(tmp_path, cache_dir=emb_cache, models=local.format(model="my-model"))
+    assert load_config(path).models[0].params == LocalParams(model=tmp_path / "my-model")
+    path = write_config(tmp_path, cache_dir=emb_cache, models=local.format(model="gemma3"))
+    with pytest.raises(ConfigError, match=r"`models.m.model`: 'gemma3' is neither a packaged "
+                                          r"model \(smollm2-135m, gemma3-270m\) nor an "
+                                          r"existing path"):
+        load_config(path)
 
 
 def test_hash_ignores_operational_keys(tmp_path, emb_cache):

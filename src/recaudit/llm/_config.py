@@ -125,9 +125,12 @@ class OpenAIParams:
 
 @dataclass(frozen=True)
 class LocalParams:
-    """Keys of a ``[[models]]`` entry with ``backend = "local"``."""
+    """Keys of a ``[[models]]`` entry with ``backend = "local"``: ``model`` is a
+    packaged model name (``"smollm2-135m"``, ``"gemma3-270m"``; kept as a string) or a
+    model folder / ``.gguf`` path (resolved, must exist); ``None`` is the default
+    packaged model."""
 
-    model: Path | None = None
+    model: str | Path | None = None
     n_threads: int = 1
     batch_size: int = 8
 
@@ -618,7 +621,18 @@ def _params(backend: str, t: Mapping[str, Any], where: str, base_dir: Path
             max_retries=_int(t, "max_retries", where, default=6, minimum=0),
         )
     if backend == "local":
-        return LocalParams(model=_path(t, "model", where, base_dir),
+        from .backends._local import PACKAGED_MODELS
+
+        name = _str(t, "model", where)
+        model: str | Path | None = name
+        if name is not None and name not in PACKAGED_MODELS:
+            model = _path(t, "model", where, base_dir, must_exist=False)
+            if model is None or not model.exists():
+                raise ConfigError(
+                    f"`{where}.model`: {name!r} is neither a packaged model "
+                    f"({', '.join(PACKAGED_MODELS)}) nor an existing path ({model}); "
+                    "relative paths start at the config file's folder")
+        return LocalParams(model=model,
                            n_threads=_int(t, "n_threads", where, default=1, minimum=1),
                            batch_size=_int(t, "batch_size", where, default=8, minimum=1))
     weights = t.get("position_weights")

