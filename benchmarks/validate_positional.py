@@ -188,7 +188,7 @@ def summary(args: argparse.Namespace) -> None:
                 0.95 * 0.05 / r["reps"])) for e, r in zip(est, cells, strict=True)
                 if "coverage" in e)
             zero = [e["contains_0"] for e, r in zip(est, cells, strict=True)
-                    if "coverage" in e and r["p_bias"] == 0 and e["truth"] == 0.0]
+                    if "coverage" in e and r["p_bias"] == 0 and abs(e["truth"]) < 1e-9]
             cov_txt = f"{min(cov):.3f}-{max(cov):.3f}" if cov else "no CI"
             print(f"| {name} | {model} | {len(cells)} | {100 * abs(est[worst]['bias']):.2f} "
                   f"({where}) | {over} | {cov_txt} | {short if cov else '–'} | "
