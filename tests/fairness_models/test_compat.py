@@ -63,9 +63,10 @@ def test_numpy_aliases_for_recbole_without_the_names_numpy_2_removed(recbole):
     from recbole.config.configurator import Config
 
     Config.compatibility_settings(None)  # what every RecBole Config runs first
-    assert np.float is np.float64 and np.complex is np.complex128
-    assert np.unicode is np.str_ and np.str is np.str_ and np.int is np.int_
-    assert np.bool is np.bool_ and np.object is np.object_
+    expected = {"float": np.float64, "complex": np.complex128, "unicode": np.str_,
+                "str": np.str_, "int": np.int_, "bool": np.bool_, "object": np.object_}
+    for name, target in expected.items():  # the names RecBole's own code uses
+        assert getattr(np, name) is target, name
     if int(np.__version__.split(".")[0]) >= 2:
         for removed in ("float_", "complex_", "unicode_"):
             assert not hasattr(np, removed), removed

@@ -25,9 +25,9 @@ import contextlib
 import importlib
 import importlib.metadata
 import logging
-import re
 import os
 import random
+import re
 import sys
 import warnings
 from collections.abc import Iterator
