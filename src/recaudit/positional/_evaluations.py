@@ -322,7 +322,7 @@ def _parse_orders(values: list[Any], rows: npt.NDArray[np.int64],
             parsed.append([_order_entry(t) for t in tokens])
         except _Fraction as exc:
             raise InputError(MSG_ORDER_FRACTION.format(row=row, value=_show(value),
-                                                       entry=exc.args[0])) from None
+                                                       entry=plain(exc.args[0]))) from None
         except (TypeError, ValueError, OverflowError):
             raise InputError(MSG_ORDER_TOKENS.format(row=row, value=_show(value))) from None
     lengths = np.array([len(p) for p in parsed])
