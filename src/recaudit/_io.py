@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["to_jsonable", "write_atomic", "write_bytes_atomic", "write_text_atomic"]
+__all__ = ["plain", "to_jsonable", "write_atomic", "write_bytes_atomic", "write_text_atomic"]
 
 
 def write_atomic(path: str | os.PathLike[str], write: Callable[[Path], object]) -> None:
@@ -41,6 +41,22 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     """:func:`write_atomic` of a UTF-8 text."""
     write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def plain(value: Any) -> Any:
+    """A numpy scalar as the Python scalar it holds (``np.int64(3)`` -> ``3``),
+    recursively through lists and tuples; anything else unchanged.
+
+    For error messages that show a data value with ``!r``: numpy 2 spells the repr of
+    its scalars with the type (``np.int64(3)``, ``np.str_('F')``), numpy 1 did not.
+    """
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(plain(v) for v in value)
+    return value
 
 
 def to_jsonable(obj: Any) -> Any:

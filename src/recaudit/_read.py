@@ -243,8 +243,9 @@ def read_table(path: str | Path, *, what: str, sep: str | None = None,
     InputError
         Missing file; undecodable bytes (data row, file line and column named); a text
         table the parser rejects; an unreadable Parquet file; an empty file; a header
-        without data rows (unless ``allow_empty``). (pyarrow refuses a Parquet string
-        that is not UTF-8, so no lone surrogate comes out of a Parquet file.)
+        without data rows (unless ``allow_empty``). (A Parquet string that is not UTF-8
+        fails pyarrow's full validation, so no lone surrogate comes out of a Parquet
+        file, with pandas 2 or 3.)
     """
     import pandas as pd
 
@@ -253,6 +254,12 @@ def read_table(path: str | Path, *, what: str, sep: str | None = None,
     if is_parquet:
         _check_file(p, what)
         try:
+            # pyarrow checks UTF-8 only when strings become Python objects: pandas 2 does
+            # that while reading, pandas 3 keeps them in Arrow and would fail later, at
+            # first use; a full validation first refuses such a file under both
+            import pyarrow.parquet as pq
+
+            pq.read_table(p).validate(full=True)
             frame = pd.read_parquet(p)
         except Exception as exc:  # noqa: BLE001 -- pyarrow raises many types for one cause
             raise InputError(MSG_PARQUET.format(

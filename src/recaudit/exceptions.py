@@ -41,13 +41,15 @@ class JournalError(RecauditError):
 class MissingExtraError(RecauditError, ImportError):
     """An optional dependency is missing; the message names the extra to install."""
 
-    def __init__(self, package: str, extra: str) -> None:
+    def __init__(self, package: str, extra: str, command: str | None = None) -> None:
+        if command is None:
+            command = f"pip install 'recaudit[{extra}]'"
         super().__init__(
-            f"`{package}` is required for this feature; install it with "
-            f"`pip install 'recaudit[{extra}]'`"
+            f"`{package}` is required for this feature; install it with `{command}`"
         )
         self.package = package
         self.extra = extra
+        self.command = command
 
 
 class RecauditWarning(UserWarning):

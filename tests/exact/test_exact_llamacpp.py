@@ -13,8 +13,8 @@ from recaudit.llm.backends._openai import OpenAIBackend
 
 pytestmark = [
     pytest.mark.llamacpp,
-    pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None,
-                       reason="llama-cpp-python is not installed: "
+    pytest.mark.skipif(importlib.util.find_spec("xllamacpp") is None,
+                       reason="xllamacpp is not installed: "
                               "pip install 'recaudit[llamacpp]' to run this test"),
 ]
 

@@ -96,6 +96,9 @@ def study_config(data: Path, output: Path, models: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def study(ml100k_path, tmp_path_factory):
+    pytest.importorskip("torch", reason="training needs the `fairness` extra (torch)")
+    pytest.importorskip("recbole", reason="training needs RecBole: "
+                                          "pip install --no-deps recbole==1.2.1")
     root = tmp_path_factory.mktemp("study")
     data = small_ml100k(ml100k_path, root)
     raw = study_config(data, root / "run", SMALL)

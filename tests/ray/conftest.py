@@ -6,6 +6,7 @@ the cached catalog embeddings on disk through the config's ``cache_dir``."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 from pathlib import Path
 
@@ -25,6 +26,10 @@ def ray_cluster():
     ``src`` (absolute PYTHONPATH), not another installed copy. Yields the cluster's
     GCS address (``127.0.0.1:PORT``, for ``--ray-address``).
     """
+    try:  # not `importorskip` alone: without Ray, `import ray` finds this folder
+        importlib.metadata.version("ray")  # (tests/ is on sys.path) as a namespace package
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("the `ray` extra is not installed: pip install 'recaudit[ray]'")
     ray = pytest.importorskip("ray", reason="the `ray` extra is not installed")
     src = str(ROOT / "src")
     os.environ["PYTHONPATH"] = os.pathsep.join(

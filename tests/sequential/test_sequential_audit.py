@@ -107,7 +107,7 @@ def test_designs_that_break_validity_are_refused(tmp_path, emb_cache, change, ms
     assert not (tmp_path / "run").exists()
 
 
-def test_cli_flags(tmp_path, emb_cache):
+def test_cli_flags(tmp_path, emb_cache, embedder):
     from typer.testing import CliRunner
 
     from recaudit.cli import app

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from .._io import plain
 from .._stats import (
     ConfidenceInterval,
     Estimate,
@@ -74,6 +75,7 @@ SMALL_GROUP_MSG = (
 )
 CATALOG_BOTH_MSG = "give the catalog as `items` or as `n_items`, not both"
 ITEMS_DUPLICATE_MSG = "`items` has duplicated item_id {item!r} at row {row}"
+TRAIN_ITEM_MSG = "`train` has item_id {item!r} (row {row}) that is not in the item catalog `items`"
 N_ITEMS_SMALL_MSG = (
     "`n_items` = {n_items} is smaller than the {seen} distinct items in recs/test/train"
 )
@@ -373,7 +375,7 @@ def _group_labels(users: pd.DataFrame, attributes: tuple[str, ...]) -> pd.Series
             pos = int(np.argmax(isna))
             raise InputError(
                 ATTRIBUTE_NAN_MSG.format(
-                    column=column, user=users["user_id"].iloc[pos], row=pos + 1
+                    column=column, user=plain(users["user_id"].iloc[pos]), row=pos + 1
                 )
             )
     labels = users[attributes[0]].astype(str)
@@ -391,7 +393,9 @@ def _protected_iv(protected: Hashable | Sequence[Hashable], attributes: tuple[st
     else:
         values = (protected,)
     if len(values) != len(attributes):
-        raise InputError(PROTECTED_ARITY_MSG.format(attributes=list(attributes), value=protected))
+        raise InputError(
+            PROTECTED_ARITY_MSG.format(attributes=list(attributes), value=plain(protected))
+        )
     return GROUP_SEPARATOR.join(str(v) for v in values)
 
 
@@ -410,7 +414,7 @@ def _catalog_iv(
         if dup.any():
             pos = int(np.argmax(dup))
             raise InputError(
-                ITEMS_DUPLICATE_MSG.format(item=items["item_id"].iloc[pos], row=pos + 1)
+                ITEMS_DUPLICATE_MSG.format(item=plain(items["item_id"].iloc[pos]), row=pos + 1)
             )
         index = pd.Index(items["item_id"].to_numpy())
         return index, len(index), "items"
@@ -455,7 +459,7 @@ def _evaluate_iv(
     if dup.any():
         pos = int(np.argmax(dup))
         raise InputError(
-            USERS_DUPLICATE_MSG.format(user=users["user_id"].iloc[pos], row=pos + 1)
+            USERS_DUPLICATE_MSG.format(user=plain(users["user_id"].iloc[pos]), row=pos + 1)
         )
     labels = _group_labels(users, attributes)
     protected_name = _protected_iv(protected, attributes)
@@ -484,8 +488,7 @@ def _evaluate_iv(
         if (codes < 0).any():
             pos = int(np.argmax(codes < 0))
             raise InputError(
-                f"`train` has item_id {train['item_id'].iloc[pos]!r} (row {pos + 1}) "
-                "that is not in the item catalog `items`"
+                TRAIN_ITEM_MSG.format(item=plain(train["item_id"].iloc[pos]), row=pos + 1)
             )
         popularity = np.bincount(codes, minlength=size).astype(np.float64)
 
@@ -495,12 +498,16 @@ def _evaluate_iv(
     groups = labels.to_numpy()[evaluated].astype(str)
     names, sizes = np.unique(groups, return_counts=True)
     if protected_name not in names:
-        raise InputError(PROTECTED_ABSENT_MSG.format(group=protected_name, present=names.tolist()))
+        raise InputError(
+            PROTECTED_ABSENT_MSG.format(group=plain(protected_name), present=names.tolist())
+        )
     if names.size < 2:
-        raise InputError(NO_UNPROTECTED_MSG.format(group=protected_name))
+        raise InputError(NO_UNPROTECTED_MSG.format(group=plain(protected_name)))
     for name, count in zip(names, sizes, strict=True):
         if count < min_group_size:
-            raise InputError(SMALL_GROUP_MSG.format(group=name, size=count, minimum=min_group_size))
+            raise InputError(
+                SMALL_GROUP_MSG.format(group=plain(name), size=count, minimum=min_group_size)
+            )
     return _Inputs(
         lists=lists.subset(evaluated),
         groups=groups,

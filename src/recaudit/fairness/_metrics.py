@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from .._io import plain
 from ..exceptions import InputError
 
 __all__ = ["METRICS", "per_user_metrics", "ranking_metrics"]
@@ -288,11 +289,11 @@ def _raise_unknown(
             )
             raise InputError(
                 UNKNOWN_USER_MSG.format(
-                    table=name, user=column.iloc[pos], row=pos + 1, hint=hint
+                    table=name, user=plain(column.iloc[pos]), row=pos + 1, hint=hint
                 )
             )
         raise InputError(
-            UNKNOWN_ITEM_MSG.format(table=name, item=column.iloc[pos], row=pos + 1)
+            UNKNOWN_ITEM_MSG.format(table=name, item=plain(column.iloc[pos]), row=pos + 1)
         )
 
 
@@ -324,10 +325,10 @@ def _lists_iv(
         if again.any():
             pos = rows[int(np.argmax(again))]
             raise InputError(
-                DUPLICATE_RANK_MSG.format(user=user_index[u], rank=rank[pos], row=pos + 1)
+                DUPLICATE_RANK_MSG.format(user=plain(user_index[u]), rank=rank[pos], row=pos + 1)
             )
         raise InputError(
-            RANK_GAP_MSG.format(user=user_index[u], count=count[u], max_rank=max_rank[u])
+            RANK_GAP_MSG.format(user=plain(user_index[u]), count=count[u], max_rank=max_rank[u])
         )
     width = int(count.max(initial=0))
     slots = ucode * width + rank - 1
@@ -345,7 +346,7 @@ def _lists_iv(
         pos = int(np.argmax(dup))
         raise InputError(
             DUPLICATE_RANK_MSG.format(
-                user=recs["user_id"].iloc[pos], rank=rank[pos], row=pos + 1
+                user=plain(recs["user_id"].iloc[pos]), rank=rank[pos], row=pos + 1
             )
         )
     keep = rank <= n_max
@@ -376,14 +377,14 @@ def build_top_n(
 
     rank_raw = recs["rank"].to_numpy()
     if not np.issubdtype(rank_raw.dtype, np.number) or rank_raw.dtype == bool:
-        raise InputError(BAD_RANK_MSG.format(row=1, value=recs["rank"].iloc[0]))
+        raise InputError(BAD_RANK_MSG.format(row=1, value=plain(recs["rank"].iloc[0])))
     if np.issubdtype(rank_raw.dtype, np.integer):
         bad = rank_raw < 1
     else:
         bad = ~(np.isfinite(rank_raw) & (rank_raw >= 1) & (rank_raw == np.floor(rank_raw)))
     if bad.any():
         pos = int(np.argmax(bad))
-        raise InputError(BAD_RANK_MSG.format(row=pos + 1, value=rank_raw[pos]))
+        raise InputError(BAD_RANK_MSG.format(row=pos + 1, value=plain(rank_raw[pos])))
     rank = rank_raw.astype(np.int64, copy=False)
 
     ucode = _codes(recs["user_id"], user_index)
@@ -396,7 +397,9 @@ def build_top_n(
     if twice.any():
         u, j = np.argwhere(twice)[0]
         raise InputError(
-            DUPLICATE_ITEM_MSG.format(item=item_index[ordered[u, j]], user=user_index[u])
+            DUPLICATE_ITEM_MSG.format(
+                item=plain(item_index[ordered[u, j]]), user=plain(user_index[u])
+            )
         )
 
     t_ucode = _codes(test["user_id"], user_index)
@@ -415,7 +418,8 @@ def build_top_n(
     if test_keys.size:
         slot = np.minimum(np.searchsorted(test_keys, rec_keys), test_keys.size - 1)
         hits = test_keys[slot] == rec_keys
-    return TopNLists(user_index, items, hits, n_relevant, (items >= 0).any(axis=1))
+    has_recs = np.asarray((items >= 0).any(axis=1), dtype=bool)
+    return TopNLists(user_index, items, hits, n_relevant, has_recs)
 
 
 def per_user_metrics(

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from .._io import plain
 from .._read import read_table as read_file
 from ..exceptions import InputError
 
@@ -316,12 +317,12 @@ def _parse_orders(values: list[Any], rows: npt.NDArray[np.int64],
         elif isinstance(value, Sequence | np.ndarray):
             tokens = list(value)
         else:
-            raise InputError(MSG_ORDER_TOKENS.format(row=row, value=value))
+            raise InputError(MSG_ORDER_TOKENS.format(row=row, value=plain(value)))
         try:
             parsed.append([_order_entry(t) for t in tokens])
         except _Fraction as exc:
             raise InputError(MSG_ORDER_FRACTION.format(row=row, value=_show(value),
-                                                       entry=exc.args[0])) from None
+                                                       entry=plain(exc.args[0]))) from None
         except (TypeError, ValueError, OverflowError):
             raise InputError(MSG_ORDER_TOKENS.format(row=row, value=_show(value))) from None
     lengths = np.array([len(p) for p in parsed])
@@ -331,7 +332,7 @@ def _parse_orders(values: list[Any], rows: npt.NDArray[np.int64],
         bad = np.flatnonzero(kcol != lengths)
         if bad.size:
             i = bad[0]
-            raise InputError(MSG_K_COLUMN.format(row=rows[i], value=k_column.iloc[i],
+            raise InputError(MSG_K_COLUMN.format(row=rows[i], value=plain(k_column.iloc[i]),
                                                  k=lengths[i]))
     values_, counts = np.unique(lengths, return_counts=True)
     if values_.size > 1:
@@ -361,8 +362,9 @@ def _parse_orders(values: list[Any], rows: npt.NDArray[np.int64],
 
 
 def _show(value: Any) -> Any:
-    """An order cell as messages show it (an array as a plain list)."""
-    return value.tolist() if isinstance(value, np.ndarray) else value
+    """An order cell as messages show it (an array as a plain list, numpy scalars as
+    Python ones: numpy 2's repr would print ``np.int64(3)``)."""
+    return value.tolist() if isinstance(value, np.ndarray) else plain(value)
 
 
 def _parse_positions(
@@ -376,6 +378,6 @@ def _parse_positions(
     bad = np.flatnonzero(~ok & ~discarded)
     if bad.size:
         i = bad[0]
-        raise InputError(MSG_POSITION.format(row=rows[i], value=column.iloc[i], k=k))
+        raise InputError(MSG_POSITION.format(row=rows[i], value=plain(column.iloc[i]), k=k))
     position = np.where(discarded, 0, values - 1).astype(np.int64)
     return position, discarded

@@ -3,9 +3,14 @@
 RecBole is an optional dependency (the ``fairness`` extra). This module is the only
 place that imports it, and the only place that knows its quirks:
 
-- the version pins it needs (``numpy<2``, ``scipy<1.12``, ``pandas<3``,
-  ``setuptools<81``; see ``docs/decisions.md``);
-- two shims for bugs on torch >= 2.6 (below, one comment each);
+- how it is installed: ``pip install --no-deps recbole==1.2.1`` beside the
+  ``fairness`` extra, which lists RecBole's runtime requirements without its
+  ``ray<=2.6.3`` pin (RecBole imports Ray only for hyper-parameter tuning, which
+  recaudit does not use); :func:`import_recbole` checks that and names the command to
+  run. ``pandas<3`` and ``setuptools<81`` stay (``docs/decisions.md``);
+- four shims, one comment each: two for RecBole bugs on torch >= 2.6, one for numpy 2
+  (the aliases ``Config.compatibility_settings`` builds) and one for scipy >= 1.12
+  (``dok_matrix._update``, used by NGCF and LightGCN);
 - three containment measures, because RecBole assumes it owns the process:
   it parses ``sys.argv`` (its ``Config`` turns ``--x=y`` arguments into settings),
   writes ``./log_tensorboard`` into the current directory, and seeds ``random``,
@@ -18,9 +23,11 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.metadata
 import logging
 import os
 import random
+import re
 import sys
 import warnings
 from collections.abc import Iterator
@@ -33,14 +40,43 @@ import numpy as np
 from ...exceptions import MissingExtraError
 
 __all__ = [
+    "RECBOLE_INSTALL",
     "RECBOLE_VERSION",
     "import_recbole",
     "load_checkpoint",
     "recbole_session",
 ]
 
-#: The RecBole release the shims below were written for (the ``fairness`` extra pins it).
+#: The RecBole release the shims below were written for.
 RECBOLE_VERSION = "1.2.1"
+#: What a user runs to get a working RecBole (docs/decisions.md, "RecBole without its
+#: Ray pin"): the extra brings RecBole's runtime requirements, then RecBole itself
+#: without its ``ray<=2.6.3`` pin.
+RECBOLE_INSTALL = (
+    f"pip install 'recaudit[fairness]' && pip install --no-deps recbole=={RECBOLE_VERSION}"
+)
+#: RecBole requirements recaudit does not need: Ray serves only RecBole's
+#: hyper-parameter tuning (``recbole.trainer.hyper_tuning``, ``recbole.quick_start``).
+UNUSED_REQUIREMENTS = frozenset({"ray"})
+MSG_VERSION = (
+    "recbole {found} is installed, but recaudit's RecBole shims are written for "
+    "recbole {expected}; install it with `pip install --no-deps recbole=={expected}`"
+)
+#: numpy names that RecBole 1.2.1 uses (``np.float``, ``np.bool``, ``np.str`` in its
+#: metrics and data code) and that its ``Config.compatibility_settings`` puts on numpy,
+#: each built from a name that exists on numpy 1.26 and 2.x alike.
+NUMPY_ALIASES = {
+    "bool": "bool_",
+    "int": "int_",
+    "float": "float64",
+    "complex": "complex128",
+    "object": "object_",
+    "str": "str_",
+    "long": "int_",
+    "unicode": "str_",
+}
+
+_checked = False
 
 
 def import_recbole() -> tuple[ModuleType, ModuleType]:
@@ -54,19 +90,68 @@ def import_recbole() -> tuple[ModuleType, ModuleType]:
     Raises
     ------
     MissingExtraError
-        When either is not installed (``pip install 'recaudit[fairness]'``).
+        When torch, RecBole or one of RecBole's runtime requirements is not installed;
+        the message gives the command to run (:data:`RECBOLE_INSTALL` for RecBole).
     """
+    global _checked
+    if not _checked:
+        _check_installation()
+        _checked = True
     try:
         torch = importlib.import_module("torch")
     except ImportError as exc:
         raise MissingExtraError("torch", "fairness") from exc
     try:
         recbole = importlib.import_module("recbole")
+        configurator = importlib.import_module("recbole.config.configurator")
         collector = importlib.import_module("recbole.evaluator.collector")
     except ImportError as exc:
-        raise MissingExtraError("recbole", "fairness") from exc
+        if exc.name is not None and not exc.name.startswith("recbole"):
+            raise MissingExtraError(exc.name, "fairness") from exc
+        raise MissingExtraError("recbole", "fairness", RECBOLE_INSTALL) from exc
     _patch_collector(collector.Collector)
+    _patch_config(configurator.Config)
+    _patch_dok_matrix()
     return torch, recbole
+
+
+def missing_requirements() -> list[str]:
+    """RecBole's declared runtime requirements that are not installed (Ray excepted).
+
+    Returns
+    -------
+    list of str
+        Distribution names, in RecBole's order; empty when everything it imports on
+        recaudit's code paths is there.
+    """
+    missing = []
+    for spec in importlib.metadata.requires("recbole") or ():
+        if ";" in spec and "extra" in spec.split(";", 1)[1]:
+            continue  # an optional extra of RecBole's (hyperopt)
+        match = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", spec)
+        if match is None:
+            continue
+        name = match.group(0)
+        if name.lower() in UNUSED_REQUIREMENTS:
+            continue
+        try:
+            importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(name)
+    return missing
+
+
+def _check_installation() -> None:
+    try:
+        found = importlib.metadata.version("recbole")
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise MissingExtraError("recbole", "fairness", RECBOLE_INSTALL) from exc
+    if found != RECBOLE_VERSION:
+        warnings.warn(MSG_VERSION.format(found=found, expected=RECBOLE_VERSION),
+                      RuntimeWarning, stacklevel=3)
+    missing = missing_requirements()
+    if missing:
+        raise MissingExtraError(", ".join(missing), "fairness")
 
 
 def _patch_collector(collector_cls: Any) -> None:
@@ -92,6 +177,43 @@ def _patch_collector(collector_cls: Any) -> None:
 
     get_data_struct._recaudit_shim = True  # type: ignore[attr-defined]
     collector_cls.get_data_struct = get_data_struct
+
+
+def _patch_config(config_cls: Any) -> None:
+    # Shim 3 -- every RecBole ``Config`` calls ``compatibility_settings``, which puts
+    # the pre-1.24 names (``np.float``, ``np.bool``, ...) on numpy because RecBole's own
+    # code still uses them, reading ``np.float_``, ``np.complex_`` and ``np.unicode_``
+    # to do so; numpy 2 removed those three, so every Config raised AttributeError. The
+    # replacement sets the same names from ``NUMPY_ALIASES`` (``np.float64``,
+    # ``np.complex128``, ``np.str_``, ...) and only where numpy lacks them (numpy 2 has
+    # its own ``np.bool`` and ``np.long``); it never puts ``np.float_`` & co. back.
+    if getattr(config_cls.compatibility_settings, "_recaudit_shim", False):
+        return
+
+    def compatibility_settings(self: Any) -> None:
+        for name, target in NUMPY_ALIASES.items():
+            if name not in vars(np):  # hasattr would warn (np.str)
+                setattr(np, name, getattr(np, target))
+
+    compatibility_settings._recaudit_shim = True  # type: ignore[attr-defined]
+    config_cls.compatibility_settings = compatibility_settings
+
+
+def _patch_dok_matrix() -> None:
+    # Shim 4 -- NGCF and LightGCN build their adjacency matrix with
+    # ``scipy.sparse.dok_matrix._update(dict)``, a private method scipy 1.12 removed
+    # when ``dok_matrix`` stopped subclassing ``dict`` (it now keeps its entries in
+    # ``self._dict``). The old method was ``dict.update(self, data)`` without checks;
+    # the replacement does the same on ``self._dict``. Added only where it is missing.
+    import scipy.sparse as sp
+
+    if hasattr(sp.dok_matrix, "_update"):
+        return
+
+    def _update(self: Any, data: dict[tuple[int, int], Any]) -> None:
+        self._dict.update(data)
+
+    sp.dok_matrix._update = _update
 
 
 def load_checkpoint(path: Path) -> dict[str, Any]:
