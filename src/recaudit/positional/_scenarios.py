@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 from ..exceptions import InputError
 from ._evaluations import Evaluations
+from ._simulation import evaluations_from_draws, random_relevance_sets
 
 __all__ = ["MODELS", "ScenarioTruth", "simulate_scenario", "scenario_truth"]
 
@@ -163,16 +164,7 @@ def simulate_scenario(
     item = np.where(by_noise, noise_items, item)
     fav = qs.favoured[query]
     item = np.where(by_position, orders[np.arange(n), fav], item)
-    position = np.argmax(orders == item[:, None], axis=1)
-    return Evaluations(
-        k=k,
-        query_ids=np.array([f"q{j + 1}" for j in range(n_queries)]),
-        query=query,
-        orders=orders,
-        position=position.astype(np.int64),
-        item=item.astype(np.int64),
-        rows=np.arange(1, n + 1, dtype=np.int64),
-    )
+    return evaluations_from_draws(k, n_queries, query, orders, item)
 
 
 def _draw_queries(
@@ -184,11 +176,7 @@ def _draw_queries(
         z = np.exp(_GRADED_SCALE * gen.standard_normal((n, k)))
         relevance = z / z.sum(axis=1, keepdims=True)
     else:
-        member = gen.random((n, k)) < 0.5
-        empty = ~member.any(axis=1)
-        while empty.any():
-            member[empty] = gen.random((int(empty.sum()), k)) < 0.5
-            empty = ~member.any(axis=1)
+        member = random_relevance_sets(n, k, gen)
         relevance = member / member.sum(axis=1, keepdims=True)
     favoured = np.zeros(n, dtype=np.int64)
     beta = np.full(n, float(p_bias))

@@ -55,11 +55,7 @@ def simulate_evaluations(
     """
     n_queries, k, n_perms, p_bias = _simulate_iv(n_queries, k, n_perms, p_bias)
     gen = as_generator(rng)
-    relevant = gen.random((n_queries, k)) < 0.5
-    empty = ~relevant.any(axis=1)
-    while empty.any():
-        relevant[empty] = gen.random((int(empty.sum()), k)) < 0.5
-        empty = ~relevant.any(axis=1)
+    relevant = random_relevance_sets(n_queries, k, gen)
     n = n_queries * n_perms
     query = np.repeat(np.arange(n_queries, dtype=np.int64), n_perms)
     orders = gen.permuted(np.tile(np.arange(k, dtype=np.int64), (n, 1)), axis=1)
@@ -67,17 +63,42 @@ def simulate_evaluations(
     item = np.argmax(keys, axis=1)
     biased = gen.random(n) < p_bias
     item[biased] = orders[biased, 0]
+    evals = evaluations_from_draws(k, n_queries, query, orders, item)
+    return (evals, relevant) if return_truth else evals
+
+
+def random_relevance_sets(
+    n_queries: int, k: int, gen: np.random.Generator
+) -> npt.NDArray[np.bool_]:
+    """(n_queries, k) membership of relevance sets uniform over the non-empty subsets
+    (k fair coins per query, redrawn for a query that got none)."""
+    relevant = gen.random((n_queries, k)) < 0.5
+    empty = ~relevant.any(axis=1)
+    while empty.any():
+        relevant[empty] = gen.random((int(empty.sum()), k)) < 0.5
+        empty = ~relevant.any(axis=1)
+    return relevant
+
+
+def evaluations_from_draws(
+    k: int,
+    n_queries: int,
+    query: npt.NDArray[np.int64],
+    orders: npt.NDArray[np.int64],
+    item: npt.NDArray[np.int64],
+) -> Evaluations:
+    """Simulated evaluations (valid by construction): queries ``q1..qn``, the selected
+    position found in each order, rows numbered from 1."""
     position = np.argmax(orders == item[:, None], axis=1)
-    evals = Evaluations(
+    return Evaluations(
         k=k,
         query_ids=np.array([f"q{j + 1}" for j in range(n_queries)]),
         query=query,
         orders=orders,
         position=position.astype(np.int64),
         item=item.astype(np.int64),
-        rows=np.arange(1, n + 1, dtype=np.int64),
+        rows=np.arange(1, query.size + 1, dtype=np.int64),
     )
-    return (evals, relevant) if return_truth else evals
 
 
 @dataclass(frozen=True)
