@@ -54,7 +54,10 @@ class CrossFit:
     keeps the baseline share). ``*_boot`` are their values on query-bootstrap
     resamples (the whole cross-fit rerun on each) and ``weights`` those resamples'
     query weights (n_boot, n), so that other statistics can be bootstrapped jointly;
-    ``favoured`` the positions the rule picks on all queries (0-based).
+    ``favoured`` the positions the rule picks on all queries (0-based). ``n_queries``,
+    ``set_size``, ``set_theta`` and ``set_se`` describe the candidate favoured sets of
+    the upper bounds on all queries (with k positions: their sizes |A|, excess shares theta_A and
+    standard errors), computed once for PB's and the share's bound.
     """
 
     tv: float
@@ -63,6 +66,11 @@ class CrossFit:
     share_boot: npt.NDArray[np.float64]
     favoured: npt.NDArray[np.int64]
     weights: npt.NDArray[np.float64]
+    n_queries: int
+    k: int
+    set_size: npt.NDArray[np.int64]
+    set_theta: npt.NDArray[np.float64]
+    set_se: npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -121,8 +129,9 @@ def crossfit_shares(
         [np.ones((1, n)), gen.multinomial(n, np.full(n, 1.0 / n), size=n_boot)]
     ).astype(float)
     tv, share = _crossfit_weighted(shares, weights, assignments)
+    member, theta, se = _set_stats(shares, exhaustive=True)
     return CrossFit(float(tv[0]), float(share[0]), tv[1:], share[1:], _favoured(shares),
-                    weights[1:])
+                    weights[1:], n, k, member.sum(axis=1), theta, se)
 
 
 def _crossfit_weighted(
@@ -204,7 +213,7 @@ def pb_from_shares(
     plugin = float(0.5 * np.abs(shares.mean(axis=0) - 1.0 / k).sum())
     se = float(np.std(fit.tv_boot, ddof=1)) if n >= 2 else np.nan
     t = _t(confidence_level, n)
-    upper = max(fit.tv + t * se, _upper_bound(shares, t))
+    upper = max(fit.tv + t * se, _upper_bound(fit, t))
     top = 1.0 - 1.0 / k  # the largest TV from uniform
     ci = ConfidenceInterval(min(top, max(0.0, fit.tv - t * se)), min(top, max(0.0, upper)),
                             confidence_level,
@@ -283,15 +292,14 @@ def _set_stats(
     return member, theta, se
 
 
-def _upper_bound(shares: npt.NDArray[np.float64], t: float) -> float:
+def _upper_bound(fit: CrossFit, t: float) -> float:
     """max over candidate sets A (and the empty set) of theta_A + t se_A."""
-    if shares.shape[0] < 2:
+    if fit.n_queries < 2:
         return np.nan
-    _, theta, se = _set_stats(shares, exhaustive=True)
-    return float(max(0.0, np.max(theta + t * se)))
+    return float(max(0.0, np.max(fit.set_theta + t * fit.set_se)))
 
 
-def share_upper_bound(shares: npt.NDArray[np.float64], confidence_level: float) -> float:
+def share_upper_bound(fit: CrossFit, confidence_level: float) -> float:
     r"""Upper confidence bound on the position-driven share,
     :math:`\max_A \frac{k}{k - |A|}(\hat\theta_A + t\,\widehat{se}_A)` over the
     candidate sets with at most k/2 positions.
@@ -302,12 +310,11 @@ def share_upper_bound(shares: npt.NDArray[np.float64], confidence_level: float) 
     Favoured positions are assumed to be fewer than half of the positions (the others
     define the baseline).
     """
-    n, k = shares.shape
+    n, k = fit.n_queries, fit.k
     if n < 2:
         return np.nan
-    member, theta, se = _set_stats(shares, exhaustive=True)
-    size = member.sum(axis=1)
+    size = fit.set_size
     keep = size <= k // 2
     t = _t(confidence_level, n)
-    bound = (theta[keep] + t * se[keep]) * k / (k - size[keep])
+    bound = (fit.set_theta[keep] + t * fit.set_se[keep]) * k / (k - size[keep])
     return float(max(0.0, np.max(bound))) if bound.size else 0.0

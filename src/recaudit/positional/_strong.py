@@ -198,7 +198,7 @@ def strong_soft_split(
     # the cross-fitted share loses the selection regret when a position effect is weak:
     # each upper end is at least the share's upper bound over favoured sets times the
     # part of it that the estimate assigns to strong / soft / all
-    top = share_upper_bound(query_position_shares(evals), confidence_level)
+    top = share_upper_bound(fit, confidence_level)
     ests = []
     for i, (v, part) in enumerate(zip(values, (displaced, 1.0 - displaced, 1.0), strict=True)):
         ci = _clip(percentile_interval(boot[:, i], confidence_level=confidence_level))
