@@ -79,6 +79,15 @@ discard_rate = 0.05
 delay_s = {delay_s}
 """
 
+#: One OpenAI-compatible model at ``{url}`` (``.format(url=...)``), one retry.
+OPENAI_MODEL = """\
+[[models]]
+name = "remote"
+backend = "openai"
+base_url = "{url}"
+model = "tiny"
+max_retries = 1
+"""
 CHOICE_PROBABILITIES = "\n[prompt]\nchoice_probabilities = true\n"
 
 

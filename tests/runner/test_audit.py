@@ -8,21 +8,12 @@ import pandas as pd
 import pytest
 from aiohttp import web
 
-from helpers import damage_journal, write_config
+from helpers import OPENAI_MODEL, damage_journal, write_config
 from recaudit.exceptions import EndpointError, JournalError
 from recaudit.llm._audit import run_audit
 from recaudit.llm._config import load_config
 from recaudit.llm._journal import EVALUATION_COLUMNS
 from recaudit.positional import evaluations_from_table
-
-OPENAI_MODEL = """\
-[[models]]
-name = "remote"
-backend = "openai"
-base_url = "{url}"
-model = "tiny"
-max_retries = 1
-"""
 
 
 def test_simulated_audit_writes_the_run_folder(tmp_path, retriever, emb_cache):

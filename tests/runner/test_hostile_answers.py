@@ -18,21 +18,12 @@ import pandas as pd
 import pytest
 from fault_server import MEGABYTES_ANSWER, NUL_ANSWER, SURROGATE_ANSWER
 
-from helpers import write_config
+from helpers import OPENAI_MODEL, write_config
 from recaudit.exceptions import JournalError
 from recaudit.llm._audit import run_audit
 from recaudit.llm._config import load_config
 from recaudit.llm._journal import MSG_REJECTED, EvalKey, EvalRecord, Journal, unescape_row
 from recaudit.llm._types import ChatResponse
-
-MODEL = """\
-[[models]]
-name = "remote"
-backend = "openai"
-base_url = "{url}"
-model = "tiny"
-max_retries = 1
-"""
 
 
 def rec(i: int, **kw) -> EvalRecord:
@@ -101,7 +92,7 @@ def test_hostile_answers_through_a_real_endpoint(tmp_path, retriever, emb_cache,
     """Lone surrogates, NUL and a 2 MB answer from a real socket: every evaluation is
     journaled and in the table, the surrogate ones escaped and exactly recoverable."""
     cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=4, n_perms=5,
-                                   models=MODEL.format(url=fault_server.base_url)))
+                                   models=OPENAI_MODEL.format(url=fault_server.base_url)))
     kinds = ["surrogate", "nul", "megabytes", "huge-usage", "ok"]
     fault_server.serve(lambda n, seen: kinds[n % len(kinds)])
     res = run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever)
