@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from recaudit.positional import analyze
+from recaudit.positional import AnalysisOptions, analyze
 from recaudit.positional._scenarios import MODELS, scenario_truth, simulate_scenario
 
 #: estimator name -> (path in analyze().to_dict(), truth attribute)
@@ -66,7 +66,7 @@ def _cell(args: tuple[str, int, int, float, int, int]) -> dict[str, Any]:
     l_below, position_cov = [], []
     for _ in range(reps):
         ev = simulate_scenario(model, n, k=k, p_bias=p_bias, n_orders=N_ORDERS, rng=gen)
-        d = analyze(ev, n_resamples=1, n_boot=N_BOOT, spb_repeats=SPB_REPEATS,
+        d = analyze(ev, AnalysisOptions(n_resamples=1, n_boot=N_BOOT, spb_repeats=SPB_REPEATS),
                     rng=gen).to_dict()
         d["pb_plugin"] = {"value": d["pb"]["plugin"], "ci_low": None, "ci_high": None}
         for name, (key, attr) in ESTIMATORS.items():

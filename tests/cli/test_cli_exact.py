@@ -10,7 +10,7 @@ from statsmodels.stats.multitest import multipletests
 from typer.testing import CliRunner
 
 from recaudit.cli import app
-from recaudit.positional import analyze_exact
+from recaudit.positional import AnalysisOptions, analyze_exact
 
 runner = CliRunner()
 FAST = ["--n-boot", "100", "--seed", "3", "--quiet"]
@@ -37,7 +37,7 @@ def test_exact_on_a_run_folder_matches_the_library(exact_run):
     printed = json.loads(res.stdout)
     assert printed["choice"] == "probabilities" and "pob_icm" not in printed
     table = pd.read_parquet(exact_run / "evaluations.parquet")
-    direct = analyze_exact(table, n_boot=100, rng=3).to_dict()
+    direct = analyze_exact(table, AnalysisOptions(n_boot=100), rng=3).to_dict()
     assert printed == json.loads(json.dumps(direct))
     # the simulated model favours position 1: 1/k + p_bias (1 - 1/k) = 0.55 at k = 4
     assert printed["position_distribution"][0] == pytest.approx(0.55, abs=0.08)
@@ -100,6 +100,6 @@ def test_exact_passes_spb_repeats(exact_run):
     assert res.exit_code == 0, res.output
     printed = json.loads(res.stdout)
     table = pd.read_parquet(exact_run / "evaluations.parquet")
-    direct = analyze_exact(table, n_boot=100, rng=3, spb_repeats=3).to_dict()
+    direct = analyze_exact(table, AnalysisOptions(n_boot=100, spb_repeats=3), rng=3).to_dict()
     assert printed["spb_paper"]["n_repeats"] == 3
     assert printed == json.loads(json.dumps(direct))

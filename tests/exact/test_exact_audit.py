@@ -8,7 +8,7 @@ import pytest
 from helpers import write_config
 from recaudit.llm._audit import run_audit
 from recaudit.llm._config import load_config
-from recaudit.positional import analyze, analyze_exact
+from recaudit.positional import AnalysisOptions, analyze, analyze_exact
 
 
 def test_simulated_audit_records_vectors_and_exact_analysis_uses_them(tmp_path, retriever,
@@ -20,9 +20,9 @@ def test_simulated_audit_records_vectors_and_exact_analysis_uses_them(tmp_path, 
     # helpers.SIM_MODEL: p_bias 0.4, discard rate 0.05 (= the outside mass)
     assert df["choice_probs"].notna().all()
     assert df["outside_mass"].eq(0.05).all()
-    ex = analyze_exact(df, rng=0, n_boot=200)
+    ex = analyze_exact(df, AnalysisOptions(n_boot=200), rng=0)
     assert ex.n_evaluations == len(df) and ex.n_missing == 0  # discards keep vectors
     # position 1's population share is 1/k + p_bias (1 - 1/k) = 0.55 at k = 4
     assert ex.position_distribution[0].value == pytest.approx(0.55, abs=0.05)
-    sampled = analyze(df, rng=0, n_boot=200, n_resamples=99)
+    sampled = analyze(df, AnalysisOptions(n_boot=200, n_resamples=99), rng=0)
     assert ex.pob_unbp.reject and ex.pob_unbp.L >= sampled.pob_unbp.L

@@ -11,6 +11,7 @@ import pytest
 
 from recaudit.exceptions import InputError
 from recaudit.positional import (
+    AnalysisOptions,
     analyze,
     analyze_exact,
     evaluations_from_table,
@@ -52,8 +53,8 @@ def test_against_sampled_statistics_when_probabilities_are_one_hot():
     # a one-hot vector at the sampled choice IS the sampled choice: every statistic
     # must equal the sampled-mode one (an independent implementation)
     ev = simulate_evaluations(60, k=5, n_perms=20, p_bias=0.2, rng=4)
-    ex = analyze_exact(one_hot_table(ev), rng=1, n_boot=200)
-    ref = analyze(ev, rng=1, n_boot=200, n_resamples=99)
+    ex = analyze_exact(one_hot_table(ev), AnalysisOptions(n_boot=200), rng=1)
+    ref = analyze(ev, AnalysisOptions(n_boot=200, n_resamples=99), rng=1)
     assert ex.pob_unbp.L == pytest.approx(ref.pob_unbp.L)
     assert ex.pob_unbp.pvalue == pytest.approx(ref.pob_unbp.pvalue)
     assert ex.pb.plugin == pytest.approx(ref.pb.plugin)
@@ -86,7 +87,7 @@ def test_pairwise_ps_is_the_expectation_of_sampled_pairwise_ps():
     df = pd.DataFrame({"query_id": ["q"] * 3, "order": [" ".join(map(str, o)) for o in orders],
                        "selected_position": [1, 1, 1],
                        "choice_probs": [json.dumps(p.tolist()) for p in probs]})
-    ex = analyze_exact(pd.concat([df, df.assign(query_id="r")]), n_boot=10, rng=0)
+    ex = analyze_exact(pd.concat([df, df.assign(query_id="r")]), AnalysisOptions(n_boot=10), rng=0)
     expected = 0.0
     for a in range(3):
         for b in range(3):
@@ -99,19 +100,20 @@ def test_pairwise_ps_is_the_expectation_of_sampled_pairwise_ps():
 
 
 def test_exact_pob_unbp_holds_alpha_under_the_null_and_gains_power():
-    rej_null = [analyze_exact(exact_table(30, 5, 0.0, seed=s), n_boot=1).pob_unbp.reject
+    one_boot = AnalysisOptions(n_boot=1)
+    rej_null = [analyze_exact(exact_table(30, 5, 0.0, seed=s), one_boot).pob_unbp.reject
                 for s in range(40)]
     assert np.mean(rej_null) <= 0.1
     df = exact_table(8, 5, 0.1, seed=3)
-    assert analyze_exact(df, n_boot=1).pob_unbp.L > 0
-    assert pob_unbp(evaluations_from_table(df)).L <= analyze_exact(df, n_boot=1).pob_unbp.L
+    assert analyze_exact(df, one_boot).pob_unbp.L > 0
+    assert pob_unbp(evaluations_from_table(df)).L <= analyze_exact(df, one_boot).pob_unbp.L
 
 
 def test_missing_vectors_are_counted_and_outside_mass_reported():
     df = exact_table(10, 4, 0.1, perms=5, seed=2)
     df.loc[[0, 7], "choice_probs"] = None
     df["outside_mass"] = 0.25
-    ex = analyze_exact(df, n_boot=10, rng=0)
+    ex = analyze_exact(df, AnalysisOptions(n_boot=10), rng=0)
     assert ex.n_missing == 2 and ex.n_evaluations == 48
     assert ex.outside_mass == pytest.approx(0.25)
     d = ex.to_dict()
@@ -141,13 +143,14 @@ def test_exact_spb_averages_over_fold_assignments():
 
     ev = simulate_evaluations(40, k=5, n_perms=10, p_bias=0.3, rng=6)
     table = one_hot_table(ev)
-    one = [analyze_exact(table, rng=s, n_boot=50, spb_repeats=1).spb_paper.value for s in range(12)]
-    many = [analyze_exact(table, rng=s, n_boot=50, spb_repeats=20).spb_paper.value
+    one = [analyze_exact(table, AnalysisOptions(n_boot=50, spb_repeats=1),
+                         rng=s).spb_paper.value for s in range(12)]
+    many = [analyze_exact(table, AnalysisOptions(n_boot=50, spb_repeats=20), rng=s).spb_paper.value
             for s in range(12)]
     assert np.std(many) < 0.5 * np.std(one)
     sampled = strong_positional_bias(ev, n_repeats=50, n_boot=50, rng=0).value
-    exact = analyze_exact(table, rng=0, n_boot=50, spb_repeats=50)
+    exact = analyze_exact(table, AnalysisOptions(n_boot=50, spb_repeats=50), rng=0)
     assert exact.spb_paper.value == pytest.approx(sampled, abs=0.01)
     assert exact.to_dict()["spb_paper"]["n_repeats"] == 50
     with pytest.raises(InputError, match="n_repeats"):
-        analyze_exact(table, spb_repeats=0)
+        analyze_exact(table, AnalysisOptions(spb_repeats=0))

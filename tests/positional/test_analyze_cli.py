@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from recaudit import InputError
 from recaudit.cli import app
-from recaudit.positional import analyze, analyze_groups, simulate_evaluations
+from recaudit.positional import AnalysisOptions, analyze, analyze_groups, simulate_evaluations
 
 runner = CliRunner()
 FAST = ["--n-resamples", "99", "--n-boot", "50", "--seed", "1", "--quiet"]
@@ -34,7 +34,8 @@ def grouped_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_against_statsmodels_holm_across_groups(grouped_csv: Path) -> None:
-    grouped = analyze_groups(grouped_csv, by=["model"], n_resamples=99, n_boot=20, rng=0)
+    grouped = analyze_groups(grouped_csv, AnalysisOptions(n_resamples=99, n_boot=20),
+                             by=["model"], rng=0)
     raw = [g.pob_icm.pvalue for g in grouped.groups]
     np.testing.assert_allclose(grouped.pob_icm_pvalue_holm, multipletests(raw, method="holm")[1])
     raw = [g.pob_unbp.pvalue for g in grouped.groups]
@@ -46,8 +47,8 @@ def test_against_statsmodels_holm_across_groups(grouped_csv: Path) -> None:
 def test_analyze_accepts_a_dataframe_and_is_reproducible(grouped_csv: Path) -> None:
     table = pd.read_csv(grouped_csv)
     table = table[table["model"] == "a"]
-    a = analyze(table, n_resamples=99, n_boot=50, rng=3).to_dict()
-    b = analyze(table, n_resamples=99, n_boot=50, rng=3).to_dict()
+    a = analyze(table, AnalysisOptions(n_resamples=99, n_boot=50), rng=3).to_dict()
+    b = analyze(table, AnalysisOptions(n_resamples=99, n_boot=50), rng=3).to_dict()
     assert json.dumps(a) == json.dumps(b)
 
 
@@ -182,7 +183,7 @@ def test_grouped_errors_name_the_group(grouped_csv: Path) -> None:
     table = pd.read_csv(grouped_csv, dtype={"order": str})
     table.loc[table.index[table["model"] == "b"][0], "order"] = "1 2 3"
     with pytest.raises(InputError, match=re.escape("group model=b: column `order`: mixed k")):
-        analyze_groups(table, by=["model"], n_resamples=9)
+        analyze_groups(table, AnalysisOptions(n_resamples=9), by=["model"])
 
 
 def test_cli_and_json_say_when_pob_icm_cannot_see_bias(tmp_path: Path) -> None:

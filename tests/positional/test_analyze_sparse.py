@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from recaudit.cli import app
 from recaudit.positional import (
+    AnalysisOptions,
     analyze,
     analyze_groups,
     evaluations_from_table,
@@ -46,7 +47,7 @@ def _qualifying(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_sparse_counts(sparse: pd.DataFrame) -> None:
-    res = analyze(sparse, rng=0, **OPTS)
+    res = analyze(sparse, AnalysisOptions(**OPTS), rng=0)
     assert res.n_queries == 25
     assert res.n_queries_all_discarded == 5
     assert res.n_queries_excluded_ps == 8
@@ -60,7 +61,7 @@ def test_sparse_counts(sparse: pd.DataFrame) -> None:
 
 
 def test_sparse_statistics_equal_the_qualifying_subset(sparse: pd.DataFrame) -> None:
-    res = analyze(sparse, rng=0, **OPTS)
+    res = analyze(sparse, AnalysisOptions(**OPTS), rng=0)
     sub = evaluations_from_table(_qualifying(sparse))
     _, g_ps, g_ps2, _, g_spb, _ = np.random.default_rng(0).spawn(6)
     boot = {"n_boot": 50}
@@ -82,7 +83,7 @@ def test_sparse_statistics_equal_the_qualifying_subset(sparse: pd.DataFrame) -> 
 
 def test_all_single_evaluation(sparse: pd.DataFrame) -> None:
     single = sparse.dropna(subset=["selected_position"]).groupby("query_id").head(1)
-    res = analyze(single, rng=0, **OPTS)
+    res = analyze(single, AnalysisOptions(**OPTS), rng=0)
     assert res.n_queries_excluded_ps == res.n_queries == 25
     assert res.pob_unbp is not None and np.isfinite(res.pob_unbp.L)
     assert res.ps is None and res.ps_modal is None and res.spb_paper is None
@@ -96,7 +97,7 @@ def test_all_single_evaluation(sparse: pd.DataFrame) -> None:
 
 def test_one_query_unbp_is_null_with_reason(sparse: pd.DataFrame) -> None:
     one = sparse[sparse["query_id"] == sparse["query_id"].iloc[-1]]
-    d = analyze(one, rng=0, **OPTS).to_dict()
+    d = analyze(one, AnalysisOptions(**OPTS), rng=0).to_dict()
     assert d["pob_unbp"]["L"] is None and "needs >= 2 queries" in d["pob_unbp"]["reason"]
     assert d["ps"]["value"] is not None
 
@@ -109,7 +110,7 @@ def test_decoding_group_has_no_tests() -> None:
         [audit.assign(condition="permutation"), decoding.assign(condition="decoding")],
         ignore_index=True,
     )
-    grouped = analyze_groups(table, by=["condition"], rng=0, **OPTS)
+    grouped = analyze_groups(table, AnalysisOptions(**OPTS), by=["condition"], rng=0)
     dec, perm = grouped.groups
     assert dec.group == {"condition": "decoding"}
     assert dec.pob_icm is None and dec.pob_unbp is None

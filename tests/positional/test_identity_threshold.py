@@ -7,7 +7,12 @@ import pandas as pd
 import pytest
 
 from recaudit import InputError
-from recaudit.positional import analyze_groups, simulate_evaluations, strong_positional_bias
+from recaudit.positional import (
+    AnalysisOptions,
+    analyze_groups,
+    simulate_evaluations,
+    strong_positional_bias,
+)
 from recaudit.positional._analyze import REASON_NO_P_HAT
 from recaudit.positional._metrics import MSG_P_HAT_FIXED_TAU, spb_thresholds
 
@@ -28,8 +33,8 @@ def _study_like(seed: int = 0) -> pd.DataFrame:
 
 
 def test_identity_groups_use_the_permuted_groups_p_hat() -> None:
-    grouped = analyze_groups(_study_like(), by=["model", "temperature", "condition"],
-                             rng=1, **FAST)
+    grouped = analyze_groups(_study_like(), AnalysisOptions(**FAST),
+                                         by=["model", "temperature", "condition"], rng=1)
     by_key = {(g.group["temperature"], g.group["condition"]): g for g in grouped.groups}
     for t in (0.0, 0.6):
         perm = by_key[(t, "permutation")]
@@ -48,8 +53,9 @@ def test_identity_p_hat_differs_from_the_own_rule() -> None:
     # without `condition` in `by` nothing is borrowed: own p-hat (the old, misleading rule)
     table = _study_like()
     ident = table[(table["condition"] == "decoding") & (table["temperature"] == 0.6)]
-    own = analyze_groups(ident, by=["model"], rng=1, **FAST).groups[0]
-    grouped = analyze_groups(table, by=["model", "temperature", "condition"], rng=1, **FAST)
+    own = analyze_groups(ident, AnalysisOptions(**FAST), by=["model"], rng=1).groups[0]
+    grouped = analyze_groups(table, AnalysisOptions(**FAST),
+                             by=["model", "temperature", "condition"], rng=1)
     borrowed = next(g for g in grouped.groups if g.group["condition"] == "decoding"
                     and g.group["temperature"] == 0.6)
     assert own.spb_paper is not None and borrowed.spb_paper is not None
@@ -59,15 +65,16 @@ def test_identity_p_hat_differs_from_the_own_rule() -> None:
 def test_identity_group_without_a_permuted_group_has_no_spb_and_says_why() -> None:
     table = _study_like()
     only = table[table["condition"] != "permutation"]
-    grouped = analyze_groups(only, by=["model", "temperature", "condition"], rng=1, **FAST)
+    grouped = analyze_groups(only, AnalysisOptions(**FAST),
+                             by=["model", "temperature", "condition"], rng=1)
     for g in grouped.groups:
         assert g.spb_paper is None
         assert g.coverage["spb_paper"].reason == REASON_NO_P_HAT.format(
             where="model, temperature")
         assert g.to_dict()["spb_paper"]["value"] is None
     # a fixed tau needs no p-hat
-    fixed = analyze_groups(only, by=["model", "temperature", "condition"], tau=0.8, rng=1,
-                           **FAST)
+    fixed = analyze_groups(only, AnalysisOptions(tau=0.8, **FAST),
+                           by=["model", "temperature", "condition"], rng=1)
     assert all(g.spb_paper is not None and g.spb_paper.tau == 0.8 for g in fixed.groups)
     assert all(g.to_dict()["tau"] == 0.8 for g in fixed.groups)
 
@@ -75,14 +82,16 @@ def test_identity_group_without_a_permuted_group_has_no_spb_and_says_why() -> No
 def test_grouped_streams_do_not_depend_on_the_borrowing_order() -> None:
     # a permuted group's numbers are the same whether or not identity groups come along
     table = _study_like()
-    full = analyze_groups(table, by=["model", "temperature", "condition"], rng=4, **FAST)
+    full = analyze_groups(table, AnalysisOptions(**FAST),
+                          by=["model", "temperature", "condition"], rng=4)
     perm = next(g for g in full.groups if g.group["condition"] == "permutation"
                 and g.group["temperature"] == 0.6)
     # groups are sorted: decoding, labels, permutation at each T; keep the same positions
     # by relabelling (same spawn order, different condition names)
     relabel = table.assign(condition=table["condition"].replace(
         {"decoding": "d", "labels": "l"}))
-    other = analyze_groups(relabel, by=["model", "temperature", "condition"], rng=4, **FAST)
+    other = analyze_groups(relabel, AnalysisOptions(**FAST),
+                           by=["model", "temperature", "condition"], rng=4)
     perm2 = next(g for g in other.groups if g.group["condition"] == "permutation"
                  and g.group["temperature"] == 0.6)
     assert perm.spb_paper is not None and perm2.spb_paper is not None

@@ -15,9 +15,8 @@ from typer.testing import CliRunner
 
 from recaudit import InputError
 from recaudit.cli import app
-from recaudit.positional import _evaluations as E
-from recaudit.positional import _topn as T
 from recaudit.positional import (
+    AnalysisOptions,
     analyze,
     analyze_groups,
     evaluations_from_table,
@@ -25,6 +24,8 @@ from recaudit.positional import (
     simulate_evaluations,
     topn_bias,
 )
+from recaudit.positional import _evaluations as E
+from recaudit.positional import _topn as T
 from recaudit.positional._analyze_exact import read_exact_table
 
 runner = CliRunner()
@@ -44,9 +45,9 @@ def test_repeated_keys_are_refused_naming_the_rows(tmp_path: Path) -> None:
     message = E.MSG_DUPLICATE_KEY.format(rows=f"4, {len(table) + 1}", key=key,
                                          more="; 4 rows in all repeat a key")
     with pytest.raises(InputError, match=re.escape(message)):
-        analyze(doubled, n_resamples=19, n_boot=10)
+        analyze(doubled, AnalysisOptions(n_resamples=19, n_boot=10))
     with pytest.raises(InputError, match=re.escape(message)):
-        analyze_groups(doubled, by=["model"], n_resamples=19, n_boot=10)
+        analyze_groups(doubled, AnalysisOptions(n_resamples=19, n_boot=10), by=["model"])
     path = tmp_path / "e.parquet"
     doubled.to_parquet(path, index=False)
     res = runner.invoke(app, ["positional", "analyze", str(path), "--quiet"])
@@ -54,7 +55,7 @@ def test_repeated_keys_are_refused_naming_the_rows(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="have the same evaluation key"):
         read_exact_table(doubled.assign(choice_probs="[0.25, 0.25, 0.25, 0.25]"))
     # the same table without its repeats is analysed
-    assert analyze(table, n_resamples=19, n_boot=10).n_evaluations == len(table)
+    assert analyze(table, AnalysisOptions(n_resamples=19, n_boot=10)).n_evaluations == len(table)
 
 
 def test_repeats_are_legitimate_without_an_evaluation_identity() -> None:
@@ -116,7 +117,7 @@ def test_a_wrong_length_order_does_not_suggest_by_k() -> None:
                       ignore_index=True)
     with pytest.raises(InputError, match=r"group k=4: row 7, column `k`: 4 does not match "
                                          r"the order length 3") as info:
-        analyze_groups(table, by=["k"], n_resamples=9, n_boot=5)
+        analyze_groups(table, AnalysisOptions(n_resamples=9, n_boot=5), by=["k"])
     assert "--by k" not in str(info.value)
 
 
@@ -128,7 +129,8 @@ def test_mixed_sizes_suggest_by_k_only_where_it_helps() -> None:
             E.MSG_MIXED_K_BY.format(row0=1, k0=4, row1=4, k1=3))):
         evaluations_from_table(mixed)
     groups = analyze_groups(mixed.assign(query_id=["a", "a", "b", "a", "a", "b"]),
-                            by=["k"], n_resamples=9, n_boot=5)  # --by k fixes it
+                            AnalysisOptions(n_resamples=9, n_boot=5),
+                            by=["k"])  # --by k fixes it
     assert [g.k for g in groups.groups] == [3, 4]
     # several rows of each size and no k column: the hint says to add one
     with pytest.raises(InputError, match=re.escape(E.MSG_MIXED_K_NO_COLUMN.format(

@@ -18,7 +18,12 @@ from scipy import optimize
 from typer.testing import CliRunner
 
 from recaudit.cli import app
-from recaudit.positional import analyze, permutation_sensitivity, strong_positional_bias
+from recaudit.positional import (
+    AnalysisOptions,
+    analyze,
+    permutation_sensitivity,
+    strong_positional_bias,
+)
 from recaudit.positional._analyze import MIN_QUERIES_CI
 from recaudit.positional._crossfit import crossfit_shares, positional_bias_crossfit
 from recaudit.positional._scenarios import MODELS, scenario_truth, simulate_scenario
@@ -117,7 +122,7 @@ def test_spb_is_unbiased_where_the_papers_estimator_is_not() -> None:
 
 def test_soft_and_strong_add_up_to_the_position_driven_share() -> None:
     ev = simulate_scenario("paper", 200, k=5, p_bias=0.3, rng=4)
-    d = analyze(ev, n_resamples=9, n_boot=50, rng=0).to_dict()
+    d = analyze(ev, AnalysisOptions(n_resamples=9, n_boot=50), rng=0).to_dict()
     total = d["spb"]["value"] + d["spb_soft"]["value"]
     assert total == pytest.approx(d["positional_share"]["value"], abs=1e-12)
     truth = scenario_truth("paper", k=5, p_bias=0.3, rng=0)
@@ -158,8 +163,8 @@ def test_identity_order_has_no_pairwise_ps_and_no_model_spb() -> None:
     ev["condition"] = "decoding"
     from recaudit.positional import analyze_groups
 
-    (g,) = analyze_groups(ev, by=["condition"], tau=0.8, n_resamples=9, n_boot=20,
-                          rng=0).groups
+    (g,) = analyze_groups(ev, AnalysisOptions(tau=0.8, n_resamples=9, n_boot=20),
+                          by=["condition"], rng=0).groups
     d = g.to_dict()
     assert d["ps"]["value"] is None and "one order" in d["ps"]["reason"]
     assert d["spb"]["value"] is None and "identity-order" in d["spb"]["reason"]
@@ -169,7 +174,7 @@ def test_identity_order_has_no_pairwise_ps_and_no_model_spb() -> None:
 @pytest.mark.parametrize("n_queries", [1, MIN_QUERIES_CI - 1])
 def test_too_few_queries_get_no_interval_and_a_reason(n_queries: int, tmp_path) -> None:
     ev = simulate_scenario("paper", n_queries, k=4, p_bias=0.2, rng=1)
-    res = analyze(ev, n_resamples=9, n_boot=20, rng=0)
+    res = analyze(ev, AnalysisOptions(n_resamples=9, n_boot=20), rng=0)
     # the objects themselves carry no interval (the study's tables read them)
     assert res.spb is not None and np.isnan(res.spb.strong.ci.low)
     assert res.pb.ci.method.startswith("not computed") and np.isnan(res.pb.ci.high)
@@ -192,6 +197,6 @@ def test_too_few_queries_get_no_interval_and_a_reason(n_queries: int, tmp_path) 
 
 def test_enough_queries_keep_their_interval() -> None:
     ev = simulate_scenario("paper", MIN_QUERIES_CI, k=4, p_bias=0.2, rng=1)
-    d = analyze(ev, n_resamples=9, n_boot=20, rng=0).to_dict()
+    d = analyze(ev, AnalysisOptions(n_resamples=9, n_boot=20), rng=0).to_dict()
     assert d["pb"]["ci_low"] is not None and "ci_reason" not in d["pb"]
     assert FLOORS[0] == 0.0

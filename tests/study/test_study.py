@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from helpers import synthetic_table
 from recaudit.cli import app
 from recaudit.exceptions import InputError
-from recaudit.positional import STUDY_COLUMNS, analyze_study
+from recaudit.positional import STUDY_COLUMNS, AnalysisOptions, analyze_study
 from recaudit.positional._study import REASON_DEGENERATE, REASON_NO_DECODING
 from recaudit.report import build_report
 
@@ -26,7 +26,7 @@ FAST = {"n_boot": 200, "n_resamples": 99}
 def grid():
     table, cands = synthetic_table(models={"biased": 0.5, "fair": 0.0}, discard_rate=0.01,
                                    seed=1)
-    return table, cands, analyze_study(table, candidates=cands, rng=3, **FAST)
+    return table, cands, analyze_study(table, AnalysisOptions(**FAST), candidates=cands, rng=3)
 
 
 def _rows(study, **where):
@@ -104,19 +104,19 @@ def test_identity_order_cells_borrow_the_permuted_threshold(grid):
 def test_grid_without_decoding_records_why(tmp_path):
     table, cands = synthetic_table(models={"m": 0.3}, conditions=("permutation",),
                                    temperatures=(0.6,), n_queries=12, n_evals=6)
-    study = analyze_study(table, candidates=cands, rng=0, **FAST)
+    study = analyze_study(table, AnalysisOptions(**FAST), candidates=cands, rng=0)
     reasons = {s["reason"] for s in study.skipped}
     assert REASON_NO_DECODING in reasons
     assert any("no temperature 0" in r for r in reasons)
     assert not study.comparisons and len(study.dispersion) == 2  # full + complete case
-    no_cands = analyze_study(table, rng=0, **FAST)
+    no_cands = analyze_study(table, AnalysisOptions(**FAST), rng=0)
     assert any("candidates" in s["reason"] for s in no_cands.skipped)
 
 
 def test_fixed_tau_is_used_for_every_cell():
     table, cands = synthetic_table(models={"m": 0.3}, conditions=("permutation", "decoding"),
                                    temperatures=(0.6,), n_queries=10, n_evals=6)
-    study = analyze_study(table, candidates=cands, tau=0.8, rng=0, **FAST)
+    study = analyze_study(table, AnalysisOptions(tau=0.8, **FAST), candidates=cands, rng=0)
     spb = _rows(study, analysis="full", metric="spb_paper")
     assert len(spb) == 2 and (spb["note"] == "fixed tau = 0.8").all()
     assert {c["p_hat_a"] for c in study.comparisons} == {None}
@@ -125,7 +125,7 @@ def test_fixed_tau_is_used_for_every_cell():
 def test_missing_columns_are_named():
     table, _ = synthetic_table(models={"m": 0.0}, n_queries=4, n_evals=3)
     with pytest.raises(InputError, match="condition"):
-        analyze_study(table.drop(columns=["condition"]), **FAST)
+        analyze_study(table.drop(columns=["condition"]), AnalysisOptions(**FAST))
 
 
 def test_save_and_report_every_number_resolves(grid, tmp_path):
@@ -229,7 +229,7 @@ def test_complete_case_equal_to_full_gives_equal_numbers():
     # no discards: the complete-case table IS the full table, and common random numbers
     # make every estimate, CI and p-value agree exactly
     table, cands = synthetic_table(models={"biased": 0.4}, n_queries=12, seed=5)
-    study = analyze_study(table, candidates=cands, rng=11, **FAST)
+    study = analyze_study(table, AnalysisOptions(**FAST), candidates=cands, rng=11)
     cols = ["model", "k", "temperature", "condition", "metric"]
     full = _rows(study, analysis="full").set_index(cols).sort_index()
     cc = _rows(study, analysis="complete_case").set_index(cols).sort_index()
@@ -296,7 +296,7 @@ def test_spb_repeats_are_used_and_recorded(grid, tmp_path):
     assert study.settings["spb_n_repeats"] == N_REPEATS and study.settings["spb_n_folds"] == 5
     assert all(g["spb_paper"]["n_repeats"] == N_REPEATS for g in study.analysis
                if g["spb_paper"]["value"] is not None)
-    one = analyze_study(table, candidates=cands, rng=3, spb_repeats=1, **FAST)
+    one = analyze_study(table, AnalysisOptions(spb_repeats=1, **FAST), candidates=cands, rng=3)
     assert one.settings["spb_n_repeats"] == 1
     assert {g["spb_paper"]["n_repeats"] for g in one.analysis} <= {1, None}
     # only sPB and what is built on it change with the repeats

@@ -176,10 +176,11 @@ def analyze_command(
         "decoding noise; no POB-ICM (docs/exact-and-sequential.md).")] = False,
 ) -> None:
     """Test an evaluations table for positional bias (POB-ICM, POB-UNBP, PS, PB, sPB)."""
-    from ..positional import analyze, analyze_groups, read_table
+    from ..positional import AnalysisOptions, analyze, analyze_groups, read_table
 
-    tau_value = _tau(tau)
-    repeats = _spb_repeats_default() if spb_repeats is None else _spb_repeats(spb_repeats)
+    options = AnalysisOptions(
+        alpha=alpha, epsilon=epsilon, tau=_tau(tau), n_resamples=n_resamples, n_boot=n_boot,
+        spb_repeats=_spb_repeats_default() if spb_repeats is None else _spb_repeats(spb_repeats))
     if evals.is_dir():
         evals = evals / "evaluations.parquet"
         if not evals.is_file():
@@ -187,33 +188,23 @@ def analyze_command(
                              "table or a `recaudit positional run` folder")
     columns = [c.strip() for c in by.split(",") if c.strip()] if by else []
     if exact:
+        from ..positional import analyze_exact, analyze_exact_groups
         from ..positional._analyze_exact import read_exact_table
 
-        if tau_value != "auto":
-            raise InputError("`--tau` does not apply to `--exact`: exact-mode sPB uses the "
-                             "'auto' rule on expected counts; drop `--tau` or `--exact`")
-        _analyze_exact_cli(read_exact_table(evals), columns, alpha=alpha, epsilon=epsilon,
-                           n_boot=n_boot, seed=seed, json_output=json_output, quiet=quiet,
-                           fail_on_bias=fail_on_bias, spb_repeats=repeats)
+        _analyze_and_print(read_exact_table(evals), columns, single=analyze_exact,
+                           grouped=analyze_exact_groups, label=" (exact)",
+                           printer=_print_exact, options=options, seed=seed, quiet=quiet,
+                           json_output=json_output, fail_on_bias=fail_on_bias)
         return
-    options: dict[str, Any] = {
-        "alpha": alpha,
-        "epsilon": epsilon,
-        "tau": tau_value,
-        "spb_repeats": repeats,
-        "n_resamples": n_resamples,
-        "n_boot": n_boot,
-        "rng": seed,
-    }
     _analyze_and_print(read_table(evals), columns, single=analyze, grouped=analyze_groups,
-                       label="", printer=_print_analysis, options=options, quiet=quiet,
-                       json_output=json_output, fail_on_bias=fail_on_bias)
+                       label="", printer=_print_analysis, options=options, seed=seed,
+                       quiet=quiet, json_output=json_output, fail_on_bias=fail_on_bias)
 
 
 def _analyze_and_print(table: Any, columns: list[str], *, single: Callable[..., Any],
                        grouped: Callable[..., Any], label: str,
                        printer: Callable[[list[dict[str, Any]], list[str]], None],
-                       options: dict[str, Any], quiet: bool, json_output: bool,
+                       options: Any, seed: int | None, quiet: bool, json_output: bool,
                        fail_on_bias: bool) -> None:
     """`analyze` in either mode: ``single`` (one group) or ``grouped`` (``--by``, Holm)
     with a progress bar, then JSON or ``printer``; exit 1 on a rejection with
@@ -223,12 +214,12 @@ def _analyze_and_print(table: Any, columns: list[str], *, single: Callable[..., 
             n_groups = (int(table.groupby(columns, dropna=False).ngroups)
                         if all(c in table.columns for c in columns) else 1)
             task = bar.add_task(f"analysing groups{label}", total=n_groups)
-            result = grouped(table, by=columns, progress=lambda n: bar.advance(task, n),
-                             **options)
+            result = grouped(table, options, by=columns, rng=seed,
+                             progress=lambda n: bar.advance(task, n))
             rows = result.to_list()
         else:
             task = bar.add_task(f"analysing{label}", total=1)
-            result = single(table, **options)
+            result = single(table, options, rng=seed)
             bar.advance(task)
             rows = [result.to_dict()]
     if json_output:
@@ -237,19 +228,6 @@ def _analyze_and_print(table: Any, columns: list[str], *, single: Callable[..., 
         printer(rows, columns)
     if fail_on_bias and result.rejects:
         raise typer.Exit(code=1)
-
-
-def _analyze_exact_cli(table: Any, columns: list[str], *, alpha: float, epsilon: float,
-                       n_boot: int, seed: int | None, json_output: bool, quiet: bool,
-                       fail_on_bias: bool, spb_repeats: int) -> None:
-    """`analyze --exact`: :func:`recaudit.positional.analyze_exact`, per group with --by."""
-    from ..positional import analyze_exact, analyze_exact_groups
-
-    options: dict[str, Any] = {"alpha": alpha, "epsilon": epsilon, "n_boot": n_boot,
-                               "spb_repeats": spb_repeats, "rng": seed}
-    _analyze_and_print(table, columns, single=analyze_exact, grouped=analyze_exact_groups,
-                       label=" (exact)", printer=_print_exact, options=options, quiet=quiet,
-                       json_output=json_output, fail_on_bias=fail_on_bias)
 
 
 def _unbp_and_effect_lines(holm: str) -> list[tuple[str, Callable[[dict[str, Any]], str]]]:
@@ -648,14 +626,14 @@ def _analyze_run(path: Path, *, seed: int, quiet: bool,
     A table the statistics cannot use (e.g. every answer discarded) is reported with
     the command to retry, not as a failed run: the evaluations are safe on disk.
     """
-    from ..positional import analyze_groups
+    from ..positional import AnalysisOptions, analyze_groups
 
     if not quiet:
         err_console.print("[dim]analysing (POB-ICM, POB-UNBP, PS, PB, sPB)...[/]")
     try:
         repeats = _spb_repeats_default() if spb_repeats is None else spb_repeats
-        grouped = analyze_groups(path, by=list(GROUP_BY), tau=tau, rng=seed,
-                                 spb_repeats=repeats)
+        grouped = analyze_groups(path, AnalysisOptions(tau=tau, spb_repeats=repeats),
+                                 by=list(GROUP_BY), rng=seed)
     except RecauditError as exc:
         err_console.print(f"[yellow]analysis skipped:[/] {exc}; inspect the table and run "
                           f"`recaudit positional analyze {path}`", highlight=False)
@@ -864,6 +842,7 @@ def study_command(
     condition, analysis, metric), study.json and analysis.json; `recaudit report
     RUN_DIR` renders them.
     """
+    from ..positional import AnalysisOptions
     from ..positional._study import analyze_study_folder
 
     live = not (quiet or as_json)
@@ -878,9 +857,10 @@ def study_command(
         if config is not None or out is not None or resume:
             raise InputError("`--analyze-only RUN_DIR` runs nothing: drop CONFIG, `--out` "
                              "and `--resume`")
-        study = analyze_study_folder(analyze_only, n_boot=bootstrap, n_resamples=resamples,
-                                     tau=tau_value, spb_repeats=repeats, rng=seed,
-                                     progress=say)
+        study = analyze_study_folder(
+            analyze_only, AnalysisOptions(n_boot=bootstrap, n_resamples=resamples,
+                                          tau=tau_value, spb_repeats=repeats),
+            rng=seed, progress=say)
         paths = study.save(analyze_only)
         summary: dict[str, Any] = {"run": None, "files": {k: str(v) for k, v in paths.items()},
                                    **{k: v for k, v in study.to_dict().items()

@@ -40,7 +40,7 @@ from .._read import read_json
 from .._stats import Estimate, as_generator
 from .._toml import read_toml
 from ..exceptions import ConfigError, InputError
-from ..positional import analyze, evaluations_from_table
+from ..positional import AnalysisOptions, analyze, evaluations_from_table
 from ..positional._bootstrap import bootstrap_ci
 from ..positional._evaluations import Evaluations
 from ..positional._metrics import N_REPEATS, plugin_positional_bias
@@ -511,8 +511,8 @@ def compare_arms(arms: list[ArmRun], mcfg: MitigationConfig, *, seed: int = 0,
             evals = evaluations_from_table(table)
             gen = np.random.default_rng(stable_words("compare", seed, name, k, temperature,
                                                      condition))
-            res = analyze(table, n_resamples=n_resamples, n_boot=mcfg.n_boot, rng=gen,
-                          tau=tau, spb_repeats=spb_repeats)
+            res = analyze(table, AnalysisOptions(n_resamples=n_resamples, n_boot=mcfg.n_boot,
+                                                 tau=tau, spb_repeats=spb_repeats), rng=gen)
             agr = agreement(b_evals, evals, n_boot=mcfg.n_boot, rng=gen)
             calls = 1.0 if arm.method == "none" else (
                 float(mcfg.ensemble_m) if arm.method == "ensemble" else 1.0)

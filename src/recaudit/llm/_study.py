@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..positional import AnalysisOptions
 from ..positional._metrics import N_REPEATS
 from ..positional._study import StudyResult, analyze_study_folder
 from ._audit import AuditResult, run_audit
@@ -81,7 +82,8 @@ def run_study(
     audit = run_audit(cfg, out_dir=out_dir, resume=resume, progress=progress,
                       retriever=retriever, on_phase=on_phase)
     study = analyze_study_folder(
-        audit.run_dir, n_boot=n_boot, n_resamples=n_resamples, tau=tau,
-        spb_repeats=spb_repeats, rng=cfg.seed if seed is None else seed, progress=on_phase,
+        audit.run_dir, AnalysisOptions(n_boot=n_boot, n_resamples=n_resamples, tau=tau,
+                                       spb_repeats=spb_repeats),
+        rng=cfg.seed if seed is None else seed, progress=on_phase,
     )
     return StudyRun(audit=audit, study=study, paths=study.save(audit.run_dir))

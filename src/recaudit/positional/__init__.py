@@ -28,6 +28,7 @@ from ._metrics import (
     permutation_sensitivity,
     strong_positional_bias,
 )
+from ._options import AnalysisOptions
 from ._sequential import (
     SequentialResult,
     position_confidence_sequences,
@@ -66,6 +67,7 @@ from ._counterfactual import (
 from ._study import STUDY_COLUMNS, StudyResult, analyze_study, analyze_study_folder
 
 __all__ = [
+    "AnalysisOptions",
     "Evaluations",
     "ExactAnalysis",
     "ExactEvaluations",

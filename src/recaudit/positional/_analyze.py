@@ -24,15 +24,13 @@ from ._evaluations import (
 )
 from ._icm import PobIcmResult, pob_icm
 from ._metrics import (
-    MSG_TAU,
-    N_REPEATS,
     StrongBiasResult,
-    check_n_repeats,
     permutation_sensitivity,
     strong_positional_bias,
 )
+from ._options import AnalysisOptions
 from ._strong import StrongSoftResult, strong_soft_split
-from ._unbp import MSG_TWO_QUERIES, PobUnbpResult, _pob_unbp_iv, pob_unbp, query_position_shares
+from ._unbp import MSG_TWO_QUERIES, PobUnbpResult, pob_unbp, query_position_shares
 
 __all__ = ["Coverage", "GroupedAnalysis", "PositionalAnalysis", "analyze", "analyze_groups"]
 
@@ -242,14 +240,8 @@ class GroupedAnalysis:
 
 def analyze(
     data: Source,
+    options: AnalysisOptions | None = None,
     *,
-    alpha: float = 0.05,
-    epsilon: float = 0.0,
-    tau: float | Literal["auto"] = "auto",
-    spb_repeats: int = N_REPEATS,
-    n_resamples: int = 9999,
-    n_boot: int = 2000,
-    confidence_level: float = 0.95,
     rng: np.random.Generator | int | None = None,
 ) -> PositionalAnalysis:
     """Analyse one group: POB-ICM, POB-UNBP, PS, PB, sPB, distribution, S matrix.
@@ -264,42 +256,21 @@ def analyze(
     data : Evaluations, pandas.DataFrame or path
         One analysis group (an evaluations table with one k); use
         :func:`analyze_groups` for ``--by``.
-    alpha : float
-        Level of both tests.
-    epsilon : float
-        Tolerated TV drift of POB-UNBP.
-    tau : 'auto' or float in (0, 1]
-        sPB's relevance-set threshold: the ``'auto'`` rule (default) or a fixed
-        cumulative share (see :func:`~recaudit.positional.strong_positional_bias`).
-    spb_repeats : int
-        Fold assignments sPB's cross-validation averages over (``n_repeats`` of
-        :func:`~recaudit.positional.strong_positional_bias`).
-    n_resamples, n_boot : int
-        Within-query shuffles of POB-ICM; bootstrap resamples of the CIs.
-    confidence_level : float
-        Of the bootstrap CIs.
+    options : AnalysisOptions, optional
+        Levels, resample counts and sPB's threshold (default: ``AnalysisOptions()``).
     rng : numpy.random.Generator or int, optional
         One stream, split into independent child streams per statistic.
     """
-    tau = _tau_iv(tau)
-    spb_repeats = check_n_repeats(spb_repeats)
+    settings = AnalysisOptions() if options is None else options
     evals = data if isinstance(data, Evaluations) else evaluations_from_table(data)
-    settings = _Settings(alpha, epsilon, tau, n_resamples, n_boot, confidence_level,
-                         spb_repeats)
     return _analyze_group(evals, {}, settings, as_generator(rng).spawn(6))
 
 
 def analyze_groups(
     data: pd.DataFrame | str | Path,
+    options: AnalysisOptions | None = None,
     *,
     by: Sequence[str],
-    alpha: float = 0.05,
-    epsilon: float = 0.0,
-    tau: float | Literal["auto"] = "auto",
-    spb_repeats: int = N_REPEATS,
-    n_resamples: int = 9999,
-    n_boot: int = 2000,
-    confidence_level: float = 0.95,
     rng: np.random.Generator | int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> GroupedAnalysis:
@@ -320,10 +291,7 @@ def analyze_groups(
     """
     if not by:
         raise InputError(MSG_BY_EMPTY.format(choices=", ".join(GROUP_COLUMNS)))
-    tau = _tau_iv(tau)
-    spb_repeats = check_n_repeats(spb_repeats)
-    settings = _Settings(alpha, epsilon, tau, n_resamples, n_boot, confidence_level,
-                         spb_repeats)
+    settings = AnalysisOptions() if options is None else options
     gen = as_generator(rng)
     parts: list[tuple[dict[str, Any], Evaluations]] = []
     for keys, part in group_table(read_table(data), list(by)):
@@ -335,7 +303,7 @@ def analyze_groups(
         parts.append((_plain(keys), evals))
     # one set of child streams per group, in table order, whatever order they run in
     streams = [gen.spawn(6) for _ in parts]
-    borrow = "condition" in by and tau == "auto"
+    borrow = "condition" in by and settings.tau == "auto"
     identity = [borrow and keys.get("condition") in IDENTITY_ORDER for keys, _ in parts]
     results: list[PositionalAnalysis | None] = [None] * len(parts)
     # permuted groups first: identity-order groups borrow their p-hat
@@ -354,28 +322,6 @@ def analyze_groups(
         pob_icm_pvalue_holm=holm([r.pob_icm_pvalue for r in done]),
         pob_unbp_pvalue_holm=holm([r.pob_unbp_pvalue for r in done]),
     )
-
-
-@dataclass(frozen=True)
-class _Settings:
-    alpha: float
-    epsilon: float
-    tau: float | Literal["auto"]
-    n_resamples: int
-    n_boot: int
-    confidence_level: float
-    spb_repeats: int = N_REPEATS
-
-
-def _tau_iv(tau: Any) -> float | Literal["auto"]:
-    if isinstance(tau, str):
-        if tau != "auto":
-            raise InputError(MSG_TAU.format(value=tau))
-        return "auto"
-    if isinstance(tau, bool) or not isinstance(tau, int | float | np.integer | np.floating) \
-            or not 0.0 < float(tau) <= 1.0:
-        raise InputError(MSG_TAU.format(value=tau))
-    return float(tau)
 
 
 def _reference_p_hat(
@@ -397,13 +343,12 @@ def _reference_p_hat(
 def _analyze_group(
     evals: Evaluations,
     keys: dict[str, Any],
-    settings: _Settings,
+    settings: AnalysisOptions,
     streams: Sequence[np.random.Generator],
     reference: tuple[dict[str, Any], float] | str | None = None,
 ) -> PositionalAnalysis:
     """One group; ``reference`` is the borrowed (keys, p-hat), a reason, or None (own)."""
-    # Validated here too: POB-UNBP, their first user, may not run.
-    alpha, epsilon, _ = _pob_unbp_iv(settings.alpha, settings.epsilon, "pooled", "both")
+    alpha, epsilon = settings.alpha, settings.epsilon
     n_boot, level = settings.n_boot, settings.confidence_level
     g_icm, g_ps, g_ps2, g_pb, g_spb, g_dist = streams
     two = evals.evaluations_per_query() >= 2

@@ -19,8 +19,8 @@ from .._stats import as_generator, holm
 from ..exceptions import InputError
 from ._analyze import MSG_IN_GROUP, _plain
 from ._evaluations import check_unique_keys, group_table, read_table
-from ._exact import ExactAnalysis, analyze_exact
-from ._metrics import N_REPEATS
+from ._exact import MSG_EXACT_TAU, ExactAnalysis, analyze_exact
+from ._options import AnalysisOptions
 
 __all__ = [
     "EXACT_COLUMNS",
@@ -99,13 +99,9 @@ def check_exact_columns(table: pd.DataFrame) -> None:
 
 def analyze_exact_groups(
     data: pd.DataFrame | str | Path,
+    options: AnalysisOptions | None = None,
     *,
     by: Sequence[str],
-    alpha: float = 0.05,
-    epsilon: float = 0.0,
-    n_boot: int = 2000,
-    confidence_level: float = 0.95,
-    spb_repeats: int = N_REPEATS,
     rng: np.random.Generator | int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> GroupedExactAnalysis:
@@ -120,14 +116,15 @@ def analyze_exact_groups(
     Holm, S. (1979). A simple sequentially rejective multiple test procedure. Scand. J.
     Statist. 6, 65-70.
     """
+    opts = AnalysisOptions() if options is None else options
+    if opts.tau != "auto":
+        raise InputError(MSG_EXACT_TAU)
     table = read_exact_table(data)
     gen = as_generator(rng)
     results = []
     for keys, part in group_table(table, list(by)):
         try:
-            res = analyze_exact(part, alpha=alpha, epsilon=epsilon, n_boot=n_boot,
-                                confidence_level=confidence_level, spb_repeats=spb_repeats,
-                                rng=gen.spawn(1)[0])
+            res = analyze_exact(part, opts, rng=gen.spawn(1)[0])
         except InputError as exc:
             name = ", ".join(f"{k}={v}" for k, v in keys.items())
             raise InputError(MSG_IN_GROUP.format(group=name, error=exc)) from exc

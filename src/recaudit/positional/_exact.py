@@ -42,11 +42,12 @@ import pandas as pd
 
 from .._stats import Estimate, as_generator
 from ..exceptions import InputError
-from ._bootstrap import bootstrap_ci, check_bootstrap_args
+from ._bootstrap import bootstrap_ci
 from ._crossfit import PositionalBiasResult, crossfit_shares, pb_from_shares
 from ._evaluations import _parse_orders, _with_row_numbers, read_table
-from ._metrics import MSG_REPEATS, N_REPEATS, _top_sets
-from ._unbp import PobUnbpResult, _pob_unbp_iv, _pob_unbp_shares
+from ._metrics import N_REPEATS, _top_sets
+from ._options import AnalysisOptions
+from ._unbp import PobUnbpResult, _pob_unbp_shares
 
 REASON_EXACT_SPB = (
     "the relevance-set model needs sampled choices; on choice probabilities read "
@@ -63,6 +64,10 @@ __all__ = [
 MSG_NO_COLUMN = (
     "the evaluations table has no column `choice_probs`; run the audit with "
     "`[prompt] choice_probabilities = true` on a backend that reports them"
+)
+MSG_EXACT_TAU = (
+    "`--tau` does not apply to `--exact`: exact-mode sPB uses the 'auto' rule on "
+    "expected counts; drop `--tau` or `--exact`"
 )
 MSG_NO_PROBS = "no row has a `choice_probs` vector ({n} rows, all empty)"
 MSG_BAD_VECTOR = (
@@ -270,12 +275,8 @@ class ExactAnalysis:
 
 def analyze_exact(
     data: ExactEvaluations | pd.DataFrame | str | Path,
+    options: AnalysisOptions | None = None,
     *,
-    alpha: float = 0.05,
-    epsilon: float = 0.0,
-    n_boot: int = 2000,
-    confidence_level: float = 0.95,
-    spb_repeats: int = N_REPEATS,
     rng: np.random.Generator | int | None = None,
 ) -> ExactAnalysis:
     r"""POB-UNBP, PS, PB, sPB, position distribution and S matrix from probabilities.
@@ -291,13 +292,11 @@ def analyze_exact(
     ----------
     data : ExactEvaluations, DataFrame or path
         One analysis group with a ``choice_probs`` column.
-    alpha, epsilon : float
-        Level and tolerated TV drift of POB-UNBP.
-    n_boot, confidence_level : int, float
-        Bootstrap resamples and CI level.
-    spb_repeats : int
-        Random fold assignments sPB's 5-fold cross-validation averages over (default
-        20, as :func:`~recaudit.positional.strong_positional_bias`).
+    options : AnalysisOptions, optional
+        ``alpha`` and ``epsilon`` (POB-UNBP), ``n_boot`` and ``confidence_level`` (the
+        CIs), ``spb_repeats`` (sPB's fold assignments). ``tau`` must be ``'auto'``
+        (exact-mode sPB uses the 'auto' rule on expected counts); ``n_resamples`` is
+        unused (no POB-ICM in exact mode).
     rng : numpy.random.Generator or int, optional
         Bootstrap and fold randomness.
 
@@ -306,8 +305,9 @@ def analyze_exact(
     Peláez-González, Herrera, Herrera-Poyatos, arXiv 2610.37962 (the statistics).
     Blackwell, D. (1947). Conditional expectation and unbiased sequential estimation.
     """
-    ev, alpha, epsilon, n_boot, confidence_level, spb_repeats = _analyze_exact_iv(
-        data, alpha, epsilon, n_boot, confidence_level, spb_repeats)
+    ev, opts = _analyze_exact_iv(data, options)
+    alpha, epsilon, n_boot = opts.alpha, opts.epsilon, opts.n_boot
+    confidence_level, spb_repeats = opts.confidence_level, opts.spb_repeats
     gen = as_generator(rng)
     g_pb, g_dist, g_ps, g_ps2, g_spb = gen.spawn(5)
     k = ev.k
@@ -420,14 +420,10 @@ def _mean(values: npt.NDArray[np.float64], n_boot: int, level: float,
 
 
 def _analyze_exact_iv(
-    data: ExactEvaluations | pd.DataFrame | str | Path, alpha: float, epsilon: float,
-    n_boot: int, confidence_level: float, spb_repeats: int,
-) -> tuple[ExactEvaluations, float, float, int, float, int]:
-    alpha, epsilon, _ = _pob_unbp_iv(alpha, epsilon, "pooled", "both")
-    n_boot, confidence_level = check_bootstrap_args(n_boot, confidence_level)
-    if isinstance(spb_repeats, bool) or not isinstance(spb_repeats, int | np.integer) \
-            or spb_repeats < 1:
-        raise InputError(MSG_REPEATS.format(value=spb_repeats))
+    data: ExactEvaluations | pd.DataFrame | str | Path, options: AnalysisOptions | None,
+) -> tuple[ExactEvaluations, AnalysisOptions]:
+    opts = AnalysisOptions() if options is None else options
+    if opts.tau != "auto":
+        raise InputError(MSG_EXACT_TAU)
     ev = data if isinstance(data, ExactEvaluations) else exact_evaluations_from_table(data)
-    return ev, alpha, epsilon, n_boot, confidence_level, int(spb_repeats)
-
+    return ev, opts

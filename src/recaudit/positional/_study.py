@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -47,7 +47,8 @@ from ._counterfactual import (
     score_dispersion,
 )
 from ._evaluations import evaluations_from_table, group_table, read_table
-from ._metrics import N_REPEATS, StrongBiasResult, check_n_repeats
+from ._metrics import StrongBiasResult
+from ._options import AnalysisOptions
 
 __all__ = [
     "STUDY_COLUMNS",
@@ -185,14 +186,8 @@ class StudyResult:
 
 def analyze_study_folder(
     run_dir: str | Path,
+    options: AnalysisOptions | None = None,
     *,
-    alpha: float = 0.05,
-    epsilon: float = 0.0,
-    tau: float | Literal["auto"] = "auto",
-    spb_repeats: int = N_REPEATS,
-    n_resamples: int = 9999,
-    n_boot: int = 2000,
-    confidence_level: float = 0.95,
     rng: np.random.Generator | int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> StudyResult:
@@ -216,14 +211,8 @@ def analyze_study_folder(
             rng = int(seed) if isinstance(seed, int) else None
     return analyze_study(
         read_file(evaluations, what="evaluations table"),
+        options,
         candidates=candidates,
-        alpha=alpha,
-        epsilon=epsilon,
-        tau=tau,
-        spb_repeats=spb_repeats,
-        n_resamples=n_resamples,
-        n_boot=n_boot,
-        confidence_level=confidence_level,
         rng=rng,
         progress=progress,
     )
@@ -231,15 +220,9 @@ def analyze_study_folder(
 
 def analyze_study(
     table: pd.DataFrame | str | Path,
+    options: AnalysisOptions | None = None,
     *,
     candidates: pd.DataFrame | None = None,
-    alpha: float = 0.05,
-    epsilon: float = 0.0,
-    tau: float | Literal["auto"] = "auto",
-    spb_repeats: int = N_REPEATS,
-    n_resamples: int = 9999,
-    n_boot: int = 2000,
-    confidence_level: float = 0.95,
     rng: np.random.Generator | int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> StudyResult:
@@ -280,7 +263,7 @@ def analyze_study(
     Peláez-González, Herrera, Herrera-Poyatos, arXiv 2610.37962 (appendices).
     """
     data = _analyze_study_iv(table)
-    spb_repeats = check_n_repeats(spb_repeats)
+    opts = AnalysisOptions() if options is None else options
     gen = as_generator(rng)
     seed = rng if isinstance(rng, int) else None
     say = progress or (lambda _msg: None)
@@ -290,13 +273,6 @@ def analyze_study(
     dispersion: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
     grouped_full: list[dict[str, Any]] = []
-    options = {
-        "alpha": alpha,
-        "epsilon": epsilon,
-        "n_resamples": n_resamples,
-        "n_boot": n_boot,
-        "confidence_level": confidence_level,
-    }
     # common random numbers: both analyses replay one stream (CV folds, bootstrap,
     # shuffles), so a complete-case table equal to the full one gives equal numbers and
     # any difference comes from the queries left out
@@ -308,7 +284,7 @@ def analyze_study(
                             "reason": "no query without a discarded generation"})
             continue
         say(f"{name}: cells")
-        run = _Analysis(name, part, candidates, tau, options, g, spb_repeats)
+        run = _Analysis(name, part, candidates, opts, g)
         grouped = run.cells()
         if name == "full":
             grouped_full = grouped
@@ -324,10 +300,14 @@ def analyze_study(
     frame = frame.astype({"k": "int64", "temperature": "float64", "n_queries": "Int64",
                           "n_evaluations": "Int64"})
     settings = {
-        **options,
-        "tau": tau,
+        "alpha": opts.alpha,
+        "epsilon": opts.epsilon,
+        "n_resamples": opts.n_resamples,
+        "n_boot": opts.n_boot,
+        "confidence_level": opts.confidence_level,
+        "tau": opts.tau,
         "spb_n_folds": SPB_FOLDS,
-        "spb_n_repeats": spb_repeats,
+        "spb_n_repeats": opts.spb_repeats,
         "seed": seed,
         "n_queries_complete": cc.n_queries_kept,
         "n_queries_with_discards": cc.n_queries_dropped,
@@ -351,17 +331,13 @@ class _Analysis:
         name: str,
         table: pd.DataFrame,
         candidates: pd.DataFrame | None,
-        tau: float | Literal["auto"],
-        options: Mapping[str, Any],
+        options: AnalysisOptions,
         gen: np.random.Generator,
-        spb_repeats: int = N_REPEATS,
     ) -> None:
         self.name = name
-        self.spb_repeats = spb_repeats
         self.table = table
         self.candidates = candidates
-        self.tau = tau
-        self.options = dict(options)
+        self.options = options
         self.gen = gen
         self.rows: list[dict[str, Any]] = []
         self.comparisons: list[dict[str, Any]] = []
@@ -387,8 +363,8 @@ class _Analysis:
             usable.append(part)
         if not usable:
             return []
-        grouped = analyze_groups(pd.concat(usable), by=list(CELL), tau=self.tau, rng=self.gen,
-                                 spb_repeats=self.spb_repeats, **self.options)
+        grouped = analyze_groups(pd.concat(usable), self.options, by=list(CELL),
+                                 rng=self.gen)
         as_list = grouped.to_list()
         icm_holm, unbp_holm = grouped.pob_icm_pvalue_holm, grouped.pob_unbp_pvalue_holm
         for i, res in enumerate(grouped.groups):
@@ -400,7 +376,7 @@ class _Analysis:
         cell = _cell(res.group)
         n_q, n_e = res.n_queries, res.n_evaluations
         self.n_evaluations[cell] = n_e
-        alpha = float(self.options["alpha"])
+        alpha = self.options.alpha
         labels_note = REASON_LABELS_CELL if cell[3] == "labels" else ""
         icm, unbp = res.pob_icm, res.pob_unbp
         self._row(cell, "pob_icm", n_q, n_e,
@@ -477,7 +453,7 @@ class _Analysis:
     def _instance(self, cell: Cell) -> InstanceSpb | str:
         evals = self.evals[cell]
         p_hat: float | None = None
-        if self.tau == "auto":
+        if self.options.tau == "auto":
             # the p-hat the cell's sPB used (an identity-order cell's is the permuted
             # cell's), so comparisons and the cell table share one threshold
             no_p_hat = REASON_NO_P_HAT.format(where="model, k, temperature")
@@ -486,8 +462,8 @@ class _Analysis:
                 return cov.reason or no_p_hat
             p_hat = spb.p_hat
         try:
-            return instance_spb(evals, tau=self.tau, p_hat=p_hat, n_folds=SPB_FOLDS,
-                                n_repeats=self.spb_repeats, rng=self.gen.spawn(1)[0])
+            return instance_spb(evals, tau=self.options.tau, p_hat=p_hat, n_folds=SPB_FOLDS,
+                                n_repeats=self.options.spb_repeats, rng=self.gen.spawn(1)[0])
         except InputError as exc:
             return str(exc)
 
@@ -513,7 +489,7 @@ class _Analysis:
         for fam in families.values():
             for c, p in zip(fam, holm([c["pvalue"] for c in fam]), strict=True):
                 c["pvalue_holm"] = float(p)
-        alpha = float(self.options["alpha"])
+        alpha = self.options.alpha
         for c in mine:
             cell = (c["model"], c["k"], c["temperature"], c["comparison"])
             self._row(cell, "spb_difference", c["n_used"], c["n_evaluations"],
@@ -563,9 +539,9 @@ class _Analysis:
             return
         assert isinstance(inst_a, InstanceSpb) and isinstance(inst_b, InstanceSpb)
         ids, ra, rb = paired_instances(inst_a, inst_b)
-        level = float(self.options["confidence_level"])
+        level = self.options.confidence_level
         test = paired_wilcoxon(inst_a.spb[ra], inst_b.spb[rb], confidence_level=level)
-        iou = relevance_iou(inst_a, inst_b, n_boot=int(self.options["n_boot"]),
+        iou = relevance_iou(inst_a, inst_b, n_boot=self.options.n_boot,
                             confidence_level=level, rng=self.gen.spawn(1)[0])
         self.comparisons.append({
             **where,
@@ -594,7 +570,7 @@ class _Analysis:
                                  "reason": REASON_NO_CANDIDATES})
             return
         start = len(self.dispersion)
-        level = float(self.options["confidence_level"])
+        level = self.options.confidence_level
         for cell in sorted(self.evals, key=_sort_key):
             model, k, t, cond = cell
             where = {"analysis": self.name, "model": model, "k": k, "temperature": t,
@@ -621,7 +597,7 @@ class _Analysis:
         mine = self.dispersion[start:]
         for d, p in zip(mine, holm([d["pvalue"] for d in mine]), strict=True):
             d["pvalue_holm"] = float(p)
-        alpha = float(self.options["alpha"])
+        alpha = self.options.alpha
         for d in mine:
             cell = (d["model"], d["k"], d["temperature"], d["condition"])
             self._row(cell, "dispersion_slope", d["n_queries"], int(d["sum_weights"]),
