@@ -264,18 +264,44 @@ def _null_statistics(
     cannot change the table (one item, one permutation, or no non-singleton slot)
     are folded into constant base counts. ``state`` (xoshiro256**) is advanced.
     """
-    n = item.size
-    n_q = offsets.size - 1
+    inv_r, multi, w = _margin_weights(item, label, k, n_labels)
+    base, movable, const, n_pool, n_slot = _fixed_queries(item, label, offsets, k, inv_r, multi,
+                                                          w.size)
+    pool, pool_off, cell, slot_off, single = _movable_slots(item, label, offsets, k, multi,
+                                                            movable, n_pool, n_slot)
+    base_sq = 0.0
+    for c in range(base.size):
+        base_sq += base[c] * base[c] * w[c]
+    counts = base.copy()
+    dense = base.size <= n_slot  # reset every cell, or only the ones drawn
+    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
+    for b in range(out.size):
+        s0, s1, s2, s3 = _shuffle_into(pool, pool_off, cell, slot_off, counts, s0, s1, s2, s3)
+        total = const + base_sq
+        for u in range(single.size):
+            if single[u]:
+                for t in range(slot_off[u + 1] - slot_off[u]):
+                    total -= inv_r[pool[pool_off[u] + t]]
+        total += _squares_and_reset(counts, base, w, dense, pool, pool_off, cell, slot_off)
+        out[b] = item.size * total - item.size
+    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
+
+
+@numba.njit(cache=True, nogil=True)
+def _margin_weights(
+    item: npt.NDArray[np.int64], label: npt.NDArray[np.int64], k: int, n_labels: int,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """``1 / r_i``, the compact id of each non-singleton column, ``w_c = 1 / (r_i c_s)``."""
     rows = np.zeros(k, np.int64)
     cols = np.zeros(n_labels, np.int64)
-    for e in range(n):
+    for e in range(item.size):
         rows[item[e]] += 1
         cols[label[e]] += 1
     inv_r = np.zeros(k)
     for i in range(k):
         if rows[i] > 0:
             inv_r[i] = 1.0 / rows[i]
-    multi = np.full(n_labels, -1, np.int64)  # compact id of each non-singleton column
+    multi = np.full(n_labels, -1, np.int64)
     n_multi = 0
     for s in range(n_labels):
         if cols[s] >= 2:
@@ -286,11 +312,26 @@ def _null_statistics(
         if multi[s] >= 0:
             for i in range(k):
                 w[multi[s] * k + i] = inv_r[i] / cols[s]
-    base = np.zeros(n_multi * k, np.int32)  # cells of the queries that do not move
+    return inv_r, multi, w
+
+
+@numba.njit(cache=True, nogil=True)
+def _fixed_queries(
+    item: npt.NDArray[np.int64], label: npt.NDArray[np.int64],
+    offsets: npt.NDArray[np.int64], k: int, inv_r: npt.NDArray[np.float64],
+    multi: npt.NDArray[np.int64], n_cells: int,
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.bool_], float, int, int]:
+    """Which queries a shuffle can change; the others folded into base counts.
+
+    Returns the base cell counts, the movable mask, the singleton constant and the
+    numbers of pooled items and non-singleton slots of the movable queries.
+    """
+    n_q = offsets.size - 1
+    base = np.zeros(n_cells, np.int32)
     seen = np.zeros(k, np.int64)
     movable = np.zeros(n_q, np.bool_)
     const = 0.0
-    n_mov, n_pool, n_slot = 0, 0, 0
+    n_pool, n_slot = 0, 0
     for q in range(n_q):
         lo, hi = offsets[q], offsets[q + 1]
         distinct, varied, slots = 0, False, 0
@@ -300,30 +341,37 @@ def _null_statistics(
                 distinct += 1
             varied = varied or label[e] != label[lo]
             slots += multi[label[e]] >= 0
-        if distinct >= 2 and varied and slots >= 1:
-            movable[q] = True
-            n_mov += 1
+        movable[q] = distinct >= 2 and varied and slots >= 1
+        if movable[q]:
             n_pool += hi - lo
             n_slot += slots
-            if slots < hi - lo:
-                for e in range(lo, hi):
-                    const += inv_r[item[e]]
-        else:
-            for e in range(lo, hi):
-                if multi[label[e]] >= 0:
-                    base[multi[label[e]] * k + item[e]] += 1
-                else:
-                    const += inv_r[item[e]]
-    base_sq = 0.0
-    for c in range(base.size):
-        base_sq += base[c] * base[c] * w[c]
-    pool = np.empty(n_pool, np.int32)  # the items of each movable query, reshuffled
+        for e in range(lo, hi):
+            if movable[q]:
+                const += inv_r[item[e]] if slots < hi - lo else 0.0
+            elif multi[label[e]] >= 0:
+                base[multi[label[e]] * k + item[e]] += 1
+            else:
+                const += inv_r[item[e]]
+    return base, movable, const, n_pool, n_slot
+
+
+@numba.njit(cache=True, nogil=True)
+def _movable_slots(
+    item: npt.NDArray[np.int64], label: npt.NDArray[np.int64],
+    offsets: npt.NDArray[np.int64], k: int, multi: npt.NDArray[np.int64],
+    movable: npt.NDArray[np.bool_], n_pool: int, n_slot: int,
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64], npt.NDArray[np.int32],
+           npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """Each movable query's items (reshuffled in place), its slots' cell offsets
+    (compact column id * k), and whether it has a singleton slot."""
+    n_mov = int(movable.sum())
+    pool = np.empty(n_pool, np.int32)
     pool_off = np.zeros(n_mov + 1, np.int64)
-    cell = np.empty(n_slot, np.int32)  # compact column id * k of each non-singleton slot
+    cell = np.empty(n_slot, np.int32)
     slot_off = np.zeros(n_mov + 1, np.int64)
     single = np.empty(n_mov, np.bool_)
     u = 0
-    for q in range(n_q):
+    for q in range(offsets.size - 1):
         if movable[q]:
             p, s = pool_off[u], slot_off[u]
             for e in range(offsets[q], offsets[q + 1]):
@@ -335,35 +383,47 @@ def _null_statistics(
             single[u] = s - slot_off[u] < p - pool_off[u]
             pool_off[u + 1], slot_off[u + 1] = p, s
             u += 1
-    counts = base.copy()
-    dense = base.size <= n_slot  # reset every cell, or only the ones drawn
-    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
-    for b in range(out.size):
-        for u in range(n_mov):
-            lo, size = pool_off[u], pool_off[u + 1] - pool_off[u]
-            so, m = slot_off[u], slot_off[u + 1] - slot_off[u]
-            # partial Fisher-Yates from the current arrangement: uniform whatever it is
-            for t in range(min(m, size - 1)):
-                s0, s1, s2, s3, d = bounded(s0, s1, s2, s3, np.uint64(size - t))
-                tmp = pool[lo + t]
-                pool[lo + t] = pool[lo + t + d]
-                pool[lo + t + d] = tmp
-            for t in range(m):
-                counts[cell[so + t] + pool[lo + t]] += 1
-        total = const + base_sq
-        for u in range(n_mov):
-            if single[u]:
-                for t in range(slot_off[u + 1] - slot_off[u]):
-                    total -= inv_r[pool[pool_off[u] + t]]
-        if dense:
-            for c in range(counts.size):
-                total += (counts[c] * counts[c] - base[c] * base[c]) * w[c]
-                counts[c] = base[c]
-        else:
-            for u in range(n_mov):
-                for t in range(slot_off[u + 1] - slot_off[u]):
-                    c = cell[slot_off[u] + t] + pool[pool_off[u] + t]
-                    total += (counts[c] * counts[c] - base[c] * base[c]) * w[c]
-                    counts[c] = base[c]
-        out[b] = n * total - n
-    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
+    return pool, pool_off, cell, slot_off, single
+
+
+@numba.njit(cache=True, nogil=True)
+def _shuffle_into(
+    pool: npt.NDArray[np.int32], pool_off: npt.NDArray[np.int64],
+    cell: npt.NDArray[np.int32], slot_off: npt.NDArray[np.int64],
+    counts: npt.NDArray[np.int32], s0: np.uint64, s1: np.uint64, s2: np.uint64,
+    s3: np.uint64,
+) -> tuple[np.uint64, np.uint64, np.uint64, np.uint64]:
+    """One within-query shuffle of every movable query, its slots counted."""
+    for u in range(pool_off.size - 1):
+        lo, size = pool_off[u], pool_off[u + 1] - pool_off[u]
+        so, m = slot_off[u], slot_off[u + 1] - slot_off[u]
+        # partial Fisher-Yates from the current arrangement: uniform whatever it is
+        for t in range(min(m, size - 1)):
+            s0, s1, s2, s3, d = bounded(s0, s1, s2, s3, np.uint64(size - t))
+            tmp = pool[lo + t]
+            pool[lo + t] = pool[lo + t + d]
+            pool[lo + t + d] = tmp
+        for t in range(m):
+            counts[cell[so + t] + pool[lo + t]] += 1
+    return s0, s1, s2, s3
+
+
+@numba.njit(cache=True, nogil=True)
+def _squares_and_reset(
+    counts: npt.NDArray[np.int32], base: npt.NDArray[np.int32], w: npt.NDArray[np.float64],
+    dense: bool, pool: npt.NDArray[np.int32], pool_off: npt.NDArray[np.int64],
+    cell: npt.NDArray[np.int32], slot_off: npt.NDArray[np.int64],
+) -> float:
+    """``sum_c (N_c^2 - base_c^2) w_c`` over the cells drawn, counts reset to base."""
+    total = 0.0
+    if dense:
+        for c in range(counts.size):
+            total += (counts[c] * counts[c] - base[c] * base[c]) * w[c]
+            counts[c] = base[c]
+        return total
+    for u in range(pool_off.size - 1):
+        for t in range(slot_off[u + 1] - slot_off[u]):
+            c = cell[slot_off[u] + t] + pool[pool_off[u] + t]
+            total += (counts[c] * counts[c] - base[c] * base[c]) * w[c]
+            counts[c] = base[c]
+    return total
