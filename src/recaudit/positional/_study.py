@@ -509,30 +509,16 @@ class _Analysis:
                      tb: str | float, conds: set[str], temps: list[float]) -> None:
         where = {"analysis": self.name, "model": model, "k": k, "temperature": t}
         t_b = t if tb == "same" else float(tb)
-        reason = None
-        if name == "both_vs_decoding":
-            if "decoding" not in conds:
-                reason = REASON_NO_DECODING
-            elif t == 0:
-                reason = REASON_DEGENERATE
-        elif name == "both_vs_permutation_only":
-            if t == 0:
-                return  # the reference itself
-            if 0.0 not in temps:
-                reason = REASON_NO_T0
+        if name == "both_vs_permutation_only" and t == 0:
+            return  # the reference itself
         a, b = (model, k, t, ca), (model, k, t_b, cb)
-        if reason is None:
-            for cell in (a, b):
-                if cell not in self.evals:
-                    reason = REASON_NO_CELL.format(cond=cell[3], t=cell[2])
-                    break
+        reason = _design_reason(name, t, conds, temps) or next(
+            (REASON_NO_CELL.format(cond=c[3], t=c[2]) for c in (a, b) if c not in self.evals),
+            None)
         inst_a = inst_b = None
         if reason is None:
             inst_a, inst_b = self.instance(a), self.instance(b)
-            for inst in (inst_a, inst_b):
-                if isinstance(inst, str):
-                    reason = inst
-                    break
+            reason = next((i for i in (inst_a, inst_b) if isinstance(i, str)), None)
         if reason is not None:
             self.skipped.append({**where, "what": name, "reason": reason})
             self._row((model, k, t, name), "spb_difference", 0, None, note=reason)
@@ -646,6 +632,17 @@ def _cell(keys: Mapping[str, Any]) -> Cell:
 
 def _sort_key(cell: tuple[Any, ...]) -> tuple[Any, ...]:
     return (str(cell[0]), int(cell[1]), float(cell[2]), str(cell[3]))
+
+
+def _design_reason(name: str, t: float, conds: set[str], temps: list[float]) -> str | None:
+    """Why the grid's design cannot support comparison ``name`` at temperature ``t``."""
+    if name == "both_vs_decoding":
+        if "decoding" not in conds:
+            return REASON_NO_DECODING
+        return REASON_DEGENERATE if t == 0 else None
+    if name == "both_vs_permutation_only" and 0.0 not in temps:
+        return REASON_NO_T0
+    return None
 
 
 def _decision(p: float, alpha: float) -> str:
