@@ -94,3 +94,19 @@ def test_study_summary_fits_80_columns(grid16):
     _check_layout(res.stdout, 80)
     assert "Positional study: cells" in res.stdout
     assert "labels_permutation" in res.stdout
+
+
+def test_one_group_is_one_table_at_80_columns(grid16, tmp_path):
+    """The demo's case: one group with four keys; its keys go to the title, not a header."""
+    import pandas as pd
+
+    table = pd.read_parquet(grid16 / "evaluations.parquet")
+    one = table[(table["model"] == "sim-biased") & (table["condition"] == "permutation")
+                & (table["temperature"] == 0.6)]
+    one.to_parquet(tmp_path / "one.parquet", index=False)
+    res = runner.invoke(app, ["positional", "analyze", str(tmp_path / "one.parquet"),
+                              "--by", BY, *FAST], env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    _check_layout(res.stdout, 80)
+    assert res.stdout.count("statistic") == 1 and "[1/" not in res.stdout
+    assert "condition=permutation" in res.stdout.split("statistic")[0]  # in the title

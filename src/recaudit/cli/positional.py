@@ -391,17 +391,21 @@ def _print_groups(title: str, rows: list[dict[str, Any]], by: list[str],
                   lines: list[tuple[str, Callable[[dict[str, Any]], str]]]) -> None:
     """The statistics of each group, readable at any terminal width.
 
-    When it fits ``console.width``: one table, a row per statistic, a column per group.
-    Otherwise (many groups, e.g. a study grid): a row per group, its varying keys as
-    the first columns, and the statistics split over as many tables as needed to fit
-    (:func:`_print_packed`); constant keys go to the title. No cell is cut short.
+    Keys with one value across the groups go to the title. When it fits
+    ``console.width``: one table, a row per statistic, a column per group (headed by
+    its varying keys; one group: a ``value`` column). Otherwise (many groups, e.g. a
+    study grid): a row per group, its varying keys as the first columns, and the
+    statistics split over as many tables as needed to fit (:func:`_print_packed`).
+    No cell is cut short.
     """
     from rich.measure import Measurement
 
-    table = Table(title=title)
+    varying = [c for c in by if len({str(r[c]) for r in rows}) > 1]
+    table = Table(title=_titled(title, rows[0], [c for c in by if c not in varying]))
     table.add_column("statistic", overflow="fold")
     for r in rows:
-        table.add_column(_group_name(r, by), justify="right", overflow="fold")
+        table.add_column(_group_name(r, varying) if varying else "value", justify="right",
+                         overflow="fold")
     for label, cell in lines:
         table.add_row(label, *[cell(r) for r in rows])
     # natural width (Measurement clamps to the options' max_width: measure unbounded)
@@ -409,13 +413,18 @@ def _print_groups(title: str, rows: list[dict[str, Any]], by: list[str],
     if Measurement.get(console, unbounded, table).maximum <= console.width:
         console.print(table)
         return
-    varying = [c for c in by if len({str(r[c]) for r in rows}) > 1] or by[:1]
-    constant = [c for c in by if c not in varying]
-    if constant:
-        title += " (" + ", ".join(f"{c}={rows[0][c]}" for c in constant) + ")"
+    varying = varying or by[:1]
+    title = _titled(title, rows[0], [c for c in by if c not in varying])
     keys = [(_SHORT_KEYS.get(c, c), [_key_text(r[c]) for r in rows]) for c in varying]
     stats = [(label, [cell(r) for r in rows]) for label, cell in lines]
     _print_packed(title, keys, stats)
+
+
+def _titled(title: str, row: dict[str, Any], constant: list[str]) -> str:
+    """``title (key=value, ...)`` for the keys every group shares."""
+    if not constant:
+        return title
+    return title + " (" + ", ".join(f"{c}={row[c]}" for c in constant) + ")"
 
 
 #: Short headers of group keys in the packed tables.
