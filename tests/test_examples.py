@@ -1,0 +1,52 @@
+"""The shipped example configs parse, and every key they set is documented."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "openai-audit.toml"
+
+
+def _keys(table: dict, prefix: str = "") -> set[str]:
+    out = set()
+    for key, value in table.items():
+        if isinstance(value, dict):
+            out |= _keys(value, f"{prefix}{key}.")
+        elif isinstance(value, list) and value and isinstance(value[0], dict):
+            for item in value:
+                out |= _keys(item, f"{prefix}{key}.")
+        else:
+            out.add(f"{prefix}{key}")
+    return out
+
+
+def test_the_openai_example_parses_into_an_openai_audit() -> None:
+    from recaudit.llm import load_config
+
+    if not (EXAMPLE.parent / "../../shared/data/myntra/myntra_products_catalog.csv").is_file():
+        pytest.skip("../shared/data/myntra is absent: the example's catalog path cannot be "
+                    "checked here (see ../shared/data/README.md)")
+    cfg = load_config(EXAMPLE)
+    (model,) = cfg.models
+    assert model.backend == "openai"
+    assert model.params.base_url == "http://127.0.0.1:8080/v1"
+    assert model.params.api_key_env is None  # a local server needs none
+
+
+def test_every_key_of_the_example_is_documented_in_runner_md() -> None:
+    doc = (ROOT / "docs" / "runner.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"`([a-z_]+)`", doc))
+    keys = {k.rsplit(".", 1)[-1] for k in _keys(tomllib.loads(EXAMPLE.read_text()))}
+    assert keys - documented == set()
+
+
+def test_the_readme_quick_tour_starts_from_the_example() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    tour = readme.split("## Quick tour: the command line", 1)[1]
+    first = next(line for line in tour.splitlines() if line.startswith("recaudit "))
+    assert "examples/openai-audit.toml" in first
