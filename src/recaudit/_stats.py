@@ -4,7 +4,8 @@ Confidence intervals are first-class results (:class:`ConfidenceInterval`,
 :class:`Estimate`); resampling is done with multinomial *weights* over independent
 units (queries, users), so that any statistic that is a function of per-unit sums can
 be recomputed for thousands of resamples with one matrix product instead of a Python
-loop. Multiple-testing adjustment and binomial intervals delegate to statsmodels.
+loop. Holm's adjustment is computed here in numpy (see :func:`holm` for why, checked
+against statsmodels in the tests); Wilson intervals delegate to statsmodels.
 """
 
 from __future__ import annotations
