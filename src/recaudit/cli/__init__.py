@@ -6,6 +6,9 @@ codes: 0 ok, 1 bias found (only with ``--fail-on-bias``), 2 usage or input error
 
 from __future__ import annotations
 
+import os
+import sys
+
 import typer
 
 from .fairness import app as fairness_app
@@ -26,6 +29,25 @@ app.add_typer(fairness_app, name="fairness")
 app.command("report")(report)
 
 
+#: Environment that silences third-party progress bars and log chatter (tqdm, hence
+#: RecBole's; transformers' "Loading weights" bars; the Hugging Face hub's) when the
+#: command line was asked for quiet or machine-readable output. Set before any of those
+#: libraries is imported (the commands import them lazily).
+QUIET_ENVIRONMENT = {
+    "TQDM_DISABLE": "1",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "TRANSFORMERS_VERBOSITY": "error",
+    "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
+}
+
+
+def silence_third_party(argv: list[str]) -> None:
+    """With ``--quiet`` or ``--json`` in ``argv``, set :data:`QUIET_ENVIRONMENT`."""
+    if "--quiet" in argv or "--json" in argv:
+        os.environ.update(QUIET_ENVIRONMENT)
+
+
 def main() -> None:
     """Entry point of the ``recaudit`` console script."""
+    silence_third_party(sys.argv[1:])
     app()
