@@ -98,3 +98,24 @@ def test_errors(retriever, myntra_small, tmp_path):
         retriever.retrieve(myntra_small, [Query("a", "x")], k=0)
     with pytest.raises(InputError, match="duplicate query_id 'a'"):
         retriever.retrieve(myntra_small, [Query("a", "x"), Query("a", "y")], k=2)
+
+
+def test_embedding_progress_counts_up_to_the_catalog_and_changes_nothing(
+        retriever, retrieved, myntra_small, queries, tmp_path):
+    from recaudit.llm._retrieval import EMBED_CHUNK
+
+    calls: list[tuple[int, int]] = []
+    fresh = Retriever(cache_dir=tmp_path)  # nothing cached: the titles are embedded
+    again = fresh.retrieve(myntra_small, queries, k=K, progress=lambda d, t: calls.append((d, t)))
+    n = len(myntra_small)
+    assert calls[-1] == (n, n) and all(t == n for _, t in calls)
+    assert [d for d, _ in calls] == sorted({d for d, _ in calls})  # strictly increasing
+    assert len(calls) == -(-n // EMBED_CHUNK)
+    assert [[c.item_id for c in again[q.query_id]] for q in queries] == \
+        [[c.item_id for c in retrieved[q.query_id]] for q in queries]
+    np.testing.assert_allclose(fresh.catalog_embeddings(myntra_small),
+                               retriever.catalog_embeddings(myntra_small), atol=1e-5)
+    calls.clear()
+    Retriever(cache_dir=tmp_path).retrieve(myntra_small, queries, k=K,
+                                           progress=lambda d, t: calls.append((d, t)))
+    assert calls == []  # cached: nothing to report
