@@ -18,6 +18,7 @@ from ._load_positional import Configuration, PositionalRun
 from ._page import (
     Cell,
     Fig,
+    HasCI,
     Section,
     Table,
     ci_cell,
@@ -372,7 +373,7 @@ def power_section(run: PositionalRun) -> Section:
 
 
 # ------------------------------------------------------------------------ sidecar
-def _estimate_dict(est: Any) -> dict[str, float]:
+def _estimate_dict(est: HasCI) -> dict[str, float]:
     return {"value": est.value, "ci_low": est.ci.low, "ci_high": est.ci.high}
 
 

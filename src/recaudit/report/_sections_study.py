@@ -13,8 +13,8 @@ from typing import Any
 
 from ._page import Cell, Section, Table, finite, fmt, fmt_p
 
-#: How ``recaudit.positional._icm.MSG_ICM_NO_REPEATS`` starts (not imported: the report
-#: does not load the statistics; a test keeps the two in step).
+#: How ``recaudit.positional._icm.MSG_ICM_NO_REPEATS`` starts (the study rows carry the
+#: message as text; a test keeps the two in step).
 ICM_NO_REPEATS_START = "no permutation column repeats"
 
 __all__ = ["cells_section", "comparisons_section", "dispersion_section", "study_sections"]
