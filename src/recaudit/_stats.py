@@ -10,15 +10,18 @@ against statsmodels in the tests); Wilson intervals delegate to statsmodels.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from ._records import as_mapping, need, number
 from .exceptions import InputError
 
 __all__ = [
+    "METHOD_FROM_JSON",
     "ConfidenceInterval",
     "Estimate",
     "as_generator",
@@ -50,6 +53,24 @@ class ConfidenceInterval:
     confidence_level: float
     method: str
 
+    def to_dict(self) -> dict[str, float | str]:
+        """``{"low", "high", "confidence_level", "method"}``."""
+        return {"low": self.low, "high": self.high,
+                "confidence_level": self.confidence_level, "method": self.method}
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> ConfidenceInterval:
+        """Read :meth:`to_dict`'s JSON back (``null`` bounds as ``nan``)."""
+        what = "ConfidenceInterval"
+        obj = as_mapping(obj, what)
+        return cls(number(obj, "low", what), number(obj, "high", what),
+                   number(obj, "confidence_level", what), str(need(obj, "method", what)))
+
+
+#: The method of an interval read back from ``{"value", "ci_low", "ci_high"}`` JSON,
+#: which does not record it.
+METHOD_FROM_JSON = "read from JSON (method not recorded)"
+
 
 @dataclass(frozen=True)
 class Estimate:
@@ -61,6 +82,20 @@ class Estimate:
     def to_dict(self) -> dict[str, float]:
         """``{"value", "ci_low", "ci_high"}`` -- the JSON shape used everywhere."""
         return {"value": self.value, "ci_low": self.ci.low, "ci_high": self.ci.high}
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any], *, confidence_level: float = 0.95,
+                  method: str = METHOD_FROM_JSON) -> Estimate:
+        """Read ``{"value", "ci_low", "ci_high"}`` back (``null`` as ``nan``).
+
+        The JSON does not hold the interval's level and method: they are
+        ``confidence_level`` and ``method``.
+        """
+        what = "Estimate"
+        obj = as_mapping(obj, what)
+        ci = ConfidenceInterval(number(obj, "ci_low", what), number(obj, "ci_high", what),
+                                confidence_level, method)
+        return cls(number(obj, "value", what), ci)
 
 
 def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:

@@ -180,7 +180,7 @@ def test_no_repeated_column_has_no_power_and_says_so() -> None:
     a model that always answers position 1 gets p = 1 (spec section 4: 'weak when
     columns are sparse'); the result says why. The same bias with orders shared across
     queries (repeated columns) is detected, with no caveat."""
-    from recaudit.report._study import ICM_NO_REPEATS_START
+    from recaudit.report._sections_study import ICM_NO_REPEATS_START
 
     k, n_q, rng = 10, 12, np.random.default_rng(3)
     unique = [rng.permutation(k) for _ in range(n_q * 8)]

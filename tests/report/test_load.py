@@ -77,7 +77,7 @@ def test_tolerates_naming_variations() -> None:
     group = load(obj).groups[0]
     assert group.spb.value == _analysis()[0]["spb"]["value"]
     assert (
-        group.position_distribution[0].ci_low == _analysis()[0]["position_distribution_ci_low"][0]
+        group.position_distribution[0].ci.low == _analysis()[0]["position_distribution_ci_low"][0]
     )
 
 
@@ -85,7 +85,7 @@ def test_position_distribution_without_cis() -> None:
     obj = _analysis()[0]
     del obj["position_distribution_ci_low"], obj["position_distribution_ci_high"]
     group = load(obj).groups[0]
-    assert all(math.isnan(p.ci_low) for p in group.position_distribution)
+    assert all(math.isnan(p.ci.low) for p in group.position_distribution)
 
 
 def test_fairness_metric_names_are_normalised() -> None:

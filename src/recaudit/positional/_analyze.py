@@ -13,6 +13,7 @@ import pandas as pd
 
 from .._stats import ConfidenceInterval, Estimate, as_generator, holm
 from ..exceptions import InputError
+from ._analysis_json import STATISTICS, Coverage, analysis_fields, holm_column
 from ._crossfit import PositionalBiasResult, crossfit_shares, positional_bias_crossfit
 from ._distribution import position_distribution, selection_rate_matrix
 from ._evaluations import (
@@ -66,25 +67,8 @@ MIN_QUERIES_CI = 5
 REASON_FEW_QUERIES = "{n} quer{ies} with a valid evaluation; a confidence interval needs >= {m}"
 #: Statistics computed only on queries with >= 2 valid evaluations.
 NEEDS_TWO = ("ps", "ps_modal", "spb_paper")
-STATISTICS = ("pob_icm", "pob_unbp", "ps", "ps_modal", "pb", "spb", "spb_paper")
 
 Source: TypeAlias = Evaluations | pd.DataFrame | str | Path
-
-
-@dataclass(frozen=True)
-class Coverage:
-    """Which queries one statistic used.
-
-    Attributes
-    ----------
-    n_queries : int
-        Queries the statistic was computed on (0 when it was not computed).
-    reason : str or None
-        Why the statistic is missing (``None`` when it was computed).
-    """
-
-    n_queries: int
-    reason: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -151,6 +135,7 @@ class PositionalAnalysis:
                 "pvalue": None if icm is None else icm.pvalue,
                 "pvalue_asymptotic": None if icm is None else icm.pvalue_asymptotic,
                 "df": None if icm is None else icm.df,
+                "n_rows": None if icm is None else icm.n_rows,
                 "n_columns": None if icm is None else icm.n_columns,
                 "n_resamples": None if icm is None else icm.n_resamples,
                 "n_in_repeated_columns": None if icm is None else icm.n_in_repeated_columns,
@@ -205,6 +190,19 @@ class PositionalAnalysis:
             "selection_rate_matrix": self.selection_rate_matrix.tolist(),
         }
 
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any], *, confidence_level: float = 0.95
+                  ) -> PositionalAnalysis:
+        """Read :meth:`to_dict`'s JSON (one object of ``analyze --json``) back.
+
+        ``from_dict(a.to_dict()).to_dict() == a.to_dict()``. A statistic whose object
+        has a ``reason`` reads back as ``None``; the JSON does not hold the
+        intervals' level (``confidence_level``) and method, POB-ICM's null
+        distribution or POB-UNBP's one-sided bounds (empty). Holm's ``pvalue_holm``
+        keys (of :meth:`GroupedAnalysis.to_list`) are ignored here.
+        """
+        return cls(**analysis_fields(obj, confidence_level))
+
 
 @dataclass(frozen=True, eq=False)
 class GroupedAnalysis:
@@ -236,6 +234,21 @@ class GroupedAnalysis:
             d["pob_unbp"]["reject_holm"] = bool(unbp < g.alpha) if ok_unbp else None
             out.append(d)
         return out
+
+    @classmethod
+    def from_list(cls, rows: Sequence[Mapping[str, Any]], *, by: Sequence[str] | None = None,
+                  confidence_level: float = 0.95) -> GroupedAnalysis:
+        """Read :meth:`to_list`'s JSON back (Holm p-values from ``pvalue_holm``).
+
+        ``by`` (not in the JSON) defaults to the group keys of the first row.
+        """
+        groups = tuple(PositionalAnalysis.from_dict(row, confidence_level=confidence_level)
+                       for row in rows)
+        if by is None:
+            by = tuple(groups[0].group) if groups else ()
+        return cls(by=tuple(by), groups=groups,
+                   pob_icm_pvalue_holm=holm_column(rows, "pob_icm"),
+                   pob_unbp_pvalue_holm=holm_column(rows, "pob_unbp"))
 
 
 def analyze(

@@ -5,7 +5,7 @@ The command-line seam of ``recaudit positional analyze --exact`` (docs/exact-and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,7 @@ import pandas as pd
 from .._read import read_table as read_file
 from .._stats import as_generator, holm
 from ..exceptions import InputError
+from ._analysis_json import holm_column
 from ._analyze import MSG_IN_GROUP, _plain
 from ._evaluations import check_unique_keys, group_table, read_table
 from ._exact import MSG_EXACT_TAU, ExactAnalysis, analyze_exact
@@ -64,6 +65,18 @@ class GroupedExactAnalysis:
             d["pob_unbp"]["reject_holm"] = bool(p < g.alpha) if ok else None
             out.append(d)
         return out
+
+    @classmethod
+    def from_list(cls, rows: Sequence[Mapping[str, Any]], *, by: Sequence[str] | None = None,
+                  confidence_level: float = 0.95) -> GroupedExactAnalysis:
+        """Read :meth:`to_list`'s JSON back (``by`` defaults to the first row's group
+        keys)."""
+        groups = tuple(ExactAnalysis.from_dict(row, confidence_level=confidence_level)
+                       for row in rows)
+        if by is None:
+            by = tuple(groups[0].group) if groups else ()
+        return cls(by=tuple(by), groups=groups,
+                   pob_unbp_pvalue_holm=holm_column(rows, "pob_unbp"))
 
 
 def read_exact_table(source: pd.DataFrame | str | Path) -> pd.DataFrame:

@@ -9,13 +9,16 @@ the second; halves are swapped and the split repeated.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from .._stats import ConfidenceInterval, as_generator
+from .._records import as_mapping, number, positions
+from .._stats import ConfidenceInterval, Estimate, as_generator
 from ._bootstrap import check_bootstrap_args
 from ._evaluations import Evaluations
 from ._unbp import query_position_shares
@@ -105,6 +108,17 @@ class PositionalBiasResult:
             "plugin": self.plugin,
             "favoured_positions": list(self.favoured),
         }
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any], *, confidence_level: float = 0.95
+                  ) -> PositionalBiasResult:
+        """Read :meth:`to_dict`'s JSON back (``null`` as ``nan``; the JSON does not
+        hold the interval's level: ``confidence_level``)."""
+        what = "PositionalBiasResult"
+        obj = as_mapping(obj, what)
+        est = Estimate.from_dict(obj, confidence_level=confidence_level)
+        return cls(value=est.value, ci=est.ci, plugin=number(obj, "plugin", what),
+                   favoured=positions(obj, "favoured_positions", what))
 
 
 def crossfit_shares(

@@ -42,6 +42,7 @@ import pandas as pd
 
 from .._stats import Estimate, as_generator
 from ..exceptions import InputError
+from ._analysis_json import exact_fields
 from ._bootstrap import bootstrap_ci
 from ._crossfit import PositionalBiasResult, crossfit_shares, pb_from_shares
 from ._evaluations import _parse_orders, _with_row_numbers, read_table
@@ -271,6 +272,14 @@ class ExactAnalysis:
                                          for e in self.position_distribution],
             "selection_rate_matrix": self.selection_rate_matrix.tolist(),
         }
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any], *, confidence_level: float = 0.95
+                  ) -> ExactAnalysis:
+        """Read :meth:`to_dict`'s JSON (one object of ``analyze --exact --json``) back;
+        ``from_dict(a.to_dict()).to_dict() == a.to_dict()`` (see
+        :meth:`PositionalAnalysis.from_dict` for what the JSON does not hold)."""
+        return cls(**exact_fields(obj, confidence_level))
 
 
 def analyze_exact(

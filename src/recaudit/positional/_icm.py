@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import numba
 import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
+from .._records import as_mapping, need, number
 from .._stats import as_generator, monte_carlo_pvalue
 from ..exceptions import InputError
 from ._evaluations import Evaluations
@@ -43,7 +46,8 @@ class PobIcmResult:
     n_resamples : int
         B, the number of within-query shuffles.
     null_distribution : ndarray of shape (B,)
-        The X^2 of each shuffle.
+        The X^2 of each shuffle (empty when read back from JSON, which does not hold
+        it).
     n_in_repeated_columns : int
         Evaluations whose permutation column holds at least two evaluations. Only
         these can move X^2 under the within-query shuffle; when it is 0 (sampled
@@ -60,9 +64,29 @@ class PobIcmResult:
     n_rows: int
     n_columns: int
     n_resamples: int
-    null_distribution: npt.NDArray[np.float64] = field(repr=False)
+    null_distribution: npt.NDArray[np.float64] = field(
+        default_factory=lambda: np.empty(0), repr=False)
     n_in_repeated_columns: int = 0
     method: str = "POB-ICM (query-level permutation test)"
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> PobIcmResult:
+        """Read the ``pob_icm`` object of ``recaudit positional analyze --json`` back.
+
+        The JSON does not hold the null distribution: it is empty.
+        """
+        what = "PobIcmResult"
+        obj = as_mapping(obj, what)
+        return cls(
+            statistic=number(obj, "statistic", what),
+            pvalue=number(obj, "pvalue", what),
+            pvalue_asymptotic=number(obj, "pvalue_asymptotic", what),
+            df=int(need(obj, "df", what)),
+            n_rows=int(need(obj, "n_rows", what)),
+            n_columns=int(need(obj, "n_columns", what)),
+            n_resamples=int(need(obj, "n_resamples", what)),
+            n_in_repeated_columns=int(need(obj, "n_in_repeated_columns", what)),
+        )
 
     @property
     def caveat(self) -> str | None:

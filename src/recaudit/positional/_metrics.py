@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from .._records import as_mapping, need, optional_number
 from .._stats import ConfidenceInterval, Estimate, as_generator
 from ..exceptions import InputError
 from ._bootstrap import bootstrap_ci, check_bootstrap_args
@@ -188,6 +190,18 @@ class StrongBiasResult:
             "n_folds": self.n_folds,
             "n_repeats": self.n_repeats,
         }
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any], *, confidence_level: float = 0.95
+                  ) -> StrongBiasResult:
+        """Read :meth:`to_dict`'s JSON back (``null`` as ``nan``)."""
+        what = "StrongBiasResult"
+        obj = as_mapping(obj, what)
+        est = Estimate.from_dict(obj, confidence_level=confidence_level)
+        return cls(value=est.value, ci=est.ci, tau=optional_number(obj, "tau", what),
+                   p_hat=optional_number(obj, "p_hat", what),
+                   n_folds=int(need(obj, "n_folds", what)),
+                   n_repeats=int(need(obj, "n_repeats", what)))
 
 
 def strong_positional_bias(

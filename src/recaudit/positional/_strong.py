@@ -11,13 +11,16 @@ query's relevance alone.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from math import comb
+from typing import Any
 
 import numba
 import numpy as np
 import numpy.typing as npt
 
+from .._records import as_mapping, need, number, positions
 from .._stats import ConfidenceInterval, Estimate, as_generator, percentile_interval
 from ._bootstrap import check_bootstrap_args
 from ._crossfit import N_BOOT_SE, CrossFit, crossfit_shares, share_upper_bound
@@ -77,6 +80,22 @@ class StrongSoftResult:
             "floor": self.floor,
             "favoured_positions": list(self.favoured),
         }
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any], *, confidence_level: float = 0.95
+                  ) -> StrongSoftResult:
+        """Read :meth:`to_dict`'s JSON back (``null`` as ``nan``)."""
+        what = "StrongSoftResult"
+        obj = as_mapping(obj, what)
+
+        def est(key: str) -> Estimate:
+            return Estimate.from_dict(need(obj, key, what), confidence_level=confidence_level)
+
+        return cls(strong=est("strong"), soft=est("soft"),
+                   positional_share=est("positional_share"),
+                   mean_set_size=number(obj, "mean_set_size", what),
+                   floor=number(obj, "floor", what),
+                   favoured=positions(obj, "favoured_positions", what))
 
 
 def strong_soft_bias(

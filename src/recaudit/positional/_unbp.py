@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
+from .._records import as_mapping, need, number
 from ..exceptions import InputError
 from ._evaluations import Evaluations
 
@@ -44,7 +46,8 @@ class PobUnbpResult:
     epsilon, alpha : float
         The tolerated drift and the level.
     lower, upper : ndarray of shape (k,)
-        The one-sided bounds D_p and U_p of the position-selection probabilities.
+        The one-sided bounds D_p and U_p of the position-selection probabilities
+        (empty when read back from JSON, which does not hold them).
     variance, side : str
         The choices used (see :func:`pob_unbp`).
     """
@@ -56,11 +59,32 @@ class PobUnbpResult:
     reject: bool
     epsilon: float
     alpha: float
-    lower: npt.NDArray[np.float64] = field(repr=False)
-    upper: npt.NDArray[np.float64] = field(repr=False)
+    lower: npt.NDArray[np.float64] = field(default_factory=lambda: np.empty(0), repr=False)
+    upper: npt.NDArray[np.float64] = field(default_factory=lambda: np.empty(0), repr=False)
     variance: str = "pooled"
     side: str = "both"
     method: str = "POB-UNBP (union bound, Student t quantiles)"
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any], *, alpha: float) -> PobUnbpResult:
+        """Read the ``pob_unbp`` object of ``recaudit positional analyze --json`` back.
+
+        ``alpha`` is the analysis's level (the object does not repeat it); ``variance``
+        is ``"pooled"`` when the object has none (exact mode). The one-sided bounds
+        are not in the JSON: ``lower`` and ``upper`` are empty.
+        """
+        what = "PobUnbpResult"
+        obj = as_mapping(obj, what)
+        return cls(
+            L=number(obj, "L", what),
+            L_under=number(obj, "L_under", what),
+            L_over=number(obj, "L_over", what),
+            pvalue=number(obj, "pvalue", what),
+            reject=bool(need(obj, "reject", what)),
+            epsilon=number(obj, "epsilon", what),
+            alpha=alpha,
+            variance=str(obj.get("variance") or "pooled"),
+        )
 
 
 def query_position_shares(evals: Evaluations) -> npt.NDArray[np.float64]:

@@ -12,7 +12,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._load import FairnessModel, Interval, PositionalGroup, SimulationRow
+from ._load_fairness import FairnessModel
+from ._load_positional import Configuration, SimulationRow
+from ._page import NAN_ESTIMATE, HasCI
 from ._svg import BandScale, Canvas, LinearScale, Panel, nice_ticks, text_width
 
 __all__ = [
@@ -72,12 +74,12 @@ def _shades(n: int) -> list[str]:
     return [_cividis(0.7 * i / max(n - 1, 1)) for i in range(n)]
 
 
-def _fmt(est: Interval) -> str:
+def _fmt(est: HasCI) -> str:
     def f(x: float) -> str:
         return f"{x:.3f}" if math.isfinite(x) else "n/a"
 
-    if math.isfinite(est.ci_low) and math.isfinite(est.ci_high):
-        return f"{f(est.value)} [{f(est.ci_low)}, {f(est.ci_high)}]"
+    if math.isfinite(est.ci.low) and math.isfinite(est.ci.high):
+        return f"{f(est.value)} [{f(est.ci.low)}, {f(est.ci.high)}]"
     return f(est.value)
 
 
@@ -94,8 +96,8 @@ def _domain(
     return math.floor(lo / step + 1e-9) * step, math.ceil(hi / step - 1e-9) * step
 
 
-def _values(ests: Sequence[Interval]) -> list[float]:
-    return [v for e in ests for v in (e.value, e.ci_low, e.ci_high)]
+def _values(ests: Sequence[HasCI]) -> list[float]:
+    return [v for e in ests for v in (e.value, e.ci.low, e.ci.high)]
 
 
 def _frame(
@@ -141,7 +143,7 @@ def _lin(
 def _ci_point(
     p: Panel,
     x: float,
-    est: Interval,
+    est: HasCI,
     *,
     color: str,
     kind: str = "o",
@@ -149,7 +151,7 @@ def _ci_point(
     fill: str | None = None,
     r: float = 3.3,
 ) -> None:
-    p.errorbar(x, est.value, est.ci_low, est.ci_high, color=color)
+    p.errorbar(x, est.value, est.ci.low, est.ci.high, color=color)
     p.point(x, est.value, color=color, kind=kind, fill=fill, r=r, title=f"{title}: {_fmt(est)}")
 
 
@@ -161,7 +163,7 @@ def _model_legend(
 
 # --------------------------------------------------------------------- positional
 def position_distribution(
-    by_model: Mapping[str, Sequence[PositionalGroup]], *, k: int, fig_id: str
+    by_model: Mapping[str, Sequence[Configuration]], *, k: int, fig_id: str
 ) -> str:
     """Share of selections per prompt position, one panel per model, dodged by T."""
     temps = sorted({g.temperature for gs in by_model.values() for g in gs})
@@ -199,7 +201,7 @@ def position_distribution(
     return canvas.svg(fig_id)
 
 
-def selection_heatmaps(groups: Sequence[PositionalGroup], *, k: int, fig_id: str) -> str:
+def selection_heatmaps(groups: Sequence[Configuration], *, k: int, fig_id: str) -> str:
     """k x k selection rates (original index x prompt position), one panel per model."""
     finite = [v for g in groups for row in g.selection_rate_matrix for v in row if math.isfinite(v)]
     vmax = max(finite, default=1.0) or 1.0
@@ -255,7 +257,7 @@ def selection_heatmaps(groups: Sequence[PositionalGroup], *, k: int, fig_id: str
 
 
 def metric_lines(
-    groups: Sequence[PositionalGroup], *, colors: Mapping[str, int], fig_id: str
+    groups: Sequence[Configuration], *, colors: Mapping[str, int], fig_id: str
 ) -> str:
     """PS, PB and sPB with CIs across models, k and temperature.
 
@@ -318,7 +320,7 @@ def metric_lines(
                         )
                     continue
                 xv = [g.temperature if xname == "temperature" else float(g.k) for g in pts]
-                p.band(xv, [e.ci_low for e in ests], [e.ci_high for e in ests], color=color)
+                p.band(xv, [e.ci.low for e in ests], [e.ci.high for e in ests], color=color)
                 p.line(xv, [e.value for e in ests], color=color)
                 for xx, g, e in zip(xv, pts, ests, strict=True):
                     p.point(
@@ -332,7 +334,7 @@ def metric_lines(
     return canvas.svg(fig_id)
 
 
-def noise_floor(pairs: Sequence[tuple[PositionalGroup, PositionalGroup]], *, fig_id: str) -> str:
+def noise_floor(pairs: Sequence[tuple[Configuration, Configuration]], *, fig_id: str) -> str:
     """sPB of the audited condition beside its decoding-only noise floor, per k."""
     ks = sorted({a.k for a, _ in pairs})
     rows = list(dict.fromkeys((a.model, a.temperature) for a, _ in pairs))
@@ -354,7 +356,7 @@ def noise_floor(pairs: Sequence[tuple[PositionalGroup, PositionalGroup]], *, fig
         for a, b in (pair for pair in pairs if pair[0].k == k):
             r = rows.index((a.model, a.temperature))
             for offset, g, fill, kind in ((-0.17, a, None, "o"), (0.17, b, "#ffffff", "s")):
-                p.errorbar(0, r + offset, g.spb.ci_low, g.spb.ci_high, color=color, horizontal=True)
+                p.errorbar(0, r + offset, g.spb.ci.low, g.spb.ci.high, color=color, horizontal=True)
                 p.point(
                     g.spb.value,
                     r + offset,
@@ -443,7 +445,7 @@ def power_curves(rows: Sequence[SimulationRow], *, alpha: float, fig_id: str) ->
                 )
                 est = [r.rejection_rate for r in pts]
                 xv = [r.p_bias for r in pts]
-                p.band(xv, [e.ci_low for e in est], [e.ci_high for e in est], color=color)
+                p.band(xv, [e.ci.low for e in est], [e.ci.high for e in est], color=color)
                 p.line(xv, [e.value for e in est], color=color)
                 for r in pts:
                     p.point(
@@ -513,7 +515,7 @@ def group_bars(
         bottom=30 + labels,
         legend=[("#", colors[g], "", g) for g in groups],
     )
-    missing = Interval(math.nan, math.nan, math.nan)
+    missing = NAN_ESTIMATE
     width = 0.8 / len(groups)
     for box, metric in zip(boxes, metrics, strict=True):
         ests = [m.group_metrics[g].get((metric, n), missing) for m in models for g in groups]
@@ -532,7 +534,7 @@ def group_bars(
                     color=colors[g],
                     title=f"{m.name}, group {g}, {metric}@{n}: {_fmt(est)}",
                 )
-                p.errorbar(c, est.value, est.ci_low, est.ci_high, color="#222222", cap=1.8)
+                p.errorbar(c, est.value, est.ci.low, est.ci.high, color="#222222", cap=1.8)
     return canvas.svg(fig_id)
 
 
@@ -558,7 +560,7 @@ def coverage_popularity(
         for m in models:
             color, kind = _style_of(colors[m.name])
             est = m.popularity[n]
-            p.errorbar(0, m.coverage[n], est.ci_low, est.ci_high, color=color, horizontal=True)
+            p.errorbar(0, m.coverage[n], est.ci.low, est.ci.high, color=color, horizontal=True)
             p.point(
                 est.value,
                 m.coverage[n],
@@ -626,8 +628,8 @@ def tradeoff(
         p.line(steps_x, steps_y, color=_GREY, dash="5 3", width=1.2)
         for j, m in enumerate(models):
             color, kind = _style_of(colors[m.name])
-            p.errorbar(0, acc[j].value, ib[j].ci_low, ib[j].ci_high, color=color, horizontal=True)
-            p.errorbar(ib[j].value, 0, acc[j].ci_low, acc[j].ci_high, color=color)
+            p.errorbar(0, acc[j].value, ib[j].ci.low, ib[j].ci.high, color=color, horizontal=True)
+            p.errorbar(ib[j].value, 0, acc[j].ci.low, acc[j].ci.high, color=color)
             p.point(
                 ib[j].value,
                 acc[j].value,

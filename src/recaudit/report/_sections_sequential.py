@@ -10,12 +10,11 @@ paths and the confidence sequences; every number cell points into the sidecar's
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 from . import _plots
-from ._render import Cell, Fig, Section, Table
+from ._page import Cell, Fig, Section, Table, finite, fmt_p
 
 __all__ = ["sequential_sections"]
 
@@ -27,16 +26,8 @@ _DECISIONS = {
 }
 
 
-def _finite(x: Any) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
-
-
 def _num(path: str, value: Any, text: str) -> Cell:
-    return Cell(text, path, value) if _finite(value) else Cell("n/a", path, None)
-
-
-def _fmt_p(p: Any) -> str:
-    return "n/a" if not _finite(p) else ("< 0.001" if p < 0.001 else f"{p:.3f}")
+    return Cell(text, path, value) if finite(value) else Cell("n/a", path, None)
 
 
 def sequential_sections(doc: Mapping[str, Any], *, base: str = "sequential") -> list[Section]:
@@ -59,8 +50,8 @@ def sequential_sections(doc: Mapping[str, Any], *, base: str = "sequential") -> 
             _num(f"{p}/budget", budget, str(budget)),
             _num(f"{p}/valid_evaluations", c.get("valid_evaluations"),
                  str(c.get("valid_evaluations"))),
-            _num(f"{p}/e_value", e, f"{e:.3g} / {thr:.3g}" if _finite(e) else ""),
-            _num(f"{p}/pvalue", c.get("pvalue"), _fmt_p(c.get("pvalue"))),
+            _num(f"{p}/e_value", e, f"{e:.3g} / {thr:.3g}" if finite(e) else ""),
+            _num(f"{p}/pvalue", c.get("pvalue"), fmt_p(c.get("pvalue"))),
         ))
         lows, highs = c.get("cs_low") or [], c.get("cs_high") or []
         counts = c.get("counts") or []
@@ -70,8 +61,8 @@ def sequential_sections(doc: Mapping[str, Any], *, base: str = "sequential") -> 
                 *key,
                 Cell(str(j + 1), value=j + 1),
                 _num(f"{p}/counts/{j}", n, str(n)),
-                _num(f"{p}/cs_low/{j}", lo, f"{lo:.3f}" if _finite(lo) else ""),
-                _num(f"{p}/cs_high/{j}", hi, f"{hi:.3f}" if _finite(hi) else ""),
+                _num(f"{p}/cs_low/{j}", lo, f"{lo:.3f}" if finite(lo) else ""),
+                _num(f"{p}/cs_high/{j}", hi, f"{hi:.3f}" if finite(hi) else ""),
             ))
     n_rej = sum(c["decision"] == "rejected" for c in cells)
     alpha = options.get("alpha")

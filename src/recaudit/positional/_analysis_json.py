@@ -1,0 +1,196 @@
+"""An analysis's JSON read back: the fields of :class:`PositionalAnalysis` and
+:class:`ExactAnalysis` from the objects of ``recaudit positional analyze --json``.
+
+Their ``from_dict`` classmethods call :func:`analysis_fields` / :func:`exact_fields`
+here (kept apart so that ``_analyze`` and ``_exact`` stay about computing). A
+statistic that was not computed reads back as ``None`` -- the JSON says so by its
+``reason`` (or by the fields only a computed result fills); what the JSON does not
+hold (null distributions, one-sided bounds, the interval's level and method) reads
+back empty or as the defaults documented on each type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._records import (
+    as_mapping,
+    float_array,
+    need,
+    number,
+    optional_number,
+    positions,
+    to_float,
+)
+from .._stats import METHOD_FROM_JSON, ConfidenceInterval, Estimate
+from ._crossfit import PositionalBiasResult
+from ._icm import PobIcmResult
+from ._metrics import StrongBiasResult
+from ._strong import StrongSoftResult
+from ._unbp import PobUnbpResult
+
+__all__ = ["Coverage", "analysis_fields", "exact_fields", "group_keys", "holm_column"]
+
+#: Every statistic object of the JSON that carries its own coverage.
+STATISTICS = ("pob_icm", "pob_unbp", "ps", "ps_modal", "pb", "spb", "spb_paper")
+_FROM_JSON = METHOD_FROM_JSON
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Which queries one statistic used.
+
+    Attributes
+    ----------
+    n_queries : int
+        Queries the statistic was computed on (0 when it was not computed).
+    reason : str or None
+        Why the statistic is missing (``None`` when it was computed).
+    """
+
+    n_queries: int
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"n_queries", "reason"}``, as every statistic object of the JSON has."""
+        return {"n_queries": self.n_queries, "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> Coverage:
+        """Read ``{"n_queries", "reason"}`` back (of a statistic object, or alone)."""
+        what = "Coverage"
+        obj = as_mapping(obj, what)
+        reason = need(obj, "reason", what)
+        return cls(int(need(obj, "n_queries", what)), None if reason is None else str(reason))
+
+
+def group_keys(obj: Mapping[str, Any], first: str) -> dict[str, Any]:
+    """The group's keys (``--by`` columns): the keys written before ``first``.
+
+    ``to_dict`` writes ``{**group, "k": ..., first: ...}`` (analysis) or
+    ``{**group, first: ..., "k": ...}`` (exact), so ``k`` just before ``first`` is
+    the analysis's own and a ``k`` earlier on is a group key.
+    """
+    keys = list(obj)
+    end = keys.index(first) if first in keys else 0
+    prefix = keys[:end]
+    if prefix and prefix[-1] == "k":
+        prefix.pop()
+    return {key: obj[key] for key in prefix}
+
+
+def holm_column(rows: Sequence[Mapping[str, Any]], test: str) -> np.ndarray:
+    """The ``pvalue_holm`` of ``test`` in each row (``null`` or absent: ``nan``)."""
+    return float_array([(row.get(test) or {}).get("pvalue_holm") for row in rows])
+
+
+def _estimate(obj: Any, level: float) -> Estimate:
+    return Estimate.from_dict(obj, confidence_level=level, method=_FROM_JSON)
+
+
+def _distribution(obj: Mapping[str, Any], what: str, level: float) -> tuple[Estimate, ...]:
+    values = need(obj, "position_distribution", what)
+    cis = need(obj, "position_distribution_ci", what)
+    return tuple(
+        Estimate(to_float(v, "position_distribution", what),
+                 ConfidenceInterval(to_float(lo, "position_distribution_ci", what),
+                                    to_float(hi, "position_distribution_ci", what),
+                                    level, _FROM_JSON))
+        for v, (lo, hi) in zip(values, cis, strict=True)
+    )
+
+
+def _split(obj: Mapping[str, Any], what: str, level: float) -> StrongSoftResult | None:
+    spb = as_mapping(need(obj, "spb", what), f"{what}.spb")
+    if need(spb, "method", f"{what}.spb") is None:
+        return None
+    return StrongSoftResult(
+        strong=_estimate(spb, level),
+        soft=_estimate(need(obj, "spb_soft", what), level),
+        positional_share=_estimate(need(obj, "positional_share", what), level),
+        mean_set_size=number(spb, "mean_set_size", f"{what}.spb"),
+        floor=number(spb, "floor", f"{what}.spb"),
+        favoured=positions(spb, "favoured_positions", f"{what}.spb"),
+    )
+
+
+def _tau(value: Any) -> float | str:
+    return value if value == "auto" else float(value)
+
+
+def analysis_fields(obj: Mapping[str, Any], confidence_level: float) -> dict[str, Any]:
+    """The constructor arguments of ``PositionalAnalysis`` from its ``to_dict()``."""
+    what = "PositionalAnalysis"
+    obj = as_mapping(obj, what)
+    stats = {name: as_mapping(need(obj, name, what), f"{what}.{name}") for name in STATISTICS}
+    coverage = {name: Coverage.from_dict(stats[name]) for name in STATISTICS}
+    alpha = number(obj, "alpha", what)
+    level = confidence_level
+
+    def unless_missing(name: str, read: Any) -> Any:
+        return None if coverage[name].reason is not None else read(stats[name])
+
+    icm = stats["pob_icm"]
+    unbp = stats["pob_unbp"]
+    paper = stats["spb_paper"]
+    return {
+        "k": int(need(obj, "k", what)),
+        **{key: int(need(obj, key, what)) for key in (
+            "n_queries", "n_evaluations", "n_discarded", "n_queries_all_discarded",
+            "n_queries_excluded_ps")},
+        "alpha": alpha,
+        "epsilon": number(unbp, "epsilon", f"{what}.pob_unbp"),
+        "pob_icm": None if icm.get("df") is None else PobIcmResult.from_dict(icm),
+        "pob_unbp": None if unbp.get("reject") is None
+        else PobUnbpResult.from_dict(unbp, alpha=alpha),
+        "ps": unless_missing("ps", lambda d: _estimate(d, level)),
+        "ps_modal": unless_missing("ps_modal", lambda d: _estimate(d, level)),
+        "pb": PositionalBiasResult.from_dict(stats["pb"], confidence_level=level),
+        "spb": _split(obj, what, level),
+        "spb_paper": None if paper.get("n_folds") is None
+        else StrongBiasResult.from_dict(paper, confidence_level=level),
+        "position_distribution": _distribution(obj, what, level),
+        "selection_rate_matrix": float_array(need(obj, "selection_rate_matrix", what)),
+        "coverage": coverage,
+        "group": group_keys(obj, "n_queries"),
+        "tau": _tau(need(obj, "tau", what)),
+        "spb_threshold_from": paper.get("threshold_from"),
+    }
+
+
+def exact_fields(obj: Mapping[str, Any], confidence_level: float) -> dict[str, Any]:
+    """The constructor arguments of ``ExactAnalysis`` from its ``to_dict()``."""
+    what = "ExactAnalysis"
+    obj = as_mapping(obj, what)
+    level = confidence_level
+    alpha = number(obj, "alpha", what)
+    unbp = as_mapping(need(obj, "pob_unbp", what), f"{what}.pob_unbp")
+    paper = as_mapping(need(obj, "spb_paper", what), f"{what}.spb_paper")
+
+    def maybe(name: str) -> Estimate | None:
+        d = as_mapping(need(obj, name, what), f"{what}.{name}")
+        return None if d.get("value") is None else _estimate(d, level)
+
+    return {
+        "k": int(need(obj, "k", what)),
+        "n_queries": int(need(obj, "n_queries", what)),
+        "n_evaluations": int(need(obj, "n_evaluations", what)),
+        "n_missing": int(need(obj, "n_missing", what)),
+        "alpha": alpha,
+        "epsilon": number(unbp, "epsilon", f"{what}.pob_unbp"),
+        "pob_unbp": None if unbp.get("reject") is None
+        else PobUnbpResult.from_dict(unbp, alpha=alpha),
+        "ps": maybe("ps"),
+        "ps_modal": maybe("ps_modal"),
+        "pb": PositionalBiasResult.from_dict(need(obj, "pb", what), confidence_level=level),
+        "spb_paper": maybe("spb_paper"),
+        "outside_mass": optional_number(obj, "outside_mass", what),
+        "position_distribution": _distribution(obj, what, level),
+        "selection_rate_matrix": float_array(need(obj, "selection_rate_matrix", what)),
+        "group": group_keys(obj, "choice"),
+        "spb_repeats": int(need(paper, "n_repeats", f"{what}.spb_paper")),
+    }

@@ -1,0 +1,453 @@
+"""The positional report's sections, one builder per section, and its verdict.
+
+Each builder takes the loaded :class:`PositionalRun` (the library's grouped analysis
+and the run folder's companions) and returns one :class:`Section`; numbers point into
+the sidecar that :func:`positional_data` builds (``groups/<i>/...``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from markupsafe import Markup
+
+from . import _plots
+from ._load_positional import Configuration, PositionalRun
+from ._page import (
+    Cell,
+    Fig,
+    HasCI,
+    Section,
+    Table,
+    ci_cell,
+    ci_num,
+    fmt,
+    levels,
+    num,
+    p_cell,
+    span,
+)
+
+__all__ = [
+    "audited",
+    "discards_section",
+    "distribution_section",
+    "heatmap_section",
+    "metrics_section",
+    "noise_floor_section",
+    "positional_data",
+    "positional_verdict",
+    "power_section",
+    "primary_condition",
+]
+
+DECODING = "decoding"
+
+
+def primary_condition(groups: Sequence[Configuration]) -> str:
+    """The most frequent condition other than ``decoding`` (the audited one)."""
+    counts: dict[str, int] = {}
+    for g in groups:
+        if g.condition != DECODING:
+            counts[g.condition] = counts.get(g.condition, 0) + 1
+    return max(counts, key=lambda c: (counts[c], c)) if counts else DECODING
+
+
+def audited(run: PositionalRun) -> list[Configuration]:
+    """The configurations of the primary condition (what the figures show)."""
+    primary = primary_condition(run.groups)
+    return [g for g in run.groups if g.condition == primary]
+
+
+def _condition_note(run: PositionalRun) -> str:
+    primary = primary_condition(run.groups)
+    return f" (condition {primary})" if primary else ""
+
+
+def _models(run: PositionalRun) -> list[str]:
+    return list(dict.fromkeys(g.model for g in run.groups))
+
+
+def _reference_temperature(run: PositionalRun) -> float:
+    return min(g.temperature for g in audited(run))
+
+
+def _icm_p(g: Configuration) -> float:
+    return g.icm_pvalue_holm if math.isfinite(g.icm_pvalue_holm) else g.icm_pvalue
+
+
+# ------------------------------------------------------------------------ verdict
+def _summary(run: PositionalRun, groups: Sequence[Configuration]) -> dict[str, Any]:
+    return {
+        "models": len(dict.fromkeys(g.model for g in groups)),
+        "configurations": len(groups),
+        "valid_evaluations": sum(g.n_evaluations for g in groups),
+        "unbp_rejected": sum(g.unbp_reject for g in groups),
+        "icm_rejected": sum(_icm_p(g) <= run.alpha for g in groups),
+    }
+
+
+def _what_was_audited(run: PositionalRun, groups: Sequence[Configuration],
+                      summary: dict[str, Any]) -> Markup:
+    n = len(groups)
+    holm = any(
+        math.isfinite(g.unbp_pvalue_holm) or math.isfinite(g.icm_pvalue_holm) for g in groups
+    )
+
+    def count(key: str) -> Markup:
+        return num(f"summary/{key}", summary[key], str(summary[key]))
+
+    return Markup(
+        "We audited {} model{} in {} configuration{} (k in {{{}}}, temperature in {{{}}}): "
+        "{} valid evaluations in all, {} queries per configuration. "
+    ).format(
+        count("models"), "s" if summary["models"] != 1 else "", count("configurations"),
+        "s" if n != 1 else "", levels([g.k for g in groups]),
+        levels([g.temperature for g in groups]), count("valid_evaluations"),
+        span([g.n_queries for g in groups]),
+    ) + Markup(
+        "At alpha = {}{}, POB-UNBP rejected the null of no positional bias in "
+        "<strong>{} of {}</strong> configurations and POB-ICM in <strong>{} of {}</strong>. "
+    ).format(
+        num("alpha", run.alpha, f"{run.alpha:g}"),
+        " (Holm-adjusted across configurations)" if holm else "",
+        count("unbp_rejected"), count("configurations"), count("icm_rejected"),
+        count("configurations"),
+    )
+
+
+def _strongest(groups: Sequence[Configuration], i: int, worst: Configuration) -> Markup:
+    text = Markup(
+        "The strongest positional bias is {} at k = {}, T = {:g}: PB = {} "
+        "(POB-UNBP lower bound L = {} pp), sPB = {}, PS = {}. "
+    ).format(
+        worst.model, worst.k, worst.temperature, ci_num(f"groups/{i}/pb", worst.pb),
+        num(f"groups/{i}/pob_unbp/L", worst.unbp_lower_bound,
+            fmt(100 * worst.unbp_lower_bound, 1)),
+        ci_num(f"groups/{i}/spb", worst.spb), ci_num(f"groups/{i}/ps", worst.ps),
+    )
+    if math.isfinite(worst.positional_share.value):
+        text += Markup(
+            "Position made {} of its selections: {} were moved out of the query's "
+            "relevance set (strong bias, sPB) and {} landed on a relevant item anyway "
+            "(soft bias). "
+        ).format(
+            ci_num(f"groups/{i}/positional_share", worst.positional_share),
+            ci_num(f"groups/{i}/spb", worst.spb),
+            ci_num(f"groups/{i}/spb_soft", worst.spb_soft),
+        )
+    return text
+
+
+def _clean_models(run: PositionalRun, groups: Sequence[Configuration]) -> Markup:
+    models = list(dict.fromkeys(g.model for g in groups))
+    clean = [
+        m for m in models
+        if not any(g.model == m and (g.unbp_reject or _icm_p(g) <= run.alpha) for g in groups)
+    ]
+    if clean:
+        return Markup("No test rejected in any configuration of: {}. ").format(", ".join(clean))
+    return Markup("Every model was found positionally biased in at least one configuration. ")
+
+
+def _noise_floor_sentence(run: PositionalRun) -> Markup:
+    floors = [(i, g) for i, g in enumerate(run.groups)
+              if g.condition == DECODING and math.isfinite(g.spb_paper.value)]
+    if not floors:
+        return Markup("")
+    i, top = max(floors, key=lambda ig: ig[1].spb_paper.value)
+    return Markup(
+        "With the candidate order fixed (decoding noise only), the paper's "
+        "cross-validated sPB reaches at most {} ({}, k = {}, T = {:g}): its values "
+        "near this floor are noise, not bias."
+    ).format(ci_num(f"groups/{i}/spb_paper", top.spb_paper), top.model, top.k, top.temperature)
+
+
+def positional_verdict(run: PositionalRun) -> tuple[Markup, dict[str, Any]]:
+    """One paragraph in plain words and the counts it quotes (the sidecar's ``summary``)."""
+    groups = [g for g in run.groups if g.condition != DECODING] or list(run.groups)
+    summary = _summary(run, groups)
+    worst = max(groups, key=lambda g: g.pb.value if math.isfinite(g.pb.value) else -1.0)
+    i = run.groups.index(worst)
+    parts = [
+        _what_was_audited(run, groups, summary),
+        _strongest(groups, i, worst),
+        _clean_models(run, groups),
+        _noise_floor_sentence(run),
+    ]
+    return Markup("").join(parts), summary
+
+
+# ----------------------------------------------------------------------- sections
+def distribution_section(run: PositionalRun) -> Section:
+    """Where the answers land: the position distribution per k, one panel per model."""
+    groups, models, cond = audited(run), _models(run), _condition_note(run)
+    figs = []
+    for k in sorted({g.k for g in groups}):
+        at_k = [g for g in groups if g.k == k]
+        by_model = {
+            m: [g for g in at_k if g.model == m] for m in models if any(g.model == m for g in at_k)
+        }
+        figs.append(Fig(
+            f"fig-dist-k{k}",
+            f"Position-selection distribution, k = {k}",
+            f"Share of valid answers that picked each prompt position{cond}, with 95% CIs, "
+            "one colour per temperature. Without positional bias every point sits on the "
+            f"dashed uniform line 1/k = {1 / k:.3g}; look for positions whose whole interval "
+            "lies above it (favoured, typically the first or last) or below it (avoided).",
+            _plots.position_distribution(by_model, k=k, fig_id=f"fig-dist-k{k}"),
+        ))
+    return Section("distribution", "Where the answers land", figures=tuple(figs))
+
+
+def heatmap_section(run: PositionalRun) -> Section:
+    """Relevance or position: the selection-rate matrices at the lowest temperature."""
+    groups, ref_t = audited(run), _reference_temperature(run)
+    figs = []
+    for k in sorted({g.k for g in groups}):
+        at_ref = [g for g in groups if g.k == k and g.temperature == ref_t]
+        figs.append(Fig(
+            f"fig-heat-k{k}",
+            f"Selection rates, k = {k}, T = {ref_t:g}",
+            "Rate at which the candidate with original (retrieval) index i was chosen when "
+            "shown at prompt position p. Differences between rows are relevance (retrieval "
+            "order matters, as it should); differences between columns are position: a "
+            "bright column means a position wins whatever is shown there. White: never shown "
+            "there.",
+            _plots.selection_heatmaps(at_ref, k=k, fig_id=f"fig-heat-k{k}"),
+        ))
+    return Section("heatmap", "Relevance or position?", figures=tuple(figs))
+
+
+def _tests_table(groups: Sequence[Configuration]) -> Table:
+    """Every configuration: the two tests and the three effect sizes."""
+    rows = []
+    for i, g in enumerate(groups):
+        p = f"groups/{i}"
+        rows.append((
+            Cell(g.model),
+            Cell(str(g.k), f"{p}/k", g.k),
+            Cell(f"{g.temperature:g}", f"{p}/temperature", g.temperature),
+            Cell(g.condition or "-"),
+            Cell(str(g.n_queries), f"{p}/n_queries", g.n_queries),
+            Cell(str(g.n_evaluations), f"{p}/n_evaluations", g.n_evaluations),
+            Cell(str(g.n_discarded), f"{p}/n_discarded", g.n_discarded),
+            Cell(fmt(g.icm_statistic, 1), f"{p}/pob_icm/statistic", g.icm_statistic),
+            p_cell(f"{p}/pob_icm", g.icm_pvalue, g.icm_pvalue_holm),
+            Cell(fmt(100 * g.unbp_lower_bound, 1), f"{p}/pob_unbp/L", g.unbp_lower_bound),
+            p_cell(f"{p}/pob_unbp", g.unbp_pvalue, g.unbp_pvalue_holm),
+            Cell("yes" if g.unbp_reject else "no"),
+            ci_cell(f"{p}/ps", g.ps),
+            ci_cell(f"{p}/pb", g.pb),
+            ci_cell(f"{p}/spb", g.spb),
+        ))
+    return Table(
+        id="tab-groups",
+        caption="Every configuration. p-values are Holm-adjusted across configurations when "
+        "the analysis provides it. L is the POB-UNBP lower confidence bound on the total "
+        "variation distance to uniform, in percentage points. Click a header to sort.",
+        columns=("model", "k", "T", "condition", "queries", "valid evals", "discarded",
+                 "ICM chi2", "ICM p", "UNBP L (pp)", "UNBP p", "UNBP rejects", "PS [95% CI]",
+                 "PB [95% CI]", "sPB [95% CI]"),
+        rows=tuple(rows),
+    )
+
+
+def metrics_section(run: PositionalRun) -> Section:
+    """Effect sizes across models, k and temperature, and the table of every test."""
+    colors = {m: i for i, m in enumerate(_models(run))}
+    return Section(
+        "metrics",
+        "Effect sizes across models, k and temperature",
+        figures=(Fig(
+            "fig-metrics",
+            "PS, PB and sPB with 95% CIs",
+            "PS: how often reordering the candidates changes the recommendation. PB: "
+            "total variation distance of the position distribution to uniform (0 = no "
+            "positional preference). sPB: share of answers outside the query's relevance "
+            f"set (strong bias){_condition_note(run)}. Bands are query-level bootstrap CIs; "
+            "look for lines whose band clears zero, and for trends with k and temperature.",
+            _plots.metric_lines(audited(run), colors=colors, fig_id="fig-metrics"),
+        ),),
+        tables=(_tests_table(run.groups),),
+    )
+
+
+def noise_floor_section(run: PositionalRun) -> Section:
+    """sPB beside its decoding-only noise floor (a note when there is no decoding cell)."""
+    decoding = {(g.model, g.k, g.temperature): g for g in run.groups if g.condition == DECODING}
+    pairs = [
+        (g, decoding[(g.model, g.k, g.temperature)])
+        for g in audited(run)
+        if (g.model, g.k, g.temperature) in decoding and g.condition != DECODING
+    ]
+    title = "sPB against its noise floor"
+    if not pairs:
+        return Section("noise-floor", title, notes=(
+            "No decoding-only condition (condition `decoding`) in this run: the sPB "
+            "noise floor cannot be shown.",
+        ))
+    return Section("noise-floor", title, figures=(Fig(
+        "fig-noise",
+        "sPB beside the decoding-only noise floor",
+        "Filled circles: sPB of the audited condition; open squares: sPB with "
+        "the candidate order fixed, so only decoding randomness moves the "
+        "answer. Strong positional bias is the part of sPB that clearly exceeds "
+        "the noise floor: look for circles whose interval lies to the right of "
+        "the square's.",
+        _plots.noise_floor(pairs, fig_id="fig-noise"),
+    ),))
+
+
+def _discard_tables(run: PositionalRun) -> tuple[Table, ...]:
+    rows = []
+    for j, (m, by_reason) in enumerate(run.discards.items()):
+        total, n = sum(by_reason.values()), run.generations.get(m, 0)
+        share = total / max(n, 1)
+        rows.append((
+            Cell(m),
+            Cell(str(n), f"discards/{j}/generations", n),
+            Cell(str(total), f"discards/{j}/discarded", total),
+            Cell(f"{100 * share:.1f}%", f"discards/{j}/share", share),
+            Cell(", ".join(f"{r}: {c}" for r, c in by_reason.items()) or "-"),
+        ))
+    tables = [Table(
+        "tab-discards",
+        "Discarded generations per model (answers that did not parse to exactly one valid "
+        "identifier; never guessed, never silently dropped).",
+        ("model", "generations", "discarded", "share", "by reason"),
+        tuple(rows),
+    )]
+    examples = tuple(
+        (Cell(e.model), Cell(e.reason), Cell(e.raw_response, css="raw"))
+        for e in run.discard_examples
+    )
+    if examples:
+        tables.append(Table(
+            "tab-discard-examples",
+            "Examples of discarded answers, verbatim (first 200 characters, at most 3 per "
+            "model).",
+            ("model", "reason", "raw answer"),
+            examples,
+        ))
+    return tuple(tables)
+
+
+def discards_section(run: PositionalRun) -> Section:
+    """Discarded generations per model and reason, with verbatim examples."""
+    return Section(
+        "discards",
+        "Discarded generations",
+        figures=(Fig(
+            "fig-discards",
+            "Discarded generations per model",
+            "Share of each model's generations that were discarded, by reason. A high "
+            "share means the model often ignores the answer format; if discards depend "
+            "on the order shown, they can bias the tests: compare with the complete-case "
+            "analysis.",
+            _plots.discards(run.discards, run.generations, fig_id="fig-discards"),
+        ),),
+        tables=_discard_tables(run),
+    )
+
+
+def power_section(run: PositionalRun) -> Section:
+    """The simulation study's power curves (only with ``simulation.json``)."""
+    return Section(
+        "power",
+        "Power of the tests (simulation)",
+        figures=(Fig(
+            "fig-power",
+            "Power curves",
+            "Share of simulated runs in which each test rejected, against the "
+            "probability p_bias of picking the first position regardless of "
+            "relevance (spec section 8), with 95% CIs. At p_bias = 0 the curve is "
+            "the type-I error and should sit on the dotted alpha line; the p_bias "
+            "where a curve crosses the dashed 80% line is the smallest bias the test "
+            "reliably detects.",
+            _plots.power_curves(run.simulation, alpha=run.alpha, fig_id="fig-power"),
+        ),),
+    )
+
+
+# ------------------------------------------------------------------------ sidecar
+def _estimate_dict(est: HasCI) -> dict[str, float]:
+    return {"value": est.value, "ci_low": est.ci.low, "ci_high": est.ci.high}
+
+
+def group_dict(g: Configuration) -> dict[str, Any]:
+    """One configuration in the sidecar's ``groups`` (every number the page shows of it)."""
+    return {
+        "model": g.model,
+        "k": g.k,
+        "temperature": g.temperature,
+        "condition": g.condition,
+        "n_queries": g.n_queries,
+        "n_evaluations": g.n_evaluations,
+        "n_discarded": g.n_discarded,
+        "pob_icm": {
+            "statistic": g.icm_statistic,
+            "pvalue": g.icm_pvalue,
+            "pvalue_asymptotic": g.icm_pvalue_asymptotic,
+            "pvalue_holm": g.icm_pvalue_holm,
+        },
+        "pob_unbp": {
+            "L": g.unbp_lower_bound,
+            "pvalue": g.unbp_pvalue,
+            "reject": g.unbp_reject,
+            "pvalue_holm": g.unbp_pvalue_holm,
+        },
+        **{name: _estimate_dict(getattr(g, name)) for name in (
+            "ps", "pb", "spb", "spb_soft", "positional_share", "spb_paper")},
+        "position_distribution": [_estimate_dict(p) for p in g.position_distribution],
+        "selection_rate_matrix": g.selection_rate_matrix,
+    }
+
+
+def _simulation_dict(run: PositionalRun) -> list[dict[str, Any]]:
+    return [
+        {
+            "test": r.test, "k": r.k, "queries": r.queries, "perms": r.perms,
+            "p_bias": r.p_bias, "reps": r.reps,
+            **{key.replace("value", "rejection_rate"): v
+               for key, v in _estimate_dict(r.rejection_rate).items()},
+        }
+        for r in run.simulation
+    ]
+
+
+def positional_data(run: PositionalRun, summary: dict[str, Any]) -> dict[str, Any]:
+    """The sidecar's positional part: every number the sections show, by path."""
+    return {
+        "alpha": run.alpha,
+        "summary": summary,
+        "primary_condition": primary_condition(run.groups),
+        "reference_temperature": _reference_temperature(run),
+        "groups": [group_dict(g) for g in run.groups],
+        "discards": [
+            {
+                "model": m,
+                "generations": run.generations.get(m, 0),
+                "discarded": sum(c.values()),
+                "share": sum(c.values()) / max(run.generations.get(m, 0), 1),
+                "by_reason": dict(c),
+            }
+            for m, c in run.discards.items()
+        ],
+        "discard_examples": [
+            {"model": e.model, "reason": e.reason, "raw_response": e.raw_response}
+            for e in run.discard_examples
+        ],
+        "simulation": _simulation_dict(run),
+        **({"study": run.study} if run.study is not None else {}),
+        **({"sequential": run.sequential} if run.sequential is not None else {}),
+        "reproduction": {
+            "config_file": run.config_name,
+            "config": run.config_text,
+            "seed": run.seed,
+            "versions": dict(run.versions),
+        },
+        **({"mitigation": run.mitigation} if run.mitigation is not None else {}),
+    }
