@@ -20,6 +20,7 @@ from recaudit import InputError
 from recaudit._io import to_jsonable
 from recaudit._stats import ConfidenceInterval, Estimate
 from recaudit.positional import (
+    AnalysisOptions,
     GroupedAnalysis,
     GroupedExactAnalysis,
     PositionalAnalysis,
@@ -51,7 +52,8 @@ def table() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def grouped(table: pd.DataFrame) -> GroupedAnalysis:
-    return analyze_groups(table, by=["model", "temperature", "condition"], rng=1, **FAST)
+    return analyze_groups(table, AnalysisOptions(**FAST),
+                          by=["model", "temperature", "condition"], rng=1)
 
 
 def test_grouped_analysis_round_trips_through_json(grouped: GroupedAnalysis) -> None:
@@ -90,13 +92,14 @@ def test_statistics_read_back_as_the_library_types(grouped: GroupedAnalysis) -> 
 
 
 def test_a_borrowed_threshold_and_a_fixed_tau_round_trip(table: pd.DataFrame) -> None:
-    borrowed = [g for g in analyze_groups(table, by=["model", "condition"], rng=2,
-                                          **FAST).groups if g.spb_threshold_from]
+    grouped = analyze_groups(table, AnalysisOptions(**FAST), by=["model", "condition"], rng=2)
+    borrowed = [g for g in grouped.groups if g.spb_threshold_from]
     assert borrowed
     for g in borrowed:
         d = _json(g.to_dict())
         assert _json(PositionalAnalysis.from_dict(d).to_dict()) == d
-    fixed = analyze(table[table["condition"] == "permutation"], tau=0.8, rng=3, **FAST)
+    fixed = analyze(table[table["condition"] == "permutation"], AnalysisOptions(tau=0.8, **FAST),
+                    rng=3)
     d = _json(fixed.to_dict())
     assert d["tau"] == 0.8 and _json(PositionalAnalysis.from_dict(d).to_dict()) == d
 
@@ -105,7 +108,7 @@ def test_a_borrowed_threshold_and_a_fixed_tau_round_trip(table: pd.DataFrame) ->
 def test_few_queries_null_cis_round_trip(table: pd.DataFrame, n_queries: int) -> None:
     part = table[(table["condition"] == "permutation") & (table["model"] == "biased")
                  & table["query_id"].isin([f"q{i}" for i in range(n_queries)])]
-    res = analyze(part, rng=4, **FAST)
+    res = analyze(part, AnalysisOptions(**FAST), rng=4)
     d = _json(res.to_dict())
     assert d["pb"]["ci_low"] is None and "ci_reason" in d["pb"]
     if n_queries == 1:
@@ -126,10 +129,11 @@ def _exact_frame(table: pd.DataFrame) -> pd.DataFrame:
 
 def test_exact_mode_round_trips(table: pd.DataFrame) -> None:
     frame = _exact_frame(table)
-    one = analyze_exact(frame[frame["model"] == "biased"], rng=5, n_boot=100)
+    one = analyze_exact(frame[frame["model"] == "biased"], AnalysisOptions(n_boot=100), rng=5)
     d = _json(one.to_dict())
     assert _json(ExactAnalysis.from_dict(d).to_dict()) == d
-    grouped = analyze_exact_groups(frame, by=["model", "temperature"], rng=5, n_boot=100)
+    grouped = analyze_exact_groups(frame, AnalysisOptions(n_boot=100),
+                                   by=["model", "temperature"], rng=5)
     rows = _json(grouped.to_list())
     back = GroupedExactAnalysis.from_list(rows)
     assert back.by == ("model", "temperature") and _json(back.to_list()) == rows
