@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from ..exceptions import InputError
+from ..exceptions import ConfigError, InputError
 from ._common import err_console, exit_on_error, print_json
 from ._fairness_progress import StudyProgress
 from ._fairness_tables import print_evaluation
@@ -75,8 +75,6 @@ def _parse_n(values: list[str] | None, extra: list[str]) -> list[int]:
 
 def _override(study: StudyConfig, data: Path | None, output: Path | None) -> StudyConfig:
     """The config with ``--data`` (its single dataset's path) and ``--output`` applied."""
-    from ..exceptions import ConfigError
-
     if data is not None:
         if len(study.datasets) != 1:
             raise ConfigError("`--data` needs a config with exactly one [[datasets]] table")
@@ -111,8 +109,10 @@ def evaluate_command(
     train: Annotated[
         Path | None, typer.Option(help="Training interactions (item popularity).")
     ] = None,
-    n_boot: Annotated[int, typer.Option(help="Bootstrap resamples (0 = no CIs).")] = 1000,
-    n_resamples: Annotated[int, typer.Option(help="Permutations (0 = no p-values).")] = 999,
+    n_boot: Annotated[int, typer.Option(
+        help="Bootstrap resamples of each CI (0 = no CIs).")] = 1000,
+    n_resamples: Annotated[int, typer.Option(
+        help="Permutations of the protected labels for the gap test (0 = no p-values).")] = 999,
     seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
     min_group_size: Annotated[int, typer.Option(help="Minimum users per group.")] = 20,
     confidence_level: Annotated[float, typer.Option(help="CI level.")] = 0.95,
