@@ -20,7 +20,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from recaudit.fairness import evaluate, per_user_metrics
+from recaudit.fairness import EvaluateOptions, evaluate, per_user_metrics
 
 N_ITEMS = 50_000
 LENGTH = 20
@@ -124,10 +124,8 @@ def main() -> None:
         users,
         attribute="gender",
         protected="F",
-        n=CUTOFFS,
         n_items=N_ITEMS,
-        n_boot=0,
-        n_resamples=0,
+        options=EvaluateOptions(n=CUTOFFS, n_boot=0, n_resamples=0),
     )
     timed(
         f"evaluate (n_boot=200, n_resamples=199), {args.users:,} users",
@@ -137,11 +135,8 @@ def main() -> None:
         users,
         attribute="gender",
         protected="F",
-        n=CUTOFFS,
         n_items=N_ITEMS,
-        n_boot=200,
-        n_resamples=199,
-        rng=0,
+        options=EvaluateOptions(n=CUTOFFS, n_boot=200, n_resamples=199, seed=0),
     )
     print("load average (1, 5, 15 min): {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from recaudit.fairness import FairnessEvaluation, evaluate
+from recaudit.fairness import EvaluateOptions, FairnessEvaluation, evaluate
 
 LENGTH = 15
 
@@ -106,12 +106,9 @@ def main() -> None:
             users,
             attribute="gender",
             protected="F",
-            n=(5, 10, 15),
             items=items,
             train=train,
-            n_boot=1000,
-            n_resamples=999,
-            rng=args.seed,
+            options=EvaluateOptions(n=(5, 10, 15), n_boot=1000, n_resamples=999, seed=args.seed),
         )
         summary(name, r)
         if name == "MostPop":
@@ -121,12 +118,10 @@ def main() -> None:
                 users,
                 attribute="gender",
                 protected="F",
-                n=(10,),
                 items=items,
-                n_boot=1000,
-                n_resamples=0,
-                resample_coverage=True,
-                rng=args.seed,
+                options=EvaluateOptions(
+                    n=(10,), n_boot=1000, n_resamples=0, resample_coverage=True, seed=args.seed
+                ),
             )
             ic, ib = rc.item_coverage[10], rc.inter_bias["ndcg@10"].ib
             print(

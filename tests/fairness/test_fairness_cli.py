@@ -75,7 +75,7 @@ def test_default_n_and_table(files: dict[str, Path]) -> None:
 
 
 def test_same_numbers_as_the_library(files: dict[str, Path]) -> None:
-    from recaudit.fairness import evaluate
+    from recaudit.fairness import EvaluateOptions, evaluate
 
     res = runner.invoke(app, [*_base(files), "--n", "10", "--json"])
     d = json.loads(res.stdout)
@@ -88,10 +88,7 @@ def test_same_numbers_as_the_library(files: dict[str, Path]) -> None:
         users,
         attribute="gender",
         protected="F",
-        n=[10],
-        n_boot=50,
-        n_resamples=49,
-        rng=0,
+        options=EvaluateOptions(n=[10], n_boot=50, n_resamples=49, seed=0),
     )
     assert d["rd"]["ndcg@10"]["value"] == pytest.approx(r.inter_bias["ndcg@10"].rd.value)
     assert d["rd"]["ndcg@10"]["ci_low"] == pytest.approx(r.inter_bias["ndcg@10"].rd.ci.low)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -11,9 +12,11 @@ from _fm_data import ml100k, popularity_baseline, synthetic  # noqa: F401  (fixt
 from scipy import stats
 
 from recaudit import InputError
-from recaudit.fairness import UNDEFINED_RD_REASON, FairnessEvaluation, evaluate
-from recaudit.fairness import _evaluate as mod
+from recaudit.fairness import UNDEFINED_RD_REASON, EvaluateOptions, FairnessEvaluation, evaluate
+from recaudit.fairness import _inputs as mod
 from recaudit.fairness import _metrics as metrics_mod
+from recaudit.fairness import _options as options_mod
+from recaudit.fairness import _results as results_mod
 
 
 def _escape(message: str) -> str:
@@ -29,11 +32,8 @@ def result() -> FairnessEvaluation:
         users,
         attribute="gender",
         protected="F",
-        n=[5, 10],
         n_items=80,
-        n_boot=400,
-        n_resamples=399,
-        rng=0,
+        options=EvaluateOptions(n=[5, 10], n_boot=400, n_resamples=399, seed=0),
     )
 
 
@@ -75,10 +75,7 @@ def test_group_bootstrap_against_scipy() -> None:
         users,
         attribute="gender",
         protected="F",
-        n=[10],
-        n_boot=3000,
-        n_resamples=0,
-        rng=1,
+        options=EvaluateOptions(n=[10], n_boot=3000, n_resamples=0, seed=1),
     )
     x = r.per_user.loc[r.per_user.group == "F", "ndcg@10"].to_numpy()
     ref = stats.bootstrap(
@@ -100,10 +97,7 @@ def test_permutation_pvalue_is_calibrated_under_the_null() -> None:
             users,
             attribute="gender",
             protected="F",
-            n=[10],
-            n_boot=0,
-            n_resamples=199,
-            rng=seed,
+            options=EvaluateOptions(n=[10], n_boot=0, n_resamples=199, seed=seed),
         )
         ps.append(r.inter_bias["hit@10"].pvalue)
     assert np.mean(np.array(ps) < 0.05) <= 0.2
@@ -112,16 +106,18 @@ def test_permutation_pvalue_is_calibrated_under_the_null() -> None:
 
 def test_seeded_and_reproducible() -> None:
     recs, test, users = synthetic(n_users=60)
-    kw = dict(attribute="gender", protected="F", n=[5], n_boot=50, n_resamples=49)
-    a = evaluate(recs, test, users, rng=3, **kw).to_dict()  # type: ignore[arg-type]
-    b = evaluate(recs, test, users, rng=np.random.default_rng(3), **kw).to_dict()  # type: ignore[arg-type]
+    options = EvaluateOptions(n=[5], n_boot=50, n_resamples=49, seed=3)
+    kw = dict(attribute="gender", protected="F", options=options)
+    a = evaluate(recs, test, users, **kw).to_dict()  # type: ignore[arg-type]
+    b = evaluate(recs, test, users, **kw).to_dict()  # type: ignore[arg-type]  # options reused
     assert str(a) == str(b)  # nan-aware equality of the whole report
 
 
 def test_inputs_not_mutated() -> None:
     recs, test, users = synthetic(n_users=60)
     copies = [t.copy() for t in (recs, test, users)]
-    evaluate(recs, test, users, attribute="gender", protected="F", n_boot=10, n_resamples=9, rng=0)
+    evaluate(recs, test, users, attribute="gender", protected="F",
+             options=EvaluateOptions(n_boot=10, n_resamples=9, seed=0))
     for before, after in zip(copies, (recs, test, users), strict=True):
         pd.testing.assert_frame_equal(before, after)
 
@@ -130,7 +126,8 @@ def test_undefined_rd_is_flagged() -> None:
     recs, test, users = synthetic(n_users=60)
     far = test.assign(item_id=test.item_id + 1000)  # nothing relevant is ever recommended
     r = evaluate(
-        recs, far, users, attribute="gender", protected="F", n=[5], n_boot=20, n_resamples=19, rng=0
+        recs, far, users, attribute="gender", protected="F",
+        options=EvaluateOptions(n=[5], n_boot=20, n_resamples=19, seed=0),
     )
     ib = r.inter_bias["ndcg@5"]
     assert np.isnan(ib.rd.value) and np.isnan(ib.nrd.value) and np.isnan(ib.ib.value)
@@ -146,11 +143,7 @@ def test_intersections_and_more_than_two_groups() -> None:
         users,
         attribute=["gender", "age"],
         protected=("F", "young"),
-        n=[10],
-        n_boot=50,
-        n_resamples=49,
-        min_group_size=5,
-        rng=0,
+        options=EvaluateOptions(n=[10], n_boot=50, n_resamples=49, min_group_size=5, seed=0),
     )
     assert r.protected == "F & young"
     assert set(r.groups) == {"F & young", "F & old", "M & young", "M & old"}
@@ -166,17 +159,14 @@ def test_intersections_and_more_than_two_groups() -> None:
         users,
         attribute=["gender", "age"],
         protected="F & young",
-        n=[10],
-        n_boot=0,
-        n_resamples=0,
-        min_group_size=5,
+        options=EvaluateOptions(n=[10], n_boot=0, n_resamples=0, min_group_size=5),
     )
     assert same.protected == r.protected
 
 
 def test_swapping_the_protected_group_flips_rd() -> None:
     recs, test, users = synthetic(n_users=90, seed=2)
-    kw = dict(attribute="gender", n=[10], n_boot=0, n_resamples=0)
+    kw = dict(attribute="gender", options=EvaluateOptions(n=[10], n_boot=0, n_resamples=0))
     f = evaluate(recs, test, users, protected="F", **kw)  # type: ignore[arg-type]
     m = evaluate(recs, test, users, protected="M", **kw)  # type: ignore[arg-type]
     assert f.inter_bias["ndcg@10"].rd.value == pytest.approx(-m.inter_bias["ndcg@10"].rd.value)
@@ -188,18 +178,22 @@ def test_exclusions_are_counted() -> None:
         [users, pd.DataFrame({"user_id": ["ghost"], "gender": ["F"], "age": ["old"]})]
     )
     no_list = recs[recs.user_id != "u1"]
-    r = evaluate(no_list, test, extra, attribute="gender", protected="F", n_boot=0, n_resamples=0)
+    r = evaluate(no_list, test, extra, attribute="gender", protected="F",
+                 options=EvaluateOptions(n_boot=0, n_resamples=0))
     assert r.n_users == 60 and r.n_users_excluded == 1 and r.n_users_without_recs == 1
     assert r.per_user.set_index("user_id").loc["u1", "hit@15"] == 0.0
 
 
 def test_coverage_resampling_is_biased_low_and_optional() -> None:
     recs, test, users = synthetic(n_users=60)
-    kw = dict(attribute="gender", protected="F", n=[5], n_items=200, n_resamples=0, rng=0)
-    fixed = evaluate(recs, test, users, n_boot=200, **kw)  # type: ignore[arg-type]
+    kw: dict[str, Any] = dict(attribute="gender", protected="F", n_items=200)
+    opts: dict[str, Any] = dict(n=[5], n_resamples=0, seed=0)
+    fixed = evaluate(recs, test, users, options=EvaluateOptions(n_boot=200, **opts), **kw)
     assert np.isnan(fixed.item_coverage[5].ci.low)
-    assert fixed.item_coverage[5].ci.method == mod.COVERAGE_FIXED
-    resampled = evaluate(recs, test, users, n_boot=200, resample_coverage=True, **kw)  # type: ignore[arg-type]
+    assert fixed.item_coverage[5].ci.method == results_mod.COVERAGE_FIXED
+    resampled = evaluate(
+        recs, test, users, options=EvaluateOptions(n_boot=200, resample_coverage=True, **opts), **kw
+    )
     ci = resampled.item_coverage[5].ci
     assert ci.high <= resampled.item_coverage[5].value  # a resample never covers more
 
@@ -213,10 +207,8 @@ def test_popularity_figures() -> None:
         users,
         attribute="gender",
         protected="F",
-        n=[5],
         train=train,
-        n_boot=0,
-        n_resamples=0,
+        options=EvaluateOptions(n=[5], n_boot=0, n_resamples=0),
     )
     top5 = recs[recs["rank"] <= 5]
     assert r.avg_popularity is not None and r.avg_popularity_normalized is not None
@@ -248,12 +240,9 @@ def test_ml100k_popularity_baseline(ml100k: tuple[pd.DataFrame, pd.DataFrame]) -
         users,
         attribute="gender",
         protected="F",
-        n=[5, 10, 15],
         n_items=1682,
         train=train,
-        n_boot=200,
-        n_resamples=199,
-        rng=0,
+        options=EvaluateOptions(n=[5, 10, 15], n_boot=200, n_resamples=199, seed=0),
     )
     assert r.n_users == 943 and r.n_users_excluded == 0
     assert r.groups["F"].n_users == 273 and r.groups["M"].n_users == 670
@@ -278,7 +267,8 @@ def test_bad_users(change: object, message: str) -> None:
     recs, test, users = synthetic(n_users=60)
     r, t, u = change(recs, test, users)  # type: ignore[operator]
     with pytest.raises(InputError, match=_escape(message)):
-        evaluate(r, t, u, attribute="gender", protected="F", n_boot=0, n_resamples=0)
+        evaluate(r, t, u, attribute="gender", protected="F",
+                 options=EvaluateOptions(n_boot=0, n_resamples=0))
 
 
 def test_unknown_user_hints_at_dtype_mismatch() -> None:
@@ -302,7 +292,8 @@ def test_small_group_names_group_and_size() -> None:
     with pytest.raises(
         InputError, match=r"group 'F' has 20 evaluated users, fewer than `min_group_size` = 25"
     ):
-        evaluate(recs, test, users, attribute="gender", protected="F", min_group_size=25)
+        evaluate(recs, test, users, attribute="gender", protected="F",
+                 options=EvaluateOptions(min_group_size=25))
 
 
 def test_catalog_checks() -> None:
@@ -321,9 +312,9 @@ def test_catalog_checks() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"n_boot": -1}, mod.POSITIVE_INT_MSG),
-        ({"min_group_size": 0}, mod.POSITIVE_INT_MSG),
-        ({"confidence_level": 1.5}, mod.CONFIDENCE_MSG),
+        ({"n_boot": -1}, options_mod.POSITIVE_INT_MSG),
+        ({"min_group_size": 0}, options_mod.POSITIVE_INT_MSG),
+        ({"confidence_level": 1.5}, options_mod.CONFIDENCE_MSG),
         ({"attribute": []}, mod.ATTRIBUTE_MSG),
         ({"attribute": ["gender", "age"], "protected": "F"}, mod.PROTECTED_ARITY_MSG),
     ],
@@ -331,5 +322,6 @@ def test_catalog_checks() -> None:
 def test_bad_parameters(kwargs: dict[str, object], message: str) -> None:
     recs, test, users = synthetic(n_users=60)
     args: dict[str, object] = {"attribute": "gender", "protected": "F"} | kwargs
+    fields = {k: args.pop(k) for k in list(args) if k in EvaluateOptions.__dataclass_fields__}
     with pytest.raises(InputError, match=_escape(message)):
-        evaluate(recs, test, users, **args)  # type: ignore[arg-type]
+        evaluate(recs, test, users, options=EvaluateOptions(**fields), **args)  # type: ignore[arg-type]

@@ -116,7 +116,7 @@ def study(ml100k_path, tmp_path_factory):
 
 
 def test_every_model_trains_and_recommends(study):
-    models = study["result"].results["datasets"]["ml-small"]["models"]
+    models = study["result"].to_dict()["datasets"]["ml-small"]["models"]
     assert set(models) == set(MODELS) | {"MostPop", "Random"}
     timings = {name: round(info["train_seconds"], 1) for name, info in models.items()}
     print("training seconds:", timings, "total:", round(study["seconds"], 1))
@@ -184,7 +184,7 @@ def test_resume_skips_finished_models(study, monkeypatch):
     monkeypatch.setattr(rb, "train_model", boom)
     events: list[tuple[str, dict]] = []
     again = run_study(parse_config(study["raw"]), progress=lambda e, f: events.append((e, f)))
-    models = again.results["datasets"]["ml-small"]["models"]
+    models = again.to_dict()["datasets"]["ml-small"]["models"]
     assert all(models[name]["resumed"] for name in MODELS)
     skipped = [f["name"] for e, f in events if e == "model" and f["skipped"]]
     assert skipped == list(SMALL)

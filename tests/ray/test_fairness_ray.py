@@ -54,8 +54,8 @@ def test_ray_grid_search_gives_the_local_summary(runs):
     root = runs["root"]
     pd.testing.assert_frame_equal(_summary(root / "ray"), _summary(root / "local"))
     for name in MODELS:
-        lm = runs["local"].results["datasets"]["toy"]["models"][name]
-        rm = runs["ray"].results["datasets"]["toy"]["models"][name]
+        lm = runs["local"].to_dict()["datasets"]["toy"]["models"][name]
+        rm = runs["ray"].to_dict()["datasets"]["toy"]["models"][name]
         assert rm["params"] == lm["params"] and rm["valid_score"] == lm["valid_score"]
         assert [p["valid_score"] for p in rm["grid"]] == [p["valid_score"] for p in lm["grid"]]
         for point in range(2):  # every grid point ran as its own task, in its own folder
@@ -81,7 +81,7 @@ def test_ray_resume_skips_finished_models_and_grid_points(runs, monkeypatch):
     events: list[tuple[str, dict]] = []
     again = run_study(parse_config(raw), executor="ray",
                       progress=lambda e, f: events.append((e, f)))
-    models = again.results["datasets"]["toy"]["models"]
+    models = again.to_dict()["datasets"]["toy"]["models"]
     assert models["ItemKNN"]["resumed"] is True and models["MF"]["resumed"] is False
     pd.testing.assert_frame_equal(_summary(root / "ray"), _summary(root / "local"))
     assert json.loads((root / "ray" / "toy" / "models" / "MF" / "done.json").read_text())

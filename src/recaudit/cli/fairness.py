@@ -1,21 +1,29 @@
-"""``recaudit fairness ...`` commands."""
+"""``recaudit fairness ...`` commands: parse the options, call the library, print.
+
+``evaluate`` reads the tables and calls :func:`recaudit.fairness.evaluate` with one
+:class:`~recaudit.fairness.EvaluateOptions`; ``run`` calls
+:func:`recaudit.fairness.run_study`. The tables are drawn by
+:mod:`._fairness_tables`, the progress bars by :mod:`._fairness_progress`.
+"""
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from ..exceptions import InputError
+from ..exceptions import ConfigError, InputError
 from ._common import err_console, exit_on_error, print_json
+from ._fairness_progress import StudyProgress
+from ._fairness_tables import print_evaluation
 
-if TYPE_CHECKING:  # pandas is imported where a table is read: `recaudit --help` stays fast
+if TYPE_CHECKING:  # pandas and the library are imported by the commands: `--help` stays fast
     import pandas as pd
+
+    from ..fairness import StudyConfig
 
 __all__ = ["app"]
 
@@ -65,60 +73,15 @@ def _parse_n(values: list[str] | None, extra: list[str]) -> list[int]:
         raise InputError(N_VALUES_MSG.format(value=bad[0] if bad else tokens)) from None
 
 
-def _fmt(value: float, ci_low: float = float("nan"), ci_high: float = float("nan")) -> str:
-    """``value [low, high]``; the bounds are left out when not computed."""
-    if value is None or math.isnan(value):
-        return "undefined"
-    if ci_low is None or math.isnan(ci_low):
-        return f"{value:.4f}"
-    return f"{value:.4f} [{ci_low:.4f}, {ci_high:.4f}]"
-
-
-def _print_tables(result: dict[str, Any], console: Console) -> None:
-    groups = result["groups"]
-    metrics_table = Table(title=f"Group means ({result['n_users']} users)")
-    metrics_table.add_column("metric")
-    for name, g in groups.items():
-        tag = " (protected)" if g["protected"] else ""
-        metrics_table.add_column(f"{name}{tag}, n={g['n_users']}")
-    metrics_table.add_column("overall")
-    for key, est in result["overall"].items():
-        cells = [_fmt(**g[key]) for g in groups.values()]
-        metrics_table.add_row(key, *cells, _fmt(**est))
-    console.print(metrics_table)
-
-    rd, nrd, ib = result["rd"], result["nrd"], result["ib"]
-    gap_table = Table(title=f"Inter-bias: protected {result['protected']!r} vs all others")
-    for column in ("metric", "RD", "p", "p (Holm)", "NRD", "IB"):
-        gap_table.add_column(column)
-    for key, r in rd.items():
-        gap_table.add_row(
-            key,
-            _fmt(r["value"], r["ci_low"], r["ci_high"]),
-            f"{r['pvalue']:.4g}",
-            f"{r['pvalue_holm']:.4g}",
-            _fmt(nrd[key]["value"], nrd[key]["ci_low"], nrd[key]["ci_high"]),
-            _fmt(ib[key]["value"], ib[key]["ci_low"], ib[key]["ci_high"]),
-        )
-    console.print(gap_table)
-
-    exposure = Table(title=f"Exposure ({result['n_items']} items, {result['catalog_source']})")
-    exposure.add_column("N")
-    names = ["item_coverage", "gini_exposure", "avg_popularity", "long_tail_share"]
-    present = [k for k in names if f"{k}@{result['n'][0]}" in result]
-    for k in present:
-        exposure.add_column(k)
-    for c in result["n"]:
-        row = []
-        for k in present:
-            v = result[f"{k}@{c}"]
-            row.append(_fmt(**v) if isinstance(v, dict) else _fmt(v))
-        exposure.add_row(str(c), *row)
-    console.print(exposure)
-    console.print(
-        f"excluded users without test items: {result['n_users_excluded']}; "
-        f"evaluated users without a list (scored 0): {result['n_users_without_recs']}"
-    )
+def _override(study: StudyConfig, data: Path | None, output: Path | None) -> StudyConfig:
+    """The config with ``--data`` (its single dataset's path) and ``--output`` applied."""
+    if data is not None:
+        if len(study.datasets) != 1:
+            raise ConfigError("`--data` needs a config with exactly one [[datasets]] table")
+        study = replace(study, datasets=(replace(study.datasets[0], path=data),))
+    if output is not None:
+        study = replace(study, output=output)
+    return study
 
 
 @app.command(
@@ -146,8 +109,10 @@ def evaluate_command(
     train: Annotated[
         Path | None, typer.Option(help="Training interactions (item popularity).")
     ] = None,
-    n_boot: Annotated[int, typer.Option(help="Bootstrap resamples (0 = no CIs).")] = 1000,
-    n_resamples: Annotated[int, typer.Option(help="Permutations (0 = no p-values).")] = 999,
+    n_boot: Annotated[int, typer.Option(
+        help="Bootstrap resamples of each CI (0 = no CIs).")] = 1000,
+    n_resamples: Annotated[int, typer.Option(
+        help="Permutations of the protected labels for the gap test (0 = no p-values).")] = 999,
     seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
     min_group_size: Annotated[int, typer.Option(help="Minimum users per group.")] = 20,
     confidence_level: Annotated[float, typer.Option(help="CI level.")] = 0.95,
@@ -160,33 +125,32 @@ def evaluate_command(
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Per-group top-N metrics, item coverage, RD/NRD/IB with CIs and p-values."""
-    from ..fairness import evaluate
+    from ..fairness import EvaluateOptions, evaluate
 
-    cutoffs = _parse_n(n, list(ctx.args))
-    attributes = [a.strip() for a in attribute.split(",")]
-    values = [v.strip() for v in protected.split(",")]
-    result = evaluate(
-        _read_table(recs, "recs"),
-        _read_table(test, "test"),
-        _read_table(users, "users"),
-        attribute=attributes,
-        protected=values,
-        n=cutoffs,
-        n_items=n_items,
-        items=None if items is None else _read_table(items, "items"),
-        train=None if train is None else _read_table(train, "train"),
+    options = EvaluateOptions(
+        n=tuple(_parse_n(n, list(ctx.args))),
         n_boot=n_boot,
         n_resamples=n_resamples,
         min_group_size=min_group_size,
         confidence_level=confidence_level,
         resample_coverage=resample_coverage,
-        rng=seed,
+        seed=seed,
     )
-    payload = result.to_dict()
+    result = evaluate(
+        _read_table(recs, "recs"),
+        _read_table(test, "test"),
+        _read_table(users, "users"),
+        attribute=[a.strip() for a in attribute.split(",")],
+        protected=[v.strip() for v in protected.split(",")],
+        n_items=n_items,
+        items=None if items is None else _read_table(items, "items"),
+        train=None if train is None else _read_table(train, "train"),
+        options=options,
+    )
     if json_output:
-        print_json(payload)
+        print_json(result.to_dict())
     else:
-        _print_tables(payload, Console())
+        print_evaluation(result, Console())
 
 
 @app.command("run")
@@ -213,55 +177,13 @@ def run(
         "a local cluster).")] = None,
 ) -> None:
     """Train the study's models, write top-N lists and results (resumable)."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from ..exceptions import ConfigError
     from ..fairness import default_config_path, load_config, run_study
 
-    study = load_config(config or default_config_path())
-    if data is not None:
-        if len(study.datasets) != 1:
-            raise ConfigError("`--data` needs a config with exactly one [[datasets]] table")
-        study = replace(study, datasets=(replace(study.datasets[0], path=data),))
-    if output is not None:
-        study = replace(study, output=output)
-
-    bars = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=err_console,
-        disable=quiet,
-    )
+    study = _override(load_config(config or default_config_path()), data, output)
     n_models = len(study.models) + len(study.baselines)
-    tasks: dict[str, Any] = {}
-
-    def on_event(event: str, fields: dict[str, Any]) -> None:
-        if event == "dataset":
-            tasks["models"] = bars.add_task(f"{fields['name']}: models", total=n_models)
-        elif event == "model":
-            tasks.pop("grid", None)
-            if fields["skipped"]:
-                bars.console.print(f"  {fields['name']}: done in an earlier run, skipped")
-                bars.advance(tasks["models"])
-            else:
-                tasks["grid"] = bars.add_task(
-                    f"  {fields['name']}: grid points", total=fields["n_grid"]
-                )
-        elif event == "grid" and "grid" in tasks:
-            bars.update(tasks["grid"], completed=fields["index"])
-        elif event == "done":
-            if "grid" in tasks:
-                grid_task = tasks["grid"]
-                bars.update(grid_task, completed=bars.tasks[grid_task].total)
-            bars.advance(tasks["models"])
-            bars.console.print(f"  {fields['name']}: {fields['seconds']:.1f} s")
-
-    with bars:
-        result = run_study(study, progress=on_event, executor=executor,
-                           ray_address=ray_address)
+    with StudyProgress(err_console, n_models=n_models, disable=quiet) as progress:
+        result = run_study(study, progress=progress, executor=executor, ray_address=ray_address)
     if json_output:
         print_json(result.to_dict())
     elif not quiet:
-        err_console.print(f"results: {result.output / 'results.json'}")
+        err_console.print(f"results: {Path(study.output) / 'results.json'}")

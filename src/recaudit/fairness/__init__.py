@@ -12,7 +12,8 @@ Metrics: per-user Precision/Recall/Hit/MRR/NDCG (:func:`ranking_metrics`,
 (:func:`item_coverage`, :func:`average_popularity`, :func:`exposure_gini`,
 :func:`popularity_profile`), RD/NRD/IB (:func:`relative_difference`,
 :func:`normalized_relative_difference`, :func:`inter_bias`) and the whole evaluation
-with user-level uncertainty (:func:`evaluate`).
+with user-level uncertainty (:func:`evaluate`, its options :class:`EvaluateOptions`,
+its result :class:`FairnessEvaluation` with ``to_dict``/``from_dict``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ._dataset import (
     split_per_user,
     to_implicit,
 )
-from ._evaluate import FairnessEvaluation, GroupMetrics, InterBias, evaluate
+from ._evaluate import evaluate
 from ._exposure import (
     PopularityProfile,
     average_popularity,
@@ -53,16 +54,18 @@ from ._loaders import (
     load_table,
 )
 from ._metrics import METRICS, per_user_metrics, ranking_metrics
+from ._options import EvaluateOptions
+from ._results import FairnessEvaluation, GroupMetrics, InterBias
 from ._study import (
     DatasetConfig,
     ModelConfig,
     StudyConfig,
-    StudyResult,
     default_config_path,
     load_config,
     parse_config,
     run_study,
 )
+from ._study_results import DatasetResult, ModelResult, StudyResult
 
 __all__ = [
     # data (_dataset, _loaders)
@@ -82,18 +85,21 @@ __all__ = [
     "sample_interactions",
     "split_per_user",
     "to_implicit",
-    # study runner (_study)
+    # study runner (_study, _study_results)
     "DatasetConfig",
+    "DatasetResult",
     "ModelConfig",
+    "ModelResult",
     "StudyConfig",
     "StudyResult",
     "default_config_path",
     "load_config",
     "parse_config",
     "run_study",
-    # metrics (_metrics, _exposure, _interbias, _evaluate)
+    # metrics (_metrics, _exposure, _interbias, _evaluate, _options, _results)
     "METRICS",
     "UNDEFINED_RD_REASON",
+    "EvaluateOptions",
     "FairnessEvaluation",
     "GroupMetrics",
     "InterBias",

@@ -8,14 +8,16 @@ recommended).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
 from ..exceptions import InputError
+from ._from_json import number
 from ._metrics import _n_iv
 
 __all__ = [
@@ -224,6 +226,21 @@ class PopularityProfile:
             "head_item_fraction": self.head_item_fraction,
             "top20_interaction_share": self.top20_interaction_share,
         }
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> PopularityProfile:
+        """Read :meth:`to_dict`'s scalars back; the per-item arrays come back empty."""
+        return cls(
+            n_items=int(obj["n_items"]),
+            n_interactions=int(obj["n_interactions"]),
+            gini=number(obj["gini"]),
+            head_share=number(obj["head_share"]),
+            n_head_items=int(obj["n_head_items"]),
+            head_item_fraction=number(obj["head_item_fraction"]),
+            top20_interaction_share=number(obj["top20_interaction_share"]),
+            is_head=np.zeros(0, dtype=bool),
+            counts_sorted=np.zeros(0, dtype=np.float64),
+        )
 
 
 def popularity_profile(popularity: npt.ArrayLike, *, head_share: float = 0.2) -> PopularityProfile:

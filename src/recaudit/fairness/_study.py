@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from .._io import write_atomic, write_text_atomic
@@ -50,6 +51,8 @@ from ..exceptions import ConfigError, InputError
 from ._dataset import (
     ITEM_ID,
     USER_ID,
+    ProtectedGroups,
+    Split,
     long_tail_stats,
     protected_groups,
     sample_interactions,
@@ -58,14 +61,16 @@ from ._dataset import (
 )
 from ._evaluate import evaluate
 from ._loaders import FORMATS, load_dataset
+from ._options import EvaluateOptions
+from ._results import FairnessEvaluation
+from ._study_results import DatasetResult, ModelResult, StudyResult
 from .models._baselines import BASELINES, most_popular, random_items
-from .models._recbole import recbole_class
+from .models._recbole import recbole_class, recommend, train_model, write_atomic_split
 
 __all__ = [
     "DatasetConfig",
     "ModelConfig",
     "StudyConfig",
-    "StudyResult",
     "default_config_path",
     "load_config",
     "parse_config",
@@ -370,18 +375,6 @@ def load_config(path: str | Path) -> StudyConfig:
     return parse_config(read_toml(path), source=str(path), base_dir=base_dir)
 
 
-@dataclass(frozen=True)
-class StudyResult:
-    """What :func:`run_study` did: the results JSON and where the tables are."""
-
-    output: Path
-    results: dict[str, Any]
-
-    def to_dict(self) -> dict[str, Any]:
-        """The results JSON (also saved as ``OUTPUT/results.json``)."""
-        return self.results
-
-
 def _fingerprint(obj: Any) -> str:
     text = json.dumps(obj, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -445,7 +438,7 @@ def run_study(config: StudyConfig, *, progress: Progress | None = None,
     check_executor(executor, ray_address)
     output = _run_iv(config)
     report = progress or (lambda event, fields: None)
-    results: dict[str, Any] = {"config": config.to_dict(), "datasets": {}}
+    datasets = {}
     with contextlib.ExitStack() as stack:
         trainer = None
         if executor == "ray":
@@ -454,21 +447,51 @@ def run_study(config: StudyConfig, *, progress: Progress | None = None,
             trainer = RayGridTrainer(stack.enter_context(ray_session(ray_address)))
         for dconf in config.datasets:
             report("dataset", {"name": dconf.name})
-            results["datasets"][dconf.name] = _run_dataset(
+            datasets[dconf.name] = _run_dataset(
                 config, dconf, output / dconf.name, report, trainer)
-    text = json.dumps(results, indent=2, default=str)
+    result = StudyResult(output=output, config=config.to_dict(), datasets=datasets)
+    text = json.dumps(result.to_dict(), indent=2, default=str)
     write_text_atomic(output / "results.json", text)
-    return StudyResult(output=output, results=results)
+    return result
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """One dataset after loading, implicit feedback, sampling, groups and the split."""
+
+    groups: ProtectedGroups
+    split: Split
+    items: npt.NDArray[Any]
+    summary: dict[str, Any]
+    random_seed: np.random.SeedSequence
+
+    @property
+    def test_users(self) -> list[Any]:
+        return list(self.split.test[USER_ID].unique())
 
 
 def _run_dataset(
     config: StudyConfig, dconf: DatasetConfig, folder: Path, report: Progress,
     trainer: Any = None,
-) -> dict[str, Any]:
-    from .models._recbole import recommend, write_atomic_split
-    from .models._recbole import train_model as train_local
-
+) -> DatasetResult:
+    """Prepare one dataset, train its models, run the baselines, evaluate them all."""
     folder.mkdir(parents=True, exist_ok=True)
+    prepared = _prepare(dconf, folder)
+    (folder / "recs").mkdir(exist_ok=True)
+    records = _train_models(config, prepared, folder, report, trainer)
+    records |= _run_baselines(config, prepared, folder / "recs", report)
+    models = _evaluate_models(config, dconf, prepared, records, report)
+    rows = [
+        _summary_row(name, m.record, m.evaluation, dconf.protected, config.n)
+        for name, m in models.items()
+        if m.evaluation is not None
+    ]
+    pd.DataFrame(rows).to_csv(folder / "summary.csv", index=False)
+    return DatasetResult(name=dconf.name, models=models, **prepared.summary)
+
+
+def _prepare(dconf: DatasetConfig, folder: Path) -> _Prepared:
+    """Load, binarise, sample, group and split one dataset; write its tables."""
     sample_seed, split_seed, random_seed = np.random.SeedSequence(dconf.seed).spawn(3)
     data = load_dataset(
         dconf.path,
@@ -493,106 +516,155 @@ def _run_dataset(
         _write_table(frame, folder / part)
     _write_table(groups.users, folder / "users")
     stats.interactions_per_item.reset_index().to_csv(folder / "long_tail.csv", index=False)
-    test_users = list(split.test[USER_ID].unique())
-    known = split.known
-    items = data.interactions[ITEM_ID].unique()
-    out: dict[str, Any] = {
+    summary = {
         "dataset": {"name": dconf.name, "path": str(dconf.path), "format": dconf.format},
         "long_tail_raw": raw_stats.to_dict(),
         "long_tail": stats.to_dict(),
         "groups": groups.to_dict(),
         "split": split.to_dict(),
-        "models": {},
     }
-    recs_dir = folder / "recs"
-    recs_dir.mkdir(exist_ok=True)
+    return _Prepared(
+        groups=groups,
+        split=split,
+        items=data.interactions[ITEM_ID].unique(),
+        summary=summary,
+        random_seed=random_seed,
+    )
+
+
+def _train_models(
+    config: StudyConfig, prepared: _Prepared, folder: Path, report: Progress, trainer: Any
+) -> dict[str, dict[str, Any]]:
+    """Train (or resume) every model; each one's ``results.json`` record."""
     data_path = folder / "recbole"
-    write_atomic_split(split, data_path)
-    train_model = train_local if trainer is None else trainer
+    write_atomic_split(prepared.split, data_path)
     if trainer is not None:  # Ray: start every unfinished model's grid points now
         for mconf in config.models:
-            stamp = _fingerprint(_model_settings(config, mconf))
-            if _finished(folder / "models" / mconf.name / "done.json", stamp,
-                         recs_dir / f"{mconf.name}.parquet") is None:
-                trainer.submit(mconf.name, data_path, **_train_kwargs(config, mconf,
-                                                                        folder))
+            if _resumable(config, mconf, folder) is None:
+                trainer.submit(mconf.name, data_path, **_train_kwargs(config, mconf, folder))
+    records = {}
     for mconf in config.models:
-        mdir = folder / "models" / mconf.name
-        done = mdir / "done.json"
-        stamp = _fingerprint(_model_settings(config, mconf))
+        done = folder / "models" / mconf.name / "done.json"
         if done.exists():
-            info = _finished(done, stamp, recs_dir / f"{mconf.name}.parquet") or {}
+            info = _resumable(config, mconf, folder) or {}
             if info:
                 report("model", {"name": mconf.name, "skipped": True, "n_grid": 0})
-                out["models"][mconf.name] = {**info, "resumed": True}
+                records[mconf.name] = {**info, "resumed": True}
                 continue
             done.unlink()
-        n_grid = math.prod(len(v) for v in mconf.grid.values()) if mconf.grid else 1
-        report("model", {"name": mconf.name, "skipped": False, "n_grid": n_grid})
-        trained = train_model(
-            mconf.name,
-            data_path,
-            **_train_kwargs(config, mconf, folder),
-            on_grid_point=_grid_reporter(report, mconf.name),
-        )
-        t0 = time.perf_counter()
-        recs = recommend(trained, test_users, n=config.list_length, exclude=known, items=items)
-        recommend_seconds = time.perf_counter() - t0
-        _write_table(recs, recs_dir / mconf.name)
-        info = {
-            **trained.to_dict(),
-            "recommend_seconds": recommend_seconds,
-            "fingerprint": stamp,
-            "recs": str(recs_dir / f"{mconf.name}.parquet"),
-        }
-        text = json.dumps(info, indent=2, default=str)
-        write_text_atomic(done, text)
-        report("done", {"name": mconf.name, "seconds": trained.train_seconds})
-        out["models"][mconf.name] = {**info, "resumed": False}
+        train = train_model if trainer is None else trainer
+        records[mconf.name] = _train_one(config, mconf, prepared, folder, report, train)
+    return records
+
+
+def _resumable(config: StudyConfig, mconf: ModelConfig, folder: Path) -> dict[str, Any] | None:
+    """The ``done.json`` of a model finished with these settings, else ``None``."""
+    stamp = _fingerprint(_model_settings(config, mconf))
+    return _finished(folder / "models" / mconf.name / "done.json", stamp,
+                     folder / "recs" / f"{mconf.name}.parquet")
+
+
+def _train_one(
+    config: StudyConfig, mconf: ModelConfig, prepared: _Prepared, folder: Path,
+    report: Progress, train: Any,
+) -> dict[str, Any]:
+    """Grid-search, train and recommend one model; write its lists and ``done.json``."""
+    n_grid = math.prod(len(v) for v in mconf.grid.values()) if mconf.grid else 1
+    report("model", {"name": mconf.name, "skipped": False, "n_grid": n_grid})
+    trained = train(
+        mconf.name,
+        folder / "recbole",
+        **_train_kwargs(config, mconf, folder),
+        on_grid_point=_grid_reporter(report, mconf.name),
+    )
+    t0 = time.perf_counter()
+    recs = recommend(trained, prepared.test_users, n=config.list_length,
+                     exclude=prepared.split.known, items=prepared.items)
+    recommend_seconds = time.perf_counter() - t0
+    recs_path = folder / "recs" / f"{mconf.name}.parquet"
+    _write_table(recs, recs_path.with_suffix(""))
+    info = {
+        **trained.to_dict(),
+        "recommend_seconds": recommend_seconds,
+        "fingerprint": _fingerprint(_model_settings(config, mconf)),
+        "recs": str(recs_path),
+    }
+    text = json.dumps(info, indent=2, default=str)
+    write_text_atomic(folder / "models" / mconf.name / "done.json", text)
+    report("done", {"name": mconf.name, "seconds": trained.train_seconds})
+    return {**info, "resumed": False}
+
+
+def _run_baselines(
+    config: StudyConfig, prepared: _Prepared, recs_dir: Path, report: Progress
+) -> dict[str, dict[str, Any]]:
+    """The baselines' top-N lists; each one's ``results.json`` record."""
+    known, test_users = prepared.split.known, prepared.test_users
+    records = {}
     for name in config.baselines:
         report("model", {"name": name, "skipped": False, "n_grid": 1})
         t0 = time.perf_counter()
         if name == "MostPop":
-            recs = most_popular(test_users, split.train, n=config.list_length, exclude=known)
+            recs = most_popular(test_users, prepared.split.train, n=config.list_length,
+                                exclude=known)
         else:
             recs = random_items(
                 test_users,
-                items,
+                prepared.items,
                 n=config.list_length,
                 exclude=known,
-                rng=np.random.default_rng(random_seed),
+                rng=np.random.default_rng(prepared.random_seed),
             )
         _write_table(recs, recs_dir / name)
         seconds = time.perf_counter() - t0
         report("done", {"name": name, "seconds": seconds})
-        out["models"][name] = {
+        records[name] = {
             "name": name,
             "baseline": True,
             "train_seconds": seconds,
             "recs": str(recs_dir / f"{name}.parquet"),
         }
-    catalogue = pd.DataFrame({ITEM_ID: items})
-    rows = []
-    eval_seed = np.random.SeedSequence([dconf.seed, 1])
-    for name, info in out["models"].items():
+    return records
+
+
+def _evaluate_options(config: StudyConfig, dconf: DatasetConfig) -> EvaluateOptions:
+    """The :class:`EvaluateOptions` of every model of dataset ``dconf``.
+
+    Cut-offs and resamples from ``[study]``, the minimum group size from the
+    dataset, and a seed drawn from the dataset's (the same for every model, so
+    the models' figures share their resamples' randomness).
+    """
+    return EvaluateOptions(
+        n=config.n,
+        n_boot=config.n_boot,
+        n_resamples=config.n_resamples,
+        min_group_size=dconf.min_group_size,
+        seed=(dconf.seed, 1),
+    )
+
+
+def _evaluate_models(
+    config: StudyConfig, dconf: DatasetConfig, prepared: _Prepared,
+    records: dict[str, dict[str, Any]], report: Progress,
+) -> dict[str, ModelResult]:
+    """Evaluate every model's lists on the test split (:func:`evaluate`)."""
+    options = _evaluate_options(config, dconf)
+    catalogue = pd.DataFrame({ITEM_ID: prepared.items})
+    users = prepared.groups.users[[USER_ID, dconf.attribute]]
+    out = {}
+    for name, record in records.items():
         report("evaluate", {"name": name})
         evaluation = evaluate(
-            pd.read_parquet(info["recs"]),
-            split.test,
-            groups.users[[USER_ID, dconf.attribute]],
+            pd.read_parquet(record["recs"]),
+            prepared.split.test,
+            users,
             attribute=dconf.attribute,
             protected=dconf.protected,
-            n=config.n,
             items=catalogue,
-            train=split.train,
-            n_boot=config.n_boot,
-            n_resamples=config.n_resamples,
-            min_group_size=dconf.min_group_size,
-            rng=np.random.default_rng(eval_seed),
-        ).to_dict()
-        info["evaluation"] = evaluation
-        rows.append(_summary_row(name, info, evaluation, dconf.protected, config.n))
-    pd.DataFrame(rows).to_csv(folder / "summary.csv", index=False)
+            train=prepared.split.train,
+            options=options,
+        )
+        out[name] = ModelResult(name=name, record=record, evaluation=evaluation)
     return out
 
 
@@ -638,26 +710,27 @@ def _grid_reporter(report: Progress, name: str) -> Callable[[int, int, dict[str,
 
 
 def _summary_row(
-    name: str, info: dict[str, Any], ev: dict[str, Any], protected: str, ns: tuple[int, ...]
+    name: str, info: Mapping[str, Any], ev: FairnessEvaluation, protected: str,
+    ns: tuple[int, ...],
 ) -> dict[str, Any]:
     """One line of ``summary.csv``: the paper's Table 1 figures plus time."""
-    unprotected = [g for g in ev["groups"] if g != protected]
+    unprotected = [g for g in ev.groups if g != protected]
     row: dict[str, Any] = {"model": name, "train_seconds": info.get("train_seconds")}
     for n in ns:
-        key = f"ndcg@{n}"
-        row[f"IB-NDCG@{n}"] = ev["ib"][key]["value"]
-        row[f"IB-NDCG@{n}_low"] = ev["ib"][key]["ci_low"]
-        row[f"IB-NDCG@{n}_high"] = ev["ib"][key]["ci_high"]
+        ib = ev.inter_bias[f"ndcg@{n}"].ib
+        row[f"IB-NDCG@{n}"] = ib.value
+        row[f"IB-NDCG@{n}_low"] = ib.ci.low
+        row[f"IB-NDCG@{n}_high"] = ib.ci.high
     for n in ns:
         key = f"ndcg@{n}"
-        row[f"NDCG@{n}"] = ev["overall"][key]["value"]
+        row[f"NDCG@{n}"] = ev.overall[key].value
         for group in [protected, *unprotected]:
-            est = ev["groups"][group][key]
-            row[f"NDCG@{n}_{group}"] = est["value"]
-            row[f"NDCG@{n}_{group}_low"] = est["ci_low"]
-            row[f"NDCG@{n}_{group}_high"] = est["ci_high"]
-        row[f"RD-NDCG@{n}"] = ev["rd"][key]["value"]
-        row[f"RD-NDCG@{n}_p"] = ev["rd"][key]["pvalue"]
-        row[f"IC@{n}"] = ev[f"item_coverage@{n}"]["value"]
-        row[f"AvgPop@{n}"] = ev.get(f"avg_popularity@{n}")
+            est = ev.groups[group].metrics[key]
+            row[f"NDCG@{n}_{group}"] = est.value
+            row[f"NDCG@{n}_{group}_low"] = est.ci.low
+            row[f"NDCG@{n}_{group}_high"] = est.ci.high
+        row[f"RD-NDCG@{n}"] = ev.inter_bias[key].rd.value
+        row[f"RD-NDCG@{n}_p"] = ev.inter_bias[key].pvalue
+        row[f"IC@{n}"] = ev.item_coverage[n].value
+        row[f"AvgPop@{n}"] = None if ev.avg_popularity is None else ev.avg_popularity.get(n)
     return row

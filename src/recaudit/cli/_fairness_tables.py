@@ -1,0 +1,92 @@
+"""The tables ``recaudit fairness evaluate`` prints (without ``--json``)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:  # the library is imported by the command: `recaudit --help` stays fast
+    from .._stats import Estimate
+    from ..fairness import FairnessEvaluation
+
+__all__ = ["print_evaluation"]
+
+#: Exposure columns, each shown when the evaluation has it (popularity needs --train).
+EXPOSURE_COLUMNS = ("item_coverage", "gini_exposure", "avg_popularity", "long_tail_share")
+
+
+def fmt(value: float | None, ci_low: float = math.nan, ci_high: float = math.nan) -> str:
+    """``value [low, high]``; the bounds are left out when not computed."""
+    if value is None or math.isnan(value):
+        return "undefined"
+    if ci_low is None or math.isnan(ci_low):
+        return f"{value:.4f}"
+    return f"{value:.4f} [{ci_low:.4f}, {ci_high:.4f}]"
+
+
+def fmt_estimate(est: Estimate) -> str:
+    """:func:`fmt` of an estimate with its CI."""
+    return fmt(est.value, est.ci.low, est.ci.high)
+
+
+def group_means_table(result: FairnessEvaluation) -> Table:
+    """Every metric's mean per group and overall, with CIs."""
+    table = Table(title=f"Group means ({result.n_users} users)")
+    table.add_column("metric")
+    for name, g in result.groups.items():
+        tag = " (protected)" if g.protected else ""
+        table.add_column(f"{name}{tag}, n={g.n_users}")
+    table.add_column("overall")
+    for key, est in result.overall.items():
+        cells = [fmt_estimate(g.metrics[key]) for g in result.groups.values()]
+        table.add_row(key, *cells, fmt_estimate(est))
+    return table
+
+
+def inter_bias_table(result: FairnessEvaluation) -> Table:
+    """RD with its p-values, NRD and IB of every metric and cut-off."""
+    table = Table(title=f"Inter-bias: protected {result.protected!r} vs all others")
+    for column in ("metric", "RD", "p", "p (Holm)", "NRD", "IB"):
+        table.add_column(column)
+    for key, ib in result.inter_bias.items():
+        table.add_row(
+            key,
+            fmt_estimate(ib.rd),
+            f"{ib.pvalue:.4g}",
+            f"{ib.pvalue_holm:.4g}",
+            fmt_estimate(ib.nrd),
+            fmt_estimate(ib.ib),
+        )
+    return table
+
+
+def exposure_table(result: FairnessEvaluation) -> Table:
+    """Item coverage, exposure Gini and the popularity figures at every cut-off."""
+    table = Table(title=f"Exposure ({result.n_items} items, {result.catalog_source})")
+    table.add_column("N")
+    columns = {
+        "item_coverage": {c: fmt_estimate(e) for c, e in result.item_coverage.items()},
+        "gini_exposure": {c: fmt(v) for c, v in result.exposure_gini.items()},
+        "avg_popularity": {c: fmt(v) for c, v in (result.avg_popularity or {}).items()},
+        "long_tail_share": {c: fmt(v) for c, v in (result.long_tail_share or {}).items()},
+    }
+    present = [k for k in EXPOSURE_COLUMNS if result.n[0] in columns[k]]
+    for k in present:
+        table.add_column(k)
+    for c in result.n:
+        table.add_row(str(c), *(columns[k][c] for k in present))
+    return table
+
+
+def print_evaluation(result: FairnessEvaluation, console: Console) -> None:
+    """The three tables and the exclusion counts."""
+    console.print(group_means_table(result))
+    console.print(inter_bias_table(result))
+    console.print(exposure_table(result))
+    console.print(
+        f"excluded users without test items: {result.n_users_excluded}; "
+        f"evaluated users without a list (scored 0): {result.n_users_without_recs}"
+    )

@@ -1,0 +1,120 @@
+"""Reading fairness JSON back: key aliases, ``<metric>@<N>`` keys, estimates.
+
+The primitives behind :meth:`FairnessEvaluation.from_dict
+<recaudit.fairness.FairnessEvaluation.from_dict>`. They accept what the HTML report
+has always read: key names compared case- and separator-insensitively
+(``"NDCG@10"``, ``"hit_rate_10"``), metric aliases (``hr``, ``hit_rate``,
+``prec``), an estimate as ``{value, ci_low, ci_high}``, ``{estimate, ci: [low,
+high]}``, ``{value, low, high}`` or a bare number, and ``null`` for ``nan``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._stats import ConfidenceInterval, Estimate
+from ..exceptions import InputError
+
+FAIRNESS_CMD = "`recaudit fairness evaluate ... --json`"
+METRIC_ORDER = ("ndcg", "precision", "recall", "hit", "mrr")
+METRIC_ALIASES = {"hit_rate": "hit", "hitrate": "hit", "hr": "hit", "prec": "precision"}
+POPULARITY_ALIASES = ("avg_popularity", "average_popularity", "avg_pop", "popularity", "arp")
+COVERAGE_ALIASES = ("item_coverage", "coverage", "ic")
+NOT_METRICS = frozenset(POPULARITY_ALIASES + COVERAGE_ALIASES)
+_METRIC_KEY = re.compile(r"^([a-z][a-z_]*?)[@_\-]?(\d+)$")
+
+MISSING_KEY_MSG = "{where}: missing key `{key}`; it is written by {command}"
+NUMBER_MSG = "expected a number, got {value!r}"
+SECTION_MSG = "{where} must be a JSON object of `<metric>@<N>` entries"
+NO_METRIC_MSG = "{where}: no `<metric>@<N>` entry; it is written by {command}"
+
+
+def norm(key: str) -> str:
+    """A key compared case- and separator-insensitively (``"Item-Coverage"``)."""
+    return re.sub(r"[\s\-]+", "_", str(key).strip().lower())
+
+
+def find(obj: Mapping[str, Any], *aliases: str) -> Any:
+    """``obj[key]`` for the first key whose normalised form is an alias, else ``None``."""
+    wanted = {norm(a) for a in aliases}
+    for key, value in obj.items():
+        if norm(key) in wanted:
+            return value
+    return None
+
+
+def need(obj: Mapping[str, Any], where: str, *aliases: str) -> Any:
+    """Like :func:`find`, but a key absent under every alias is an error."""
+    wanted = {norm(a) for a in aliases}
+    if not any(norm(k) in wanted for k in obj):
+        raise InputError(MISSING_KEY_MSG.format(where=where, key=aliases[0], command=FAIRNESS_CMD))
+    return find(obj, *aliases)
+
+
+def number(value: Any) -> float:
+    """A JSON number or ``null`` (-> ``nan``) as a float."""
+    if value is None:
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError) as exc:
+        raise InputError(NUMBER_MSG.format(value=value)) from exc
+
+
+def metric_key(key: str) -> tuple[str, int] | None:
+    """``("ndcg", 10)`` from ``"ndcg@10"``, ``"NDCG_10"``, ``"hr10"``...; else ``None``."""
+    match = _METRIC_KEY.match(norm(key))
+    if match is None:
+        return None
+    name = METRIC_ALIASES.get(match.group(1), match.group(1))
+    return name, int(match.group(2))
+
+
+def metric_sort(key: tuple[str, int]) -> tuple[int, str, int]:
+    """Sort key of ``(metric, N)``: the usual metric order, then N."""
+    name, n = key
+    rank = METRIC_ORDER.index(name) if name in METRIC_ORDER else len(METRIC_ORDER)
+    return rank, name, n
+
+
+def metric_items(obj: Any, where: str) -> list[tuple[tuple[str, int], Any]]:
+    """The ``<metric>@<N>`` entries of a JSON object, sorted by :func:`metric_sort`."""
+    if not isinstance(obj, Mapping):
+        raise InputError(SECTION_MSG.format(where=where))
+    items = [(metric_key(k), v) for k, v in obj.items()]
+    kept = [(k, v) for k, v in items if k is not None and k[0] not in NOT_METRICS]
+    return sorted(kept, key=lambda kv: metric_sort(kv[0]))
+
+
+def by_n(obj: Mapping[str, Any], *names: str) -> dict[int, Any]:
+    """Entries ``<name>@<N>`` of ``obj`` (any alias in ``names``), keyed by N."""
+    wanted = {norm(n) for n in names}
+    out = {}
+    for key, value in obj.items():
+        parsed = metric_key(key)
+        if parsed is not None and parsed[0] in wanted:
+            out[parsed[1]] = value
+    return dict(sorted(out.items()))
+
+
+def bounds(obj: Any, where: str) -> tuple[float, float, float]:
+    """``(value, low, high)`` of an estimate (a bare number has no bounds)."""
+    if not isinstance(obj, Mapping):
+        return number(obj), math.nan, math.nan
+    value = need(obj, where, "value", "estimate")
+    ci = find(obj, "ci")
+    if isinstance(ci, Sequence) and not isinstance(ci, str) and len(ci) == 2:
+        return number(value), number(ci[0]), number(ci[1])
+    low = find(obj, "ci_low", "low", "lower")
+    high = find(obj, "ci_high", "high", "upper")
+    return number(value), number(low), number(high)
+
+
+def estimate(obj: Any, where: str, level: float, missing_method: str) -> Estimate:
+    """An :class:`~recaudit._stats.Estimate`; ``missing_method`` names absent bounds."""
+    value, low, high = bounds(obj, where)
+    method = missing_method if math.isnan(low) and math.isnan(high) else "percentile bootstrap"
+    return Estimate(value, ConfidenceInterval(low, high, level, method))
