@@ -77,7 +77,9 @@ def evaluate_adapter(data: Any, *, rng: np.random.Generator) -> Any:
     )
 
 
-def _popularity_with_ci(data: Any, rng: np.random.Generator) -> dict[str, tuple[float, float, float]]:
+def _popularity_with_ci(
+    data: Any, rng: np.random.Generator
+) -> dict[str, tuple[float, float, float]]:
     """Popularity metrics at CUT with user-bootstrap percentile CIs (the integration recipe)."""
     pu = per_user_popularity(data.recs, data.test, data.train, n=CUT, n_items=SIM["n_items"])
     x = pu.values[[f"{m}@{CUT}" for m in USER_MEAN_METRICS]].to_numpy()
