@@ -5,17 +5,22 @@ permutations each; prints the rejection rate at alpha 0.05 per metric and cut-of
 
     PYTHONPATH=src python benchmarks/permutation_null_fairness.py 8000 199
 """
-import sys, time, types
+
+import sys
+import time
+import types
+
 import numpy as np
+
 from recaudit.fairness._evaluate import _permutation_pvalues
-from recaudit.fairness._metrics import ranking_metrics, build_top_n, METRICS
+from recaudit.fairness._metrics import METRICS, ranking_metrics
 from recaudit.fairness._synthetic import simulate_interbias
-import pandas as pd
+
 reps, B = int(sys.argv[1]), int(sys.argv[2])
 rng = np.random.default_rng(20261218)
 t0 = time.time()
 rej = []
-for r in range(reps):
+for _ in range(reps):
     d = simulate_interbias(300, rng=rng, top_share=0.8, base_hit=0.15)
     L = d.recs.item_id.to_numpy().reshape(300, 20)
     T = d.test.item_id.to_numpy().reshape(300, 5)
@@ -29,6 +34,6 @@ rej = np.array(rej)
 keys = [f"{m}@{c}" for m in METRICS for c in (5, 10, 15)]
 rate = rej.mean(0)
 se = np.sqrt(0.05 * 0.95 / reps)
-for k, r in zip(keys, rate):
+for k, r in zip(keys, rate, strict=True):
     print(f"{k}: {r:.4f} (se {se:.4f})")
 print("pooled over keys", rate.mean(), "time", time.time() - t0)
