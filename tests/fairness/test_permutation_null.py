@@ -12,7 +12,7 @@ import types
 import numpy as np
 
 from recaudit.fairness import METRICS
-from recaudit.fairness._evaluate import _permutation_pvalues
+from recaudit.fairness._resampling import _permutation_pvalues
 from recaudit.fairness._metrics import ranking_metrics
 from recaudit.fairness._synthetic import simulate_interbias
 
@@ -29,7 +29,8 @@ def test_size_at_most_alpha() -> None:
     rejected = np.zeros(x.shape[1])
     for _ in range(reps):  # fresh exchangeable labels for the same users each time
         labels = rng.random(300) < 0.4
-        p = _permutation_pvalues(x, labels, types.SimpleNamespace(n_resamples=99, rng=rng))
+        p = _permutation_pvalues(x, labels, types.SimpleNamespace(
+            options=types.SimpleNamespace(n_resamples=99), rng=rng))
         rejected += p <= alpha
     rate = rejected / reps
     se = np.sqrt(alpha * (1 - alpha) / reps)
