@@ -116,7 +116,8 @@ def run(args: argparse.Namespace) -> None:
              for n in args.queries for p in args.p_bias]
     if args.replace and out.exists():  # drop the grid's cells, to rerun them
         grid = {(c[0], c[1], c[2], c[3], c[5]) for c in cells}
-        kept = [line for line in out.read_text().splitlines() if _key(json.loads(line)) not in grid]
+        kept = [line for line in out.read_text().splitlines()
+                if _key(json.loads(line)) not in grid]
         out.write_text("".join(line + "\n" for line in kept))
     done = {_key(json.loads(line)) for line in out.read_text().splitlines()} if out.exists() else set()
     todo = [c for c in cells if (c[0], c[1], c[2], c[3], c[5]) not in done]

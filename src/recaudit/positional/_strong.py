@@ -159,7 +159,12 @@ def strong_soft_split(
     the unseen). :math:`\epsilon` maximises the profile likelihood over ``FLOORS``
     (every fourth floor first, then the neighbours of the best).
     CIs: percentile, over query-bootstrap resamples of the cross-fit's share and the
-    EM refitted on the same resample (warm-started, at the chosen floor); each upper
+    EM refitted on the same resample (warm-started, at the chosen floor). For strong
+    and soft bias this interval is joined (union) with the same bootstrap's interval
+    of a free-form model (:func:`_free_form_displaced`: the distribution of the choice
+    probabilities of no assumed form), because under graded relevance the
+    set-plus-floor law displaces about 3 % too much and the interval alone covered
+    0.725 at 500 queries (docs/decisions.md); each upper
     end is raised, where lower, to the share's upper bound over favoured sets
     (:func:`~recaudit.positional._crossfit.share_upper_bound`) times the estimated part
     of the share it concerns, since the cross-fitted share is biased low when a
