@@ -119,7 +119,8 @@ def run(args: argparse.Namespace) -> None:
         kept = [line for line in out.read_text().splitlines()
                 if _key(json.loads(line)) not in grid]
         out.write_text("".join(line + "\n" for line in kept))
-    done = {_key(json.loads(line)) for line in out.read_text().splitlines()} if out.exists() else set()
+    lines = out.read_text().splitlines() if out.exists() else []
+    done = {_key(json.loads(line)) for line in lines}
     todo = [c for c in cells if (c[0], c[1], c[2], c[3], c[5]) not in done]
     # the largest cells first, so that two workers finish together
     todo.sort(key=lambda c: -c[1] * c[2])
