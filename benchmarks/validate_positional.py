@@ -20,7 +20,8 @@ each estimate is compared with the model's population truth:
 ``summary`` prints the worst case per estimator and model. ``run`` appends one JSON
 line per grid cell (a cell already in the file, at any REPS,
 is skipped, so an interrupted run resumes and runs with different REPS per number of
-queries share one file); ``table`` prints the markdown tables of
+queries share one file; ``--replace`` drops the grid's cells from the file first, to
+rerun them after an estimator changed); ``table`` prints the markdown tables of
 docs/positional-statistics.md ("Validation against known truth").
 """
 
@@ -104,16 +105,22 @@ def _cell(args: tuple[str, int, int, float, int, int]) -> dict[str, Any]:
     return out
 
 
+def _key(r: dict[str, Any]) -> tuple[str, int, int, float, int]:
+    return (r["model"], r["k"], r["queries"], r["p_bias"], r["seed"])
+
+
 def run(args: argparse.Namespace) -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    done = set()
-    if out.exists():
-        for line in out.read_text().splitlines():
-            r = json.loads(line)
-            done.add((r["model"], r["k"], r["queries"], r["p_bias"], r["seed"]))
     cells = [(m, k, n, p, args.reps, args.seed) for m in args.models for k in args.k
              for n in args.queries for p in args.p_bias]
+    if args.replace and out.exists():  # drop the grid's cells, to rerun them
+        grid = {(c[0], c[1], c[2], c[3], c[5]) for c in cells}
+        kept = [line for line in out.read_text().splitlines()
+                if _key(json.loads(line)) not in grid]
+        out.write_text("".join(line + "\n" for line in kept))
+    lines = out.read_text().splitlines() if out.exists() else []
+    done = {_key(json.loads(line)) for line in lines}
     todo = [c for c in cells if (c[0], c[1], c[2], c[3], c[5]) not in done]
     # the largest cells first, so that two workers finish together
     todo.sort(key=lambda c: -c[1] * c[2])
@@ -214,6 +221,8 @@ def main() -> None:
     r.add_argument("--seed", type=int, default=20261201)
     r.add_argument("--jobs", type=int, default=1)
     r.add_argument("--out", default="benchmarks/results/validate_positional.jsonl")
+    r.add_argument("--replace", action="store_true",
+                   help="rerun the grid's cells already in --out (their lines are dropped)")
     for name in ("table", "summary"):
         sub.add_parser(name).add_argument("results")
     args = parser.parse_args()

@@ -19,6 +19,7 @@ from typing import Any
 import numba
 import numpy as np
 import numpy.typing as npt
+from scipy import special
 
 from .._records import as_mapping, need, number, positions
 from .._stats import ConfidenceInterval, Estimate, as_generator, percentile_interval
@@ -38,6 +39,14 @@ _EM_MAX = 500
 #: set size converges within a few; 40 iterations give a bootstrap sd of E|R| within
 #: 2 % of 300 iterations' (k = 20, 500 queries; docs/decisions.md).
 _EM_MAX_BOOT = 40
+#: Support of H, the free-form distribution of the choice probabilities r_j(i) that
+#: widens the intervals: GRID_POINTS probabilities, _GRID_LOW of them in [0, 4/k].
+GRID_POINTS = 61
+_GRID_LOW = 41
+#: EM iterations of H on all data and of a bootstrap refit (warm-started).
+_H_MAX = 500
+_H_MAX_BOOT = 30
+_H_TOL = 1e-10
 
 
 @dataclass(frozen=True)
@@ -169,7 +178,12 @@ def strong_soft_split(
     the unseen). :math:`\epsilon` maximises the profile likelihood over ``FLOORS``
     (every fourth floor first, then the neighbours of the best).
     CIs: percentile, over query-bootstrap resamples of the cross-fit's share and the
-    EM refitted on the same resample (warm-started, at the chosen floor); each upper
+    EM refitted on the same resample (warm-started, at the chosen floor). For strong
+    and soft bias this interval is joined (union) with the same bootstrap's interval
+    of a free-form model (:func:`_free_form_displaced`: the distribution of the choice
+    probabilities of no assumed form), because under graded relevance the
+    set-plus-floor law displaces about 3 % too much and the interval alone covered
+    0.725 at 500 queries (docs/decisions.md); each upper
     end is raised, where lower, to the share's upper bound over favoured sets
     (:func:`~recaudit.positional._crossfit.share_upper_bound`) times the estimated part
     of the share it concerns, since the cross-fitted share is biased low when a
@@ -214,6 +228,8 @@ def strong_soft_split(
     floor = float(FLOORS[best])
     displaced = (1.0 - floor) * (1.0 - mean_size / k)
     values = (beta * displaced, beta * (1.0 - displaced), beta)
+    free = _free_form_displaced(counts, fit.weights)
+    free_boot = np.column_stack((fit.share_boot * free, fit.share_boot * (1.0 - free)))
     # the cross-fitted share loses the selection regret when a position effect is weak:
     # each upper end is at least the share's upper bound over favoured sets times the
     # part of it that the estimate assigns to strong / soft / all
@@ -221,6 +237,10 @@ def strong_soft_split(
     ests = []
     for i, (v, part) in enumerate(zip(values, (displaced, 1.0 - displaced, 1.0), strict=True)):
         ci = _clip(percentile_interval(boot[:, i], confidence_level=confidence_level))
+        if i < 2:  # strong and soft: the union with the free-form model's interval
+            other = _clip(percentile_interval(free_boot[:, i], confidence_level=confidence_level))
+            ci = ConfidenceInterval(min(ci.low, other.low), max(ci.high, other.high),
+                                    ci.confidence_level, ci.method)
         if np.isfinite(top):
             ci = ConfidenceInterval(ci.low, min(1.0, max(ci.high, top * part)),
                                     ci.confidence_level,
@@ -234,6 +254,64 @@ def strong_soft_split(
         floor=floor,
         favoured=tuple(int(p) + 1 for p in favoured),
     )
+
+
+def _free_form_displaced(
+    counts: npt.NDArray[np.int64], weights: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    r"""E_j TV(r_j, u) = k E_H (x - 1/k)_+ on each bootstrap resample (rows of query
+    ``weights``), H the distribution of the choice probabilities x = r_j(i) over
+    queries and candidates, of no assumed form (a crisp set, a set plus a floor and
+    graded relevance are all distributions H): its NPMLE on ``probability_grid`` under
+    the composite likelihood :math:`\prod_{j,i} \int x^{c_{ji}} (1 - x)^{m_j - c_{ji}}
+    dH(x)` (item i got :math:`c_{ji}` of query j's :math:`m_j` selections at the
+    unfavoured positions; rows with the same (m, c) pooled), refitted on each resample
+    from the full-data fit."""
+    k = counts.shape[1]
+    grid = probability_grid(k)
+    draws, hits, incidence = _patterns(counts)
+    lik = _binomial_likelihoods(draws, hits, grid)
+    h, _ = _em(lik, incidence.sum(axis=0), np.full(grid.size, 1.0 / grid.size), _H_MAX,
+               _H_TOL)
+    excess = k * np.maximum(grid - 1.0 / k, 0.0)  # TV contribution of one candidate
+    pooled = weights @ incidence
+    return np.array([float(_em(lik, pooled[b], h.copy(), _H_MAX_BOOT, _H_TOL)[0] @ excess)
+                     for b in range(pooled.shape[0])])
+
+
+def probability_grid(k: int) -> npt.NDArray[np.float64]:
+    """Support of H: ``GRID_POINTS`` choice probabilities, 1/k among them, three in
+    four of them below 4/k (where the candidates of a query with k >= 5 mostly are)."""
+    low = np.linspace(0.0, 4.0 / k, _GRID_LOW) if k > 4 else np.linspace(0.0, 1.0, _GRID_LOW)
+    high = np.linspace(low[-1], 1.0, GRID_POINTS - _GRID_LOW + 1)[1:]
+    return np.unique(np.concatenate((low, high, [1.0 / k])))
+
+
+def _patterns(
+    counts: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """The distinct (m_j, c_ji) pairs of a count table (n, k) -- draws m_j, hits c_ji --
+    and the incidence (n, pairs): how many of query j's candidates have each pair."""
+    n, k = counts.shape
+    draws = counts.sum(axis=1)
+    rows = np.repeat(np.arange(n), k)
+    code = draws[rows] * (int(counts.max(initial=0)) + 1) + counts.ravel()
+    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    incidence = np.zeros((n, first.size))
+    np.add.at(incidence, (rows, inverse.ravel()), 1.0)
+    return draws[rows[first]], counts.ravel()[first], incidence
+
+
+def _binomial_likelihoods(
+    draws: npt.NDArray[np.int64], hits: npt.NDArray[np.int64], grid: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """x^c (1 - x)^(m - c) for every pooled row (m, c) and grid point x, each row
+    scaled by its maximum (the binomial coefficient and the scale drop out of EM)."""
+    c = hits[:, None].astype(float)
+    rest = (draws - hits)[:, None].astype(float)
+    loglik = special.xlogy(c, grid) + special.xlog1py(rest, -grid)  # 0 log 0 = 0
+    loglik -= loglik.max(axis=1, keepdims=True)
+    return np.ascontiguousarray(np.exp(loglik))
 
 
 def _clip(ci: ConfidenceInterval) -> ConfidenceInterval:
@@ -311,44 +389,74 @@ def _likelihood_kernel(
 ) -> npt.NDArray[np.float64]:  # pragma: no cover - compiled
     n = counts.shape[0]
     out = np.empty((floors.size, n, k))
-    poly = np.empty(k + 1)
     top = counts.max() + 1
     pow_a = np.empty(top)
     pow_b = np.empty(top)
+    poly = np.empty(k + 1)
     for j in range(n):
-        seen = np.empty(k, np.int64)
-        d = 0
-        for i in range(k):
-            if counts[j, i] > 0:
-                seen[d] = counts[j, i]
-                d += 1
+        seen, d = _seen_counts(counts[j])
         for f in range(floors.size):
-            eps = floors[f]
-            b = eps / k
             for s in range(1, k + 1):
                 if d == 0:
                     out[f, j, s - 1] = 1.0
                     continue
-                a = (1.0 - eps) / s + eps / k
-                pow_a[0] = 1.0
-                pow_b[0] = 1.0
-                for c in range(1, top):
-                    pow_a[c] = pow_a[c - 1] * a
-                    pow_b[c] = pow_b[c - 1] * b
-                poly[0] = 1.0
-                for t in range(1, d + 1):
-                    poly[t] = 0.0
-                for idx in range(d):
-                    pa = pow_a[seen[idx]]
-                    pb = pow_b[seen[idx]]
-                    for t in range(idx + 1, 0, -1):
-                        poly[t] = poly[t] * pb + poly[t - 1] * pa
-                    poly[0] = poly[0] * pb
-                total = 0.0
-                for t in range(0, min(s, d) + 1):
-                    rest = s - t
-                    if rest > k - d:
-                        continue
-                    total += poly[t] * binom[k - d, rest]
-                out[f, j, s - 1] = total / binom[k, s]
+                eps = floors[f]
+                _powers((1.0 - eps) / s + eps / k, eps / k, pow_a, pow_b)
+                out[f, j, s - 1] = _set_likelihood(seen, d, s, k, pow_a, pow_b, poly, binom)
     return out
+
+
+@numba.njit(cache=True)
+def _seen_counts(
+    row: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], int]:  # pragma: no cover - compiled
+    """The positive counts of one query's row (first d entries) and d."""
+    seen = np.empty(row.size, np.int64)
+    d = 0
+    for c in row:
+        if c > 0:
+            seen[d] = c
+            d += 1
+    return seen, d
+
+
+@numba.njit(cache=True)
+def _powers(
+    a: float, b: float, pow_a: npt.NDArray[np.float64], pow_b: npt.NDArray[np.float64]
+) -> None:  # pragma: no cover - compiled
+    """pow_a[c] = a^c, pow_b[c] = b^c, in place."""
+    pow_a[0] = 1.0
+    pow_b[0] = 1.0
+    for c in range(1, pow_a.size):
+        pow_a[c] = pow_a[c - 1] * a
+        pow_b[c] = pow_b[c - 1] * b
+
+
+@numba.njit(cache=True)
+def _set_likelihood(
+    seen: npt.NDArray[np.int64],
+    d: int,
+    s: int,
+    k: int,
+    pow_a: npt.NDArray[np.float64],
+    pow_b: npt.NDArray[np.float64],
+    poly: npt.NDArray[np.float64],
+    binom: npt.NDArray[np.float64],
+) -> float:  # pragma: no cover - compiled
+    """P(counts | |R| = s) of one query with d > 0 seen items (their counts ``seen``),
+    given the powers of a = (1 - eps)/s + eps/k and b = eps/k; ``poly`` is work space
+    for e_t, the coefficients of prod_i (b^c_i + a^c_i x)."""
+    poly[0] = 1.0
+    for t in range(1, d + 1):
+        poly[t] = 0.0
+    for idx in range(d):
+        pa = pow_a[seen[idx]]
+        pb = pow_b[seen[idx]]
+        for t in range(idx + 1, 0, -1):
+            poly[t] = poly[t] * pb + poly[t - 1] * pa
+        poly[0] = poly[0] * pb
+    total = 0.0
+    for t in range(0, min(s, d) + 1):
+        if s - t <= k - d:
+            total += poly[t] * binom[k - d, s - t]
+    return total / binom[k, s]
