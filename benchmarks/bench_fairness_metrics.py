@@ -136,7 +136,8 @@ def main() -> None:
         attribute="gender",
         protected="F",
         n_items=N_ITEMS,
-        options=EvaluateOptions(n=CUTOFFS, n_boot=200, n_resamples=199, seed=0),
+        options=EvaluateOptions(n=CUTOFFS, n_boot=200, n_resamples=199),
+        rng=0,
     )
     print("load average (1, 5, 15 min): {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
 

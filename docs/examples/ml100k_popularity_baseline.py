@@ -108,7 +108,8 @@ def main() -> None:
             protected="F",
             items=items,
             train=train,
-            options=EvaluateOptions(n=(5, 10, 15), n_boot=1000, n_resamples=999, seed=args.seed),
+            options=EvaluateOptions(n=(5, 10, 15), n_boot=1000, n_resamples=999),
+            rng=args.seed,
         )
         summary(name, r)
         if name == "MostPop":
@@ -120,8 +121,9 @@ def main() -> None:
                 protected="F",
                 items=items,
                 options=EvaluateOptions(
-                    n=(10,), n_boot=1000, n_resamples=0, resample_coverage=True, seed=args.seed
+                    n=(10,), n_boot=1000, n_resamples=0, resample_coverage=True
                 ),
+                rng=args.seed,
             )
             ic, ib = rc.item_coverage[10], rc.inter_bias["ndcg@10"].ib
             print(

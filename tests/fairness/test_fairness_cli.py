@@ -88,7 +88,8 @@ def test_same_numbers_as_the_library(files: dict[str, Path]) -> None:
         users,
         attribute="gender",
         protected="F",
-        options=EvaluateOptions(n=[10], n_boot=50, n_resamples=49, seed=0),
+        options=EvaluateOptions(n=[10], n_boot=50, n_resamples=49),
+        rng=0,
     )
     assert d["rd"]["ndcg@10"]["value"] == pytest.approx(r.inter_bias["ndcg@10"].rd.value)
     assert d["rd"]["ndcg@10"]["ci_low"] == pytest.approx(r.inter_bias["ndcg@10"].rd.ci.low)

@@ -33,7 +33,8 @@ def result() -> FairnessEvaluation:
         attribute="gender",
         protected="F",
         n_items=80,
-        options=EvaluateOptions(n=[5, 10], n_boot=400, n_resamples=399, seed=0),
+        options=EvaluateOptions(n=[5, 10], n_boot=400, n_resamples=399),
+        rng=0,
     )
 
 
@@ -75,7 +76,8 @@ def test_group_bootstrap_against_scipy() -> None:
         users,
         attribute="gender",
         protected="F",
-        options=EvaluateOptions(n=[10], n_boot=3000, n_resamples=0, seed=1),
+        options=EvaluateOptions(n=[10], n_boot=3000, n_resamples=0),
+        rng=1,
     )
     x = r.per_user.loc[r.per_user.group == "F", "ndcg@10"].to_numpy()
     ref = stats.bootstrap(
@@ -97,7 +99,8 @@ def test_permutation_pvalue_is_calibrated_under_the_null() -> None:
             users,
             attribute="gender",
             protected="F",
-            options=EvaluateOptions(n=[10], n_boot=0, n_resamples=199, seed=seed),
+            options=EvaluateOptions(n=[10], n_boot=0, n_resamples=199),
+            rng=seed,
         )
         ps.append(r.inter_bias["hit@10"].pvalue)
     assert np.mean(np.array(ps) < 0.05) <= 0.2
@@ -106,10 +109,10 @@ def test_permutation_pvalue_is_calibrated_under_the_null() -> None:
 
 def test_seeded_and_reproducible() -> None:
     recs, test, users = synthetic(n_users=60)
-    options = EvaluateOptions(n=[5], n_boot=50, n_resamples=49, seed=3)
+    options = EvaluateOptions(n=[5], n_boot=50, n_resamples=49)
     kw = dict(attribute="gender", protected="F", options=options)
-    a = evaluate(recs, test, users, **kw).to_dict()  # type: ignore[arg-type]
-    b = evaluate(recs, test, users, **kw).to_dict()  # type: ignore[arg-type]  # options reused
+    a = evaluate(recs, test, users, rng=3, **kw).to_dict()  # type: ignore[arg-type]
+    b = evaluate(recs, test, users, rng=np.random.default_rng(3), **kw).to_dict()  # type: ignore[arg-type]
     assert str(a) == str(b)  # nan-aware equality of the whole report
 
 
@@ -117,7 +120,7 @@ def test_inputs_not_mutated() -> None:
     recs, test, users = synthetic(n_users=60)
     copies = [t.copy() for t in (recs, test, users)]
     evaluate(recs, test, users, attribute="gender", protected="F",
-             options=EvaluateOptions(n_boot=10, n_resamples=9, seed=0))
+             options=EvaluateOptions(n_boot=10, n_resamples=9), rng=0)
     for before, after in zip(copies, (recs, test, users), strict=True):
         pd.testing.assert_frame_equal(before, after)
 
@@ -127,7 +130,8 @@ def test_undefined_rd_is_flagged() -> None:
     far = test.assign(item_id=test.item_id + 1000)  # nothing relevant is ever recommended
     r = evaluate(
         recs, far, users, attribute="gender", protected="F",
-        options=EvaluateOptions(n=[5], n_boot=20, n_resamples=19, seed=0),
+        options=EvaluateOptions(n=[5], n_boot=20, n_resamples=19),
+        rng=0,
     )
     ib = r.inter_bias["ndcg@5"]
     assert np.isnan(ib.rd.value) and np.isnan(ib.nrd.value) and np.isnan(ib.ib.value)
@@ -143,7 +147,8 @@ def test_intersections_and_more_than_two_groups() -> None:
         users,
         attribute=["gender", "age"],
         protected=("F", "young"),
-        options=EvaluateOptions(n=[10], n_boot=50, n_resamples=49, min_group_size=5, seed=0),
+        options=EvaluateOptions(n=[10], n_boot=50, n_resamples=49, min_group_size=5),
+        rng=0,
     )
     assert r.protected == "F & young"
     assert set(r.groups) == {"F & young", "F & old", "M & young", "M & old"}
@@ -186,8 +191,8 @@ def test_exclusions_are_counted() -> None:
 
 def test_coverage_resampling_is_biased_low_and_optional() -> None:
     recs, test, users = synthetic(n_users=60)
-    kw: dict[str, Any] = dict(attribute="gender", protected="F", n_items=200)
-    opts: dict[str, Any] = dict(n=[5], n_resamples=0, seed=0)
+    kw: dict[str, Any] = dict(attribute="gender", protected="F", n_items=200, rng=0)
+    opts: dict[str, Any] = dict(n=[5], n_resamples=0)
     fixed = evaluate(recs, test, users, options=EvaluateOptions(n_boot=200, **opts), **kw)
     assert np.isnan(fixed.item_coverage[5].ci.low)
     assert fixed.item_coverage[5].ci.method == results_mod.COVERAGE_FIXED
@@ -242,7 +247,8 @@ def test_ml100k_popularity_baseline(ml100k: tuple[pd.DataFrame, pd.DataFrame]) -
         protected="F",
         n_items=1682,
         train=train,
-        options=EvaluateOptions(n=[5, 10, 15], n_boot=200, n_resamples=199, seed=0),
+        options=EvaluateOptions(n=[5, 10, 15], n_boot=200, n_resamples=199),
+        rng=0,
     )
     assert r.n_users == 943 and r.n_users_excluded == 0
     assert r.groups["F"].n_users == 273 and r.groups["M"].n_users == 670

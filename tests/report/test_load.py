@@ -92,9 +92,9 @@ def test_fairness_metric_names_are_normalised() -> None:
     res = _fairness()["MF"]
     res["overall"] = {k.upper(): v for k, v in res["overall"].items()}  # NDCG@10
     res["ib"] = {k.replace("hit@", "hit_rate_"): v for k, v in res["ib"].items()}  # hit_rate_10
-    model = load(res).models[0]
-    assert ("ndcg", 10) in model.overall and ("hit", 10) in model.ib
-    assert model.coverage[10] == res["item_coverage@10"]
+    model = load(res).models[0].evaluation  # the library's FairnessEvaluation
+    assert "ndcg@10" in model.overall and not math.isnan(model.inter_bias["hit@10"].ib.value)
+    assert model.item_coverage[10].value == res["item_coverage@10"]
 
 
 @pytest.mark.parametrize(

@@ -113,7 +113,7 @@ def evaluate_command(
         help="Bootstrap resamples of each CI (0 = no CIs).")] = 1000,
     n_resamples: Annotated[int, typer.Option(
         help="Permutations of the protected labels for the gap test (0 = no p-values).")] = 999,
-    seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
+    seed: Annotated[int | None, typer.Option(min=0, help="Random seed (>= 0).")] = None,
     min_group_size: Annotated[int, typer.Option(help="Minimum users per group.")] = 20,
     confidence_level: Annotated[float, typer.Option(help="CI level.")] = 0.95,
     resample_coverage: Annotated[
@@ -134,7 +134,6 @@ def evaluate_command(
         min_group_size=min_group_size,
         confidence_level=confidence_level,
         resample_coverage=resample_coverage,
-        seed=seed,
     )
     result = evaluate(
         _read_table(recs, "recs"),
@@ -146,6 +145,7 @@ def evaluate_command(
         items=None if items is None else _read_table(items, "items"),
         train=None if train is None else _read_table(train, "train"),
         options=options,
+        rng=seed,
     )
     if json_output:
         print_json(result.to_dict())

@@ -58,6 +58,7 @@ def evaluate(
     items: pd.DataFrame | None = None,
     train: pd.DataFrame | None = None,
     options: EvaluateOptions | None = None,
+    rng: np.random.Generator | int | None = None,
 ) -> FairnessEvaluation:
     r"""Group fairness and inter-bias of any recommender's top-N lists.
 
@@ -110,13 +111,16 @@ def evaluate(
         popularity for ARP, the long-tail share and the popularity profile.
     options : EvaluateOptions, optional
         Cut-offs ``n``, ``n_boot``, ``n_resamples``, ``min_group_size``,
-        ``confidence_level``, ``resample_coverage`` and ``seed`` (default
+        ``confidence_level`` and ``resample_coverage`` (default
         ``EvaluateOptions()``). With ``resample_coverage`` IC is recomputed on each
         bootstrap resample's lists (one sparse product per chunk), used in IB's CI
         and given its percentile CI; it is off by default because the union of the
         lists of a resample's distinct users is a subset of the observed union, so
-        IC replicates are biased low (never above the estimate). The same options
-        (with a ``seed``) give the same figures.
+        IC replicates are biased low (never above the estimate).
+    rng : numpy.random.Generator or int, optional
+        Source of randomness of the bootstrap and the permutation test (an int seeds
+        a new generator, ``None`` draws OS entropy; a generator is used as is and
+        advanced). The same options and seed give the same figures.
 
     Returns
     -------
@@ -126,7 +130,7 @@ def evaluate(
     --------
     >>> from recaudit.fairness import EvaluateOptions, evaluate
     >>> result = evaluate(recs, test, users, attribute="gender", protected="F",
-    ...                   options=EvaluateOptions(n=(5, 10), seed=0))  # doctest: +SKIP
+    ...                   options=EvaluateOptions(n=(5, 10)), rng=0)  # doctest: +SKIP
     >>> result.inter_bias["ndcg@10"].ib.value  # doctest: +SKIP
 
     Raises
@@ -145,6 +149,7 @@ def evaluate(
     inp = _evaluate_iv(
         recs, test, users, attribute=attribute, protected=protected, n_items=n_items,
         items=items, train=train, options=EvaluateOptions() if options is None else options,
+        rng=rng,
     )
     ns, lists = inp.ns, inp.lists
     values = ranking_metrics(lists.hits, lists.n_relevant, n=ns)

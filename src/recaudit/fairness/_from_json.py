@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._stats import ConfidenceInterval, Estimate
+from .._stats import Estimate
 from ..exceptions import InputError
 
 FAIRNESS_CMD = "`recaudit fairness evaluate ... --json`"
@@ -114,7 +114,12 @@ def bounds(obj: Any, where: str) -> tuple[float, float, float]:
 
 
 def estimate(obj: Any, where: str, level: float, missing_method: str) -> Estimate:
-    """An :class:`~recaudit._stats.Estimate`; ``missing_method`` names absent bounds."""
+    """An :class:`~recaudit._stats.Estimate` read by :meth:`Estimate.from_dict
+    <recaudit._stats.Estimate.from_dict>`, the lenient forms first put in its
+    ``{value, ci_low, ci_high}`` shape by :func:`bounds`; the interval's level is
+    ``level`` and its method ``missing_method`` when both bounds are absent."""
     value, low, high = bounds(obj, where)
     method = missing_method if math.isnan(low) and math.isnan(high) else "percentile bootstrap"
-    return Estimate(value, ConfidenceInterval(low, high, level, method))
+    return Estimate.from_dict(
+        {"value": value, "ci_low": low, "ci_high": high}, confidence_level=level, method=method
+    )

@@ -17,6 +17,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from .._io import plain
+from .._stats import as_generator
 from ..exceptions import InputError
 from ._metrics import TopNLists, _columns_iv, _union_index, build_top_n
 from ._options import EvaluateOptions, _int_iv
@@ -194,10 +195,12 @@ def _evaluate_iv(
     items: pd.DataFrame | None,
     train: pd.DataFrame | None,
     options: EvaluateOptions,
+    rng: np.random.Generator | int | None,
 ) -> _Inputs:
     """Check the data of :func:`~recaudit.fairness.evaluate`; see it for the rules."""
     if not isinstance(options, EvaluateOptions):
         raise InputError(OPTIONS_MSG.format(value=options))
+    generator = as_generator(rng)
     attributes = _attributes_iv(attribute, users)
     labels = _group_labels(users, attributes)
     protected_name = _protected_iv(protected, attributes)
@@ -226,5 +229,5 @@ def _evaluate_iv(
         popularity=popularity,
         n_users_excluded=int((~evaluated).sum()),
         options=options,
-        rng=options.rng(),
+        rng=generator,
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,10 +14,6 @@ __all__ = ["EvaluateOptions"]
 
 POSITIVE_INT_MSG = "`{name}` must be an integer >= {minimum}, got {value!r}"
 CONFIDENCE_MSG = "`confidence_level` must be in (0, 1), got {value!r}"
-SEED_MSG = (
-    "`seed` must be None, an integer >= 0 or a sequence of them (numpy's SeedSequence "
-    "entropy), got {value!r}"
-)
 
 
 def _int_iv(value: Any, name: str, minimum: int) -> int:
@@ -27,29 +22,16 @@ def _int_iv(value: Any, name: str, minimum: int) -> int:
     return int(value)
 
 
-def _seed_iv(seed: Any) -> int | tuple[int, ...] | None:
-    if seed is None:
-        return None
-    values = (seed,) if isinstance(seed, int | np.integer) else seed
-    if (
-        isinstance(seed, bool | str)
-        or not isinstance(values, Sequence)
-        or not values
-        or any(not isinstance(v, int | np.integer) or isinstance(v, bool) or v < 0
-               for v in values)
-    ):
-        raise InputError(SEED_MSG.format(value=seed))
-    return int(seed) if isinstance(seed, int | np.integer) else tuple(int(v) for v in values)
-
-
 @dataclass(frozen=True)
 class EvaluateOptions:
-    """How :func:`~recaudit.fairness.evaluate` measures: cut-offs, resamples, seed.
+    """How :func:`~recaudit.fairness.evaluate` measures: cut-offs, resamples, levels.
 
     Validated once, on construction; the fields hold the cleaned values (``n``
     sorted, integers as ``int``). The same names mean the same as in the
     positional analysis and on the command line (``--n``, ``--n-boot``,
-    ``--n-resamples``, ``--seed``, ...).
+    ``--n-resamples``, ...). Randomness is not an option: it is
+    :func:`~recaudit.fairness.evaluate`'s ``rng`` argument, as in
+    :func:`recaudit.positional.analyze`.
 
     Attributes
     ----------
@@ -67,10 +49,6 @@ class EvaluateOptions:
     resample_coverage : bool
         Recompute item coverage on each bootstrap resample (see
         :func:`~recaudit.fairness.evaluate`).
-    seed : int, sequence of int or None
-        Entropy of the evaluation's random generator
-        (``numpy.random.default_rng(seed)``): the same options give the same
-        figures; ``None`` draws fresh OS entropy on every evaluation.
 
     Raises
     ------
@@ -79,7 +57,7 @@ class EvaluateOptions:
 
     Examples
     --------
-    >>> EvaluateOptions(n=[10, 5], n_boot=0, seed=1).n
+    >>> EvaluateOptions(n=[10, 5], n_boot=0).n
     (5, 10)
     """
 
@@ -89,7 +67,6 @@ class EvaluateOptions:
     min_group_size: int = 20
     confidence_level: float = 0.95
     resample_coverage: bool = False
-    seed: int | tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         level = self.confidence_level
@@ -102,11 +79,6 @@ class EvaluateOptions:
             "min_group_size": _int_iv(self.min_group_size, "min_group_size", 1),
             "confidence_level": float(level),
             "resample_coverage": bool(self.resample_coverage),
-            "seed": _seed_iv(self.seed),
         }
         for name, value in cleaned.items():
             object.__setattr__(self, name, value)
-
-    def rng(self) -> np.random.Generator:
-        """A new generator from ``seed`` (each evaluation draws from its own)."""
-        return np.random.default_rng(self.seed)

@@ -631,16 +631,20 @@ def _evaluate_options(config: StudyConfig, dconf: DatasetConfig) -> EvaluateOpti
     """The :class:`EvaluateOptions` of every model of dataset ``dconf``.
 
     Cut-offs and resamples from ``[study]``, the minimum group size from the
-    dataset, and a seed drawn from the dataset's (the same for every model, so
-    the models' figures share their resamples' randomness).
+    dataset (each evaluation's generator is :func:`_evaluation_rng`).
     """
     return EvaluateOptions(
         n=config.n,
         n_boot=config.n_boot,
         n_resamples=config.n_resamples,
         min_group_size=dconf.min_group_size,
-        seed=(dconf.seed, 1),
     )
+
+
+def _evaluation_rng(dconf: DatasetConfig) -> np.random.Generator:
+    """A new generator seeded from the dataset's seed, ``default_rng((seed, 1))``: the
+    same for every model, so the models' figures share their resamples' randomness."""
+    return np.random.default_rng((dconf.seed, 1))
 
 
 def _evaluate_models(
@@ -663,6 +667,7 @@ def _evaluate_models(
             items=catalogue,
             train=prepared.split.train,
             options=options,
+            rng=_evaluation_rng(dconf),
         )
         out[name] = ModelResult(name=name, record=record, evaluation=evaluation)
     return out

@@ -1,106 +1,42 @@
-"""Read a fairness source for the report: ``recaudit fairness evaluate --json`` (one
-model or ``{model: result}``), a fairness run folder (``results.json`` [+
-``long_tail.parquet``]) or the nested ``results.json`` of ``recaudit fairness run``.
+"""Read a fairness source for the report into the library's own result types.
 
-Kept apart from the positional loader: once the fairness result types read their own
-JSON back (``FairnessEvaluation.from_dict``), :func:`load_fairness` is the one place
-to switch. Metric names are normalised (``NDCG@10`` / ``ndcg_10``, ``hit_rate`` /
-``hit``); intervals are the library's :class:`~recaudit._stats.Estimate`.
+``recaudit fairness evaluate --json`` (one model or ``{model: result}``) is read with
+:meth:`FairnessEvaluation.from_dict <recaudit.fairness.FairnessEvaluation.from_dict>`;
+the nested ``results.json`` of ``recaudit fairness run`` (alone or in its run folder)
+with :meth:`StudyResult.from_dict <recaudit.fairness.StudyResult.from_dict>`. Both
+are as lenient as the report always was (metric aliases, ``NDCG@10`` /
+``ndcg_10``, bare numbers, ``null``).
+
+Two things the page shows have no field in the result types and are read from the
+raw JSON here: the significance level ``alpha`` (0.05 when absent; ``evaluate``
+never writes one) and a confidence interval on the average popularity (a result
+holds its value only). The long-tail figure is read from the run folder's
+``long_tail.parquet``, a table the library has no type for (:class:`LongTail`).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .._stats import Estimate
 from ..exceptions import InputError
-from ._lookup import find, first_file, need, norm, read_table_file, to_float
+from ..fairness import FairnessEvaluation, ModelResult, StudyResult
+from ..fairness import _from_json as js
+from ._lookup import first_file, norm, read_table_file
 
-__all__ = [
-    "FAIRNESS_CMD",
-    "METRIC_ORDER",
-    "FairnessModel",
-    "FairnessRun",
-    "HeadItem",
-    "LongTail",
-    "RiskDifference",
-    "load_fairness",
-]
+__all__ = ["FAIRNESS_CMD", "METRIC_ORDER", "FairnessRun", "HeadItem", "LongTail",
+           "load_fairness"]
 
-FAIRNESS_CMD = "`recaudit fairness evaluate ... --json`"
-METRIC_ORDER = ("ndcg", "precision", "recall", "hit", "mrr")
-_METRIC_ALIASES = {"hit_rate": "hit", "hitrate": "hit", "hr": "hit", "prec": "precision"}
-_METRIC_KEY = re.compile(r"^([a-z][a-z_]*?)[@_\-]?(\d+)$")
-_POPULARITY = ("avg_popularity", "average_popularity", "avg_pop", "popularity", "arp")
-_COVERAGE = ("item_coverage", "coverage", "ic")
-_NOT_METRICS = frozenset(_POPULARITY + _COVERAGE)
-
-
-def _interval(obj: Any, where: str) -> Estimate:
-    """``{value, ci_low, ci_high}`` (or ``ci: [low, high]``, or a bare number: no CI)."""
-    if not isinstance(obj, Mapping):
-        return Estimate.from_dict({"value": to_float(obj), "ci_low": None, "ci_high": None})
-    value = need(obj, where, FAIRNESS_CMD, "value", "estimate")
-    ci = find(obj, "ci")
-    if isinstance(ci, Sequence) and len(ci) == 2:
-        low, high = ci
-    else:
-        low, high = find(obj, "ci_low", "low", "lower"), find(obj, "ci_high", "high", "upper")
-    return Estimate.from_dict({"value": to_float(value), "ci_low": to_float(low),
-                               "ci_high": to_float(high)})
-
-
-@dataclass(frozen=True)
-class RiskDifference:
-    """RD of one metric between the groups, with its permutation-test p-value."""
-
-    estimate: Estimate
-    pvalue: float
-    pvalue_holm: float
-
-
-@dataclass(frozen=True)
-class FairnessModel:
-    """One model's ``fairness evaluate`` output. Metric keys are ``(metric, N)``."""
-
-    name: str
-    n_users: Mapping[str, int]
-    group_metrics: Mapping[str, Mapping[tuple[str, int], Estimate]]
-    overall: Mapping[tuple[str, int], Estimate]
-    coverage: Mapping[int, float]
-    popularity: Mapping[int, Estimate]
-    rd: Mapping[tuple[str, int], RiskDifference]
-    nrd: Mapping[tuple[str, int], Estimate]
-    ib: Mapping[tuple[str, int], Estimate]
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form (the sidecar's ``models`` items); metric keys become ``"ndcg@10"``."""
-
-        def keyed(d: Mapping[tuple[str, int], Estimate]) -> dict[str, Any]:
-            return {f"{m}@{n}": v.to_dict() for (m, n), v in d.items()}
-
-        return {
-            "name": self.name,
-            "n_users": dict(self.n_users),
-            "groups": {g: keyed(d) for g, d in self.group_metrics.items()},
-            "overall": keyed(self.overall),
-            "item_coverage": {str(n): v for n, v in self.coverage.items()},
-            "avg_popularity": {str(n): v.to_dict() for n, v in self.popularity.items()},
-            "rd": {
-                f"{m}@{n}": {
-                    **r.estimate.to_dict(),
-                    "pvalue": r.pvalue,
-                    "pvalue_holm": r.pvalue_holm,
-                }
-                for (m, n), r in self.rd.items()
-            },
-            "nrd": keyed(self.nrd),
-            "ib": keyed(self.ib),
-        }
+FAIRNESS_CMD = js.FAIRNESS_CMD
+METRIC_ORDER = js.METRIC_ORDER
+RERUN = "rerun `recaudit fairness run`"
+NO_EVALUATION_MSG = "results.json: dataset {name!r} has no evaluated model; " + RERUN
+NOT_RESULTS_MSG = "{source}: expected a mapping of model name -> output of " + FAIRNESS_CMD
+#: The method named for an average-popularity interval read from a JSON.
+POPULARITY_CI = "as given in the JSON"
 
 
 @dataclass(frozen=True)
@@ -114,7 +50,7 @@ class HeadItem:
 
 @dataclass(frozen=True)
 class LongTail:
-    """Interactions per item, sorted in decreasing order."""
+    """Interactions per item, sorted in decreasing order (from ``long_tail.parquet``)."""
 
     counts: tuple[int, ...]
     head: tuple[HeadItem, ...]
@@ -122,101 +58,42 @@ class LongTail:
 
 @dataclass(frozen=True)
 class FairnessRun:
-    """Everything the fairness report shows."""
+    """Everything the fairness page shows.
+
+    Attributes
+    ----------
+    source : str
+        Where it was read from.
+    alpha : float
+        Significance level of the verdict (the JSON's ``alpha``, else 0.05).
+    models : tuple of ModelResult
+        The models shown, each with its evaluation (a study: its first dataset's
+        evaluated models; ``record`` is ``{}`` for ``evaluate`` output).
+    popularity : Mapping[str, Mapping[int, Estimate]]
+        Model -> N -> average popularity of the recommended items, with the CI when
+        the JSON gives one (``nan`` bounds otherwise); empty without popularity.
+    long_tail : LongTail or None
+        The dataset's interactions per item, when the run folder has them.
+    missing : tuple of str
+        Companion files that were absent and what they would have drawn.
+    """
 
     source: str
     alpha: float
-    protected: str
-    models: tuple[FairnessModel, ...]
+    models: tuple[ModelResult, ...]
+    popularity: Mapping[str, Mapping[int, Estimate]]
     long_tail: LongTail | None
     missing: tuple[str, ...]
 
+    @property
+    def evaluations(self) -> dict[str, FairnessEvaluation]:
+        """Model name -> its :class:`~recaudit.fairness.FairnessEvaluation`."""
+        return {m.name: m.evaluation for m in self.models if m.evaluation is not None}
 
-def _metric_key(key: str) -> tuple[str, int] | None:
-    match = _METRIC_KEY.match(norm(key))
-    if match is None:
-        return None
-    name = _METRIC_ALIASES.get(match.group(1), match.group(1))
-    return name, int(match.group(2))
-
-
-def _metric_section(obj: Any, where: str) -> dict[tuple[str, int], Estimate]:
-    if not isinstance(obj, Mapping):
-        raise InputError(f"{where} must be a JSON object of `<metric>@<N>` entries")
-    out = {}
-    for key, value in obj.items():
-        parsed = _metric_key(key)
-        if parsed is not None and parsed[0] not in _NOT_METRICS:
-            out[parsed] = _interval(value, f"{where}.{key}")
-    if not out:
-        raise InputError(f"{where}: no `<metric>@<N>` entry; it is written by {FAIRNESS_CMD}")
-    return dict(sorted(out.items(), key=_metric_sort))
-
-
-def _metric_sort(item: tuple[tuple[str, int], Any]) -> tuple[int, str, int]:
-    (name, n), _ = item
-    rank = METRIC_ORDER.index(name) if name in METRIC_ORDER else len(METRIC_ORDER)
-    return rank, name, n
-
-
-def _by_n(obj: Mapping[str, Any], *names: str) -> dict[int, Any]:
-    """Entries ``<name>@<N>`` of ``obj`` (any alias in ``names``), keyed by N."""
-    out = {}
-    for key, value in obj.items():
-        parsed = _metric_key(key)
-        if parsed is not None and parsed[0] in {norm(n) for n in names}:
-            out[parsed[1]] = value
-    return dict(sorted(out.items()))
-
-
-def _fairness_model(name: str, obj: Any) -> FairnessModel:
-    where = f"fairness result of model {name!r}"
-    cmd = FAIRNESS_CMD
-    if not isinstance(obj, Mapping):
-        raise InputError(f"{where} must be a JSON object")
-    groups = need(obj, where, cmd, "groups")
-    if not isinstance(groups, Mapping) or len(groups) < 2:
-        raise InputError(f"{where}: `groups` must map at least two group values to metrics")
-    overall = need(obj, where, cmd, "overall")
-    coverage = _by_n(obj, *_COVERAGE) or _by_n(overall, *_COVERAGE)
-    if not coverage:
-        raise InputError(f"{where}: missing key `item_coverage@<N>`; it is written by {cmd}")
-    popularity = _by_n(obj, *_POPULARITY) or _by_n(overall, *_POPULARITY)
-    rd = {
-        key: RiskDifference(
-            _interval(v, f"{where}.rd"),
-            to_float(need(v, f"{where}.rd.{key[0]}@{key[1]}", cmd, "pvalue")),
-            to_float(find(v, "pvalue_holm")),
-        )
-        for key, v in _raw_metric_items(need(obj, where, cmd, "rd"), f"{where}.rd")
-    }
-    return FairnessModel(
-        name=name,
-        n_users={
-            str(g): int(need(d, f"{where}.groups.{g}", cmd, "n_users")) for g, d in groups.items()
-        },
-        group_metrics={
-            str(g): _metric_section(d, f"{where}.groups.{g}") for g, d in groups.items()
-        },
-        overall=_metric_section(overall, f"{where}.overall"),
-        coverage={
-            n: to_float(v["value"] if isinstance(v, Mapping) else v) for n, v in coverage.items()
-        },
-        popularity={
-            n: _interval(v, f"{where}.avg_popularity")
-            for n, v in popularity.items()
-        },
-        rd=rd,
-        nrd=_metric_section(need(obj, where, cmd, "nrd"), f"{where}.nrd"),
-        ib=_metric_section(need(obj, where, cmd, "ib"), f"{where}.ib"),
-    )
-
-
-def _raw_metric_items(obj: Any, where: str) -> list[tuple[tuple[str, int], Any]]:
-    if not isinstance(obj, Mapping):
-        raise InputError(f"{where} must be a JSON object of `<metric>@<N>` entries")
-    items = [(_metric_key(k), v) for k, v in obj.items()]
-    return sorted(((k, v) for k, v in items if k is not None), key=_metric_sort)
+    @property
+    def protected(self) -> str:
+        """The protected group (of the first model; ``""`` when the JSON names none)."""
+        return next(iter(self.evaluations.values())).protected
 
 
 def _long_tail(path: Path) -> LongTail:
@@ -246,42 +123,68 @@ def _long_tail(path: Path) -> LongTail:
     return LongTail(counts=tuple(int(n) for n in counts["n"]), head=head)
 
 
-def _study_results(results: Mapping[str, Any], folder: Path | None) -> tuple[Any, Path | None]:
-    """Unwrap the ``results.json`` of ``recaudit fairness run``.
-
-    It holds ``{"config", "datasets": {name: {"models": {model: {"evaluation": ...}}}}}``;
-    the report shows the first dataset (its folder holds the long-tail table).
-    """
-    datasets = results["datasets"]
-    if not isinstance(datasets, Mapping) or not datasets:
-        raise InputError("results.json: `datasets` is empty; rerun `recaudit fairness run`")
-    name, dataset = next(iter(datasets.items()))
-    models = find(dataset, "models") or {}
-    evaluations = {
-        str(m): find(entry, "evaluation")
-        for m, entry in models.items()
-        if isinstance(entry, Mapping) and find(entry, "evaluation") is not None
+def _popularity(raw: Mapping[str, Any], evaluation: FairnessEvaluation) -> dict[int, Estimate]:
+    """Average popularity at each N, with the CI the raw JSON may give (same lookup as
+    :meth:`FairnessEvaluation.from_dict`: top level, else inside ``overall``)."""
+    if not evaluation.avg_popularity:
+        return {}
+    found = js.by_n(raw, *js.POPULARITY_ALIASES)
+    overall = js.find(raw, "overall")
+    if not found and isinstance(overall, Mapping):
+        found = js.by_n(overall, *js.POPULARITY_ALIASES)
+    level = evaluation.confidence_level
+    return {
+        n: js.estimate(found[n], f"avg_popularity@{n}", level, POPULARITY_CI)
+        for n in evaluation.avg_popularity
     }
-    if not evaluations:
-        raise InputError(
-            f"results.json: dataset {name!r} has no evaluated model; rerun `recaudit fairness run`"
-        )
-    return evaluations, (folder / str(name) if folder is not None else None)
+
+
+def _from_study(results: Mapping[str, Any], folder: Path | None) -> tuple[
+    list[tuple[ModelResult, Mapping[str, Any]]], Path | None
+]:
+    """The evaluated models of the first dataset of a ``results.json`` (its folder
+    holds the long-tail table), each with its raw evaluation JSON."""
+    study = StudyResult.from_dict(results, output=folder)
+    name, dataset = next(iter(study.datasets.items()))
+    raw_models = js.find(next(iter(results["datasets"].values())), "models") or {}
+    models = [
+        (m, js.find(raw_models[m.name], "evaluation"))
+        for m in dataset.models.values()
+        if m.evaluation is not None
+    ]
+    if not models:
+        raise InputError(NO_EVALUATION_MSG.format(name=name))
+    return models, (folder / name if folder is not None else None)
+
+
+def _from_evaluations(
+    results: Any, *, source: str, folder: Path | None
+) -> list[tuple[ModelResult, Mapping[str, Any]]]:
+    """``evaluate --json`` output: one model, ``{model: result}`` or a list of them."""
+    if isinstance(results, Mapping) and js.find(results, "groups") is not None:
+        name = js.find(results, "model") or (Path(source).stem if folder is None else "model")
+        results = {str(name): results}
+    if isinstance(results, list):
+        results = {
+            str((js.find(r, "model", "name") if isinstance(r, Mapping) else None)
+                or f"model {i}"): r
+            for i, r in enumerate(results)
+        }
+    if not isinstance(results, Mapping) or not results:
+        raise InputError(NOT_RESULTS_MSG.format(source=source))
+    models = []
+    for name, raw in results.items():
+        evaluation = FairnessEvaluation.from_dict(raw, where=f"fairness result of model {name!r}")
+        models.append((ModelResult(str(name), {}, evaluation), raw))
+    return models
 
 
 def load_fairness(results: Any, *, source: str, folder: Path | None = None) -> FairnessRun:
     """A fairness source (parsed JSON, and its folder when there is one) for the report."""
     if isinstance(results, Mapping) and isinstance(results.get("datasets"), Mapping):
-        results, folder = _study_results(results, folder)
-    if isinstance(results, Mapping) and find(results, "groups") is not None:
-        name = find(results, "model") or (Path(source).stem if folder is None else "model")
-        results = {str(name): results}
-    if isinstance(results, list):
-        results = {str(find(r, "model", "name") or f"model {i}"): r for i, r in enumerate(results)}
-    if not isinstance(results, Mapping) or not results:
-        raise InputError(f"{source}: expected a mapping of model name -> output of {FAIRNESS_CMD}")
-    models = tuple(_fairness_model(str(n), r) for n, r in results.items())
-    first = next(iter(results.values()))
+        models, folder = _from_study(results, folder)
+    else:
+        models = _from_evaluations(results, source=source, folder=folder)
     missing: list[str] = []
     long_tail = None
     if folder is not None:
@@ -294,12 +197,15 @@ def load_fairness(results: Any, *, source: str, folder: Path | None = None) -> F
             long_tail = _long_tail(path)
     else:
         missing.append("the run folder's long_tail.parquet: the long-tail plot")
-    alpha = find(first, "alpha")
+    alpha = js.find(models[0][1], "alpha")
+    popularity = {
+        m.name: _popularity(raw, m.evaluation) for m, raw in models if m.evaluation is not None
+    }
     return FairnessRun(
         source=source,
         alpha=0.05 if alpha is None else float(alpha),
-        protected=str(find(first, "protected_group", "protected", "minority") or ""),
-        models=models,
+        models=tuple(m for m, _ in models),
+        popularity={name: p for name, p in popularity.items() if p},
         long_tail=long_tail,
         missing=tuple(missing),
     )

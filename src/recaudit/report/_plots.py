@@ -12,7 +12,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._load_fairness import FairnessModel
+from .._stats import Estimate
+from ..fairness import FairnessEvaluation
 from ._load_positional import Configuration, SimulationRow
 from ._page import NAN_ESTIMATE, HasCI
 from ._svg import BandScale, Canvas, LinearScale, Panel, nice_ticks, text_width
@@ -500,11 +501,11 @@ def e_value_paths(
 
 # ----------------------------------------------------------------------- fairness
 def group_bars(
-    models: Sequence[FairnessModel], *, n: int, metrics: Sequence[str], fig_id: str
+    models: Mapping[str, FairnessEvaluation], *, n: int, metrics: Sequence[str], fig_id: str
 ) -> str:
     """Per-group metric@n with CIs, bars per group, one panel per metric."""
-    groups = list(models[0].group_metrics)
-    names = tuple(_short(m.name) for m in models)
+    groups = list(next(iter(models.values())).groups)
+    names = tuple(_short(name) for name in models)
     colors = {g: OKABE_ITO[(j + 4) % len(OKABE_ITO)] for j, g in enumerate(groups)}
     labels = max(map(text_width, names)) * 0.6  # rotated model names below each panel
     canvas, boxes = _frame(
@@ -518,13 +519,14 @@ def group_bars(
     missing = NAN_ESTIMATE
     width = 0.8 / len(groups)
     for box, metric in zip(boxes, metrics, strict=True):
-        ests = [m.group_metrics[g].get((metric, n), missing) for m in models for g in groups]
+        key = f"{metric}@{n}"
+        ests = [ev.groups[g].metrics.get(key, missing) for ev in models.values() for g in groups]
         x = BandScale(len(models), box[0], box[0] + box[2], names)
         y = _lin(box, (0, 1), _domain(_values(ests)))[1]
         p = canvas.panel(box, x, y, title=f"{metric}@{n}", rotate_x=True)
-        for i, m in enumerate(models):
+        for i, (name, ev) in enumerate(models.items()):
             for j, g in enumerate(groups):
-                est = m.group_metrics[g].get((metric, n), missing)
+                est = ev.groups[g].metrics.get(key, missing)
                 c = i + (j - (len(groups) - 1) / 2) * width
                 p.rect(
                     c - width * 0.46,
@@ -532,22 +534,32 @@ def group_bars(
                     c + width * 0.46,
                     est.value,
                     color=colors[g],
-                    title=f"{m.name}, group {g}, {metric}@{n}: {_fmt(est)}",
+                    title=f"{name}, group {g}, {metric}@{n}: {_fmt(est)}",
                 )
                 p.errorbar(c, est.value, est.ci.low, est.ci.high, color="#222222", cap=1.8)
     return canvas.svg(fig_id)
 
 
 def coverage_popularity(
-    models: Sequence[FairnessModel], *, ns: Sequence[int], colors: Mapping[str, int], fig_id: str
+    models: Mapping[str, FairnessEvaluation],
+    popularity: Mapping[str, Mapping[int, Estimate]],
+    *,
+    ns: Sequence[int],
+    colors: Mapping[str, int],
+    fig_id: str,
 ) -> str:
-    """Item coverage against average popularity of the recommended items, per N."""
+    """Item coverage against average popularity of the recommended items, per N.
+
+    ``popularity``: model -> N -> average popularity with its CI (the results hold
+    the value only; the loader reads a CI from the JSON when it has one).
+    """
     canvas, boxes = _frame(
-        len(ns), ncols=3, height=190, legend=_model_legend([m.name for m in models], colors)
+        len(ns), ncols=3, height=190, legend=_model_legend(list(models), colors)
     )
     for i, (box, n) in enumerate(zip(boxes, ns, strict=True)):
-        xd = _domain(_values([m.popularity[n] for m in models]), include=(), pad=0.08)
-        yd = _domain([m.coverage[n] for m in models], include=(), pad=0.08)
+        coverage = {name: ev.item_coverage[n].value for name, ev in models.items()}
+        xd = _domain(_values([popularity[name][n] for name in models]), include=(), pad=0.08)
+        yd = _domain(list(coverage.values()), include=(), pad=0.08)
         x, y = _lin(box, xd, yd)
         p = canvas.panel(
             box,
@@ -557,17 +569,17 @@ def coverage_popularity(
             xlabel="average popularity of recommended items",
             ylabel="item coverage" if i % 3 == 0 else "",
         )
-        for m in models:
-            color, kind = _style_of(colors[m.name])
-            est = m.popularity[n]
-            p.errorbar(0, m.coverage[n], est.ci.low, est.ci.high, color=color, horizontal=True)
+        for name in models:
+            color, kind = _style_of(colors[name])
+            est = popularity[name][n]
+            p.errorbar(0, coverage[name], est.ci.low, est.ci.high, color=color, horizontal=True)
             p.point(
                 est.value,
-                m.coverage[n],
+                coverage[name],
                 color=color,
                 kind=kind,
                 r=4.5,
-                title=f"{m.name}, N={n}: coverage {m.coverage[n]:.3f}, popularity {_fmt(est)}",
+                title=f"{name}, N={n}: coverage {coverage[name]:.3f}, popularity {_fmt(est)}",
             )
     return canvas.svg(fig_id)
 
@@ -589,7 +601,7 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
 
 
 def tradeoff(
-    models: Sequence[FairnessModel],
+    models: Mapping[str, FairnessEvaluation],
     *,
     ns: Sequence[int],
     metric: str,
@@ -597,12 +609,12 @@ def tradeoff(
     fig_id: str,
 ) -> str:
     """Accuracy (overall metric@N) against IB-metric@N, Pareto front marked."""
-    legend = _model_legend([m.name for m in models], colors)
+    legend = _model_legend(list(models), colors)
     legend.append(("--", _GREY, "", "Pareto front (black outline)"))
     canvas, boxes = _frame(len(ns), ncols=3, height=190, legend=legend)
     for i, (box, n) in enumerate(zip(boxes, ns, strict=True)):
-        ib = [m.ib[(metric, n)] for m in models]
-        acc = [m.overall[(metric, n)] for m in models]
+        ib = [ev.inter_bias[f"{metric}@{n}"].ib for ev in models.values()]
+        acc = [ev.overall[f"{metric}@{n}"] for ev in models.values()]
         x, y = _lin(
             box,
             _domain(_values(ib), include=(), pad=0.08),
@@ -626,8 +638,8 @@ def tradeoff(
             steps_x.append(ib[j].value)
             steps_y.append(acc[j].value)
         p.line(steps_x, steps_y, color=_GREY, dash="5 3", width=1.2)
-        for j, m in enumerate(models):
-            color, kind = _style_of(colors[m.name])
+        for j, name in enumerate(models):
+            color, kind = _style_of(colors[name])
             p.errorbar(0, acc[j].value, ib[j].ci.low, ib[j].ci.high, color=color, horizontal=True)
             p.errorbar(ib[j].value, 0, acc[j].ci.low, acc[j].ci.high, color=color)
             p.point(
@@ -637,7 +649,7 @@ def tradeoff(
                 kind=kind,
                 r=5 if j in front else 4.2,
                 stroke="#000000" if j in front else None,
-                title=f"{m.name}, N={n}: {metric} {_fmt(acc[j])}, IB {_fmt(ib[j])}"
+                title=f"{name}, N={n}: {metric} {_fmt(acc[j])}, IB {_fmt(ib[j])}"
                 + (" (Pareto front)" if j in front else ""),
             )
     return canvas.svg(fig_id)

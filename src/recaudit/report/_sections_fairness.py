@@ -1,7 +1,9 @@
 """The fairness report's sections, one builder per section, and its verdict.
 
-Each builder takes the loaded :class:`FairnessRun` and returns one :class:`Section`;
-numbers point into the sidecar that :func:`fairness_data` builds (``models/<i>/...``).
+Each builder takes the loaded :class:`FairnessRun` -- the library's
+:class:`~recaudit.fairness.FairnessEvaluation` of each model -- and returns one
+:class:`Section`; numbers point into the sidecar that :func:`fairness_data` builds
+(``models/<i>/...``).
 The headline metric is the first of :data:`METRIC_ORDER` the results have, at N = 10
 (else the middle N).
 """
@@ -9,13 +11,15 @@ The headline metric is the first of :data:`METRIC_ORDER` the results have, at N 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from markupsafe import Markup
 
+from .._stats import Estimate
+from ..fairness import FairnessEvaluation
 from . import _plots
-from ._load_fairness import METRIC_ORDER, FairnessModel, FairnessRun
+from ._load_fairness import METRIC_ORDER, FairnessRun
 from ._page import NAN_ESTIMATE, Cell, Fig, Section, Table, ci_cell, ci_num, fmt, num, p_cell
 
 __all__ = [
@@ -29,42 +33,45 @@ __all__ = [
 ]
 
 
-def _ns(models: Sequence[FairnessModel]) -> list[int]:
-    return sorted({n for m in models for (_, n) in m.ib})
+def _ns(models: Mapping[str, FairnessEvaluation]) -> list[int]:
+    return sorted({ib.n for ev in models.values() for ib in ev.inter_bias.values()})
 
 
-def _metrics(models: Sequence[FairnessModel]) -> list[str]:
+def _metrics(models: Mapping[str, FairnessEvaluation]) -> list[str]:
     ns = _ns(models)
-    return [m for m in METRIC_ORDER if any((m, n) in models[0].ib for n in ns)] or list(
-        dict.fromkeys(name for name, _ in models[0].ib)
+    first = next(iter(models.values())).inter_bias
+    return [m for m in METRIC_ORDER if any(f"{m}@{n}" in first for n in ns)] or list(
+        dict.fromkeys(ib.metric for ib in first.values())
     )
 
 
 def headline(run: FairnessRun) -> tuple[str, int]:
     """The headline metric and N."""
-    ns = _ns(run.models)
-    return _metrics(run.models)[0], 10 if 10 in ns else ns[len(ns) // 2]
+    ns = _ns(run.evaluations)
+    return _metrics(run.evaluations)[0], 10 if 10 in ns else ns[len(ns) // 2]
 
 
 def _fronts(run: FairnessRun) -> dict[int, list[int]]:
     """The accuracy-bias Pareto front at each N (indices of models)."""
     metric, _ = headline(run)
     return {
-        n: _plots.pareto_front(
-            [(m.ib[(metric, n)].value, m.overall[(metric, n)].value) for m in run.models]
-        )
-        for n in _ns(run.models)
+        n: _plots.pareto_front([
+            (ev.inter_bias[f"{metric}@{n}"].ib.value, ev.overall[f"{metric}@{n}"].value)
+            for ev in run.evaluations.values()
+        ])
+        for n in _ns(run.evaluations)
     }
 
 
 # ------------------------------------------------------------------------ verdict
 def _gap_sentence(run: FairnessRun, metric: str, n: int) -> Markup:
-    key = (metric, n)
+    key = f"{metric}@{n}"
     sig = [
-        (i, m)
-        for i, m in enumerate(run.models)
-        if key in m.rd
-        and (m.rd[key].pvalue_holm if math.isfinite(m.rd[key].pvalue_holm) else m.rd[key].pvalue)
+        (i, name, ev.inter_bias[key])
+        for i, (name, ev) in enumerate(run.evaluations.items())
+        if key in ev.inter_bias
+        and (ev.inter_bias[key].pvalue_holm if math.isfinite(ev.inter_bias[key].pvalue_holm)
+             else ev.inter_bias[key].pvalue)
         <= run.alpha
     ]
     alpha = num("alpha", run.alpha, f"{run.alpha:g}")
@@ -79,29 +86,28 @@ def _gap_sentence(run: FairnessRun, metric: str, n: int) -> Markup:
     ).format(
         alpha, metric, n,
         Markup(", ").join(
-            Markup("{} (RD = {})").format(
-                m.name, ci_num(f"models/{i}/rd/{metric}@{n}", m.rd[key].estimate)
-            )
-            for i, m in sig
+            Markup("{} (RD = {})").format(name, ci_num(f"models/{i}/rd/{key}", ib.rd))
+            for i, name, ib in sig
         ),
     )
 
 
 def fairness_verdict(run: FairnessRun) -> Markup:
     """One paragraph in plain words (group sizes are quoted from the sidecar's summary)."""
-    models = run.models
+    names = list(run.evaluations)
+    evaluations = list(run.evaluations.values())
     metric, n = headline(run)
     front = _fronts(run)[n]
     groups = Markup(", ").join(
         Markup("{} ({} users)").format(g, num(f"summary/groups/{j}/n_users", c, str(c)))
-        for j, (g, c) in enumerate(models[0].n_users.items())
+        for j, (g, c) in enumerate(_n_users(evaluations[0]).items())
     )
-    key = (metric, n)
-    ranked = sorted(range(len(models)), key=lambda i: models[i].ib[key].value)
+    ib = [ev.inter_bias[f"{metric}@{n}"].ib for ev in evaluations]
+    ranked = sorted(range(len(ib)), key=lambda i: ib[i].value)
     best, worst = ranked[0], ranked[-1]
     parts = [
         Markup("We compared {} model{} on the user groups {}{}. ").format(
-            len(models), "s" if len(models) != 1 else "", groups,
+            len(names), "s" if len(names) != 1 else "", groups,
             Markup(" (protected group: {})").format(run.protected) if run.protected else "",
         ),
         _gap_sentence(run, metric, n),
@@ -109,12 +115,11 @@ def fairness_verdict(run: FairnessRun) -> Markup:
             "IB-{}@{} (higher = more combined bias) ranges from {} for {} to {} for {}. "
         ).format(
             metric, n,
-            ci_num(f"models/{best}/ib/{metric}@{n}", models[best].ib[key]), models[best].name,
-            ci_num(f"models/{worst}/ib/{metric}@{n}", models[worst].ib[key]),
-            models[worst].name,
+            ci_num(f"models/{best}/ib/{metric}@{n}", ib[best]), names[best],
+            ci_num(f"models/{worst}/ib/{metric}@{n}", ib[worst]), names[worst],
         ),
         Markup("On the accuracy-bias Pareto front: {}; {}.").format(
-            ", ".join(models[i].name for i in front),
+            ", ".join(names[i] for i in front),
             "no single model is best on both"
             if len(front) > 1
             else "one model is both the most accurate and the least biased",
@@ -126,11 +131,12 @@ def fairness_verdict(run: FairnessRun) -> Markup:
 # ----------------------------------------------------------------------- sections
 def groups_section(run: FairnessRun) -> Section:
     """Quality per user group at the headline N."""
-    models = run.models
+    models = run.evaluations
     _, main_n = headline(run)
-    group_names = list(models[0].group_metrics)
+    first = next(iter(models.values()))
+    group_names = list(first.groups)
     bar_metrics = [
-        m for m in METRIC_ORDER if any((m, main_n) in g for g in models[0].group_metrics.values())
+        m for m in METRIC_ORDER if any(f"{m}@{main_n}" in g.metrics for g in first.groups.values())
     ]
     return Section("groups", "Quality per user group", figures=(Fig(
         "fig-groups",
@@ -146,20 +152,20 @@ def groups_section(run: FairnessRun) -> Section:
 
 
 def _inter_bias_rows(run: FairnessRun) -> tuple[list[tuple[Cell, ...]], list[tuple[Cell, ...]]]:
-    ns = _ns(run.models)
+    ns = _ns(run.evaluations)
     nrd_rows, ib_rows = [], []
-    for i, m in enumerate(run.models):
-        for name in _metrics(run.models):
-            nrd_row, ib_row = [Cell(m.name), Cell(name)], [Cell(m.name), Cell(name)]
+    for i, (model, ev) in enumerate(run.evaluations.items()):
+        for name in _metrics(run.evaluations):
+            nrd_row, ib_row = [Cell(model), Cell(name)], [Cell(model), Cell(name)]
             for n in ns:
                 key = f"{name}@{n}"
-                nrd_row.append(ci_cell(f"models/{i}/nrd/{key}", m.nrd.get((name, n), NAN_ESTIMATE)))
-                rd = m.rd.get((name, n))
+                ib = ev.inter_bias.get(key)
+                nrd_row.append(ci_cell(f"models/{i}/nrd/{key}", ib.nrd if ib else NAN_ESTIMATE))
                 nrd_row.append(
-                    p_cell(f"models/{i}/rd/{key}", rd.pvalue, rd.pvalue_holm) if rd
+                    p_cell(f"models/{i}/rd/{key}", ib.pvalue, ib.pvalue_holm) if ib
                     else Cell("n/a")
                 )
-                ib_row.append(ci_cell(f"models/{i}/ib/{key}", m.ib.get((name, n), NAN_ESTIMATE)))
+                ib_row.append(ci_cell(f"models/{i}/ib/{key}", ib.ib if ib else NAN_ESTIMATE))
             nrd_rows.append(tuple(nrd_row))
             ib_rows.append(tuple(ib_row))
     return nrd_rows, ib_rows
@@ -167,7 +173,7 @@ def _inter_bias_rows(run: FairnessRun) -> tuple[list[tuple[Cell, ...]], list[tup
 
 def inter_bias_section(run: FairnessRun) -> Section:
     """NRD (with the permutation test of the group gap) and IB, every metric and N."""
-    ns = _ns(run.models)
+    ns = _ns(run.evaluations)
     nrd_rows, ib_rows = _inter_bias_rows(run)
     return Section("inter-bias", "Inter-bias: NRD and IB", tables=(
         Table(
@@ -189,18 +195,19 @@ def inter_bias_section(run: FairnessRun) -> Section:
 
 
 def _accuracy_table(run: FairnessRun, metric: str, main_n: int) -> Table:
-    rows = tuple(
-        (
-            Cell(m.name),
-            ci_cell(f"models/{i}/overall/{metric}@{main_n}", m.overall[(metric, main_n)]),
-            Cell(fmt(m.coverage[main_n]), f"models/{i}/item_coverage/{main_n}",
-                 m.coverage[main_n]),
-            ci_cell(f"models/{i}/avg_popularity/{main_n}", m.popularity[main_n])
-            if main_n in m.popularity
+    def row(i: int, name: str, ev: FairnessEvaluation) -> tuple[Cell, ...]:
+        coverage = ev.item_coverage[main_n].value
+        popularity = run.popularity.get(name, {})
+        return (
+            Cell(name),
+            ci_cell(f"models/{i}/overall/{metric}@{main_n}", ev.overall[f"{metric}@{main_n}"]),
+            Cell(fmt(coverage), f"models/{i}/item_coverage/{main_n}", coverage),
+            ci_cell(f"models/{i}/avg_popularity/{main_n}", popularity[main_n])
+            if main_n in popularity
             else Cell("n/a"),
         )
-        for i, m in enumerate(run.models)
-    )
+
+    rows = tuple(row(i, name, ev) for i, (name, ev) in enumerate(run.evaluations.items()))
     return Table(
         "tab-accuracy",
         f"Accuracy, coverage and popularity at N = {main_n}.",
@@ -212,10 +219,14 @@ def _accuracy_table(run: FairnessRun, metric: str, main_n: int) -> Table:
 
 def tradeoff_section(run: FairnessRun) -> Section:
     """Coverage against popularity, and accuracy against inter-bias (Pareto front)."""
-    models, ns = run.models, _ns(run.models)
+    models, ns = run.evaluations, _ns(run.evaluations)
     metric, main_n = headline(run)
-    colors = {m.name: i for i, m in enumerate(models)}
-    pop_ns = [n for n in ns if all(n in m.popularity and n in m.coverage for m in models)]
+    colors = {name: i for i, name in enumerate(models)}
+    pop_ns = [
+        n for n in ns
+        if all(n in run.popularity.get(name, {}) and n in ev.item_coverage
+               for name, ev in models.items())
+    ]
     figs = []
     if pop_ns:
         figs.append(Fig(
@@ -224,7 +235,9 @@ def tradeoff_section(run: FairnessRun) -> Section:
             "One point per model (x whiskers: 95% CI of the average popularity). Popularity "
             "bias shows as points in the lower right: the model recommends the same popular "
             "items to everyone, so coverage is low.",
-            _plots.coverage_popularity(models, ns=pop_ns, colors=colors, fig_id="fig-coverage"),
+            _plots.coverage_popularity(
+                models, run.popularity, ns=pop_ns, colors=colors, fig_id="fig-coverage"
+            ),
         ))
     figs.append(Fig(
         "fig-tradeoff",
@@ -294,20 +307,52 @@ def long_tail_section(run: FairnessRun) -> Section | None:
 
 
 # ------------------------------------------------------------------------ sidecar
+def _n_users(evaluation: FairnessEvaluation) -> dict[str, int]:
+    return {name: g.n_users for name, g in evaluation.groups.items()}
+
+
+def _model_dict(
+    name: str, ev: FairnessEvaluation, popularity: Mapping[int, Estimate]
+) -> dict[str, Any]:
+    """One model in the sidecar (``models`` items): metric keys ``"ndcg@10"``."""
+    def keyed(d: Mapping[str, Estimate]) -> dict[str, Any]:
+        return {key: est.to_dict() for key, est in d.items()}
+
+    inter_bias = ev.inter_bias.items()
+    return {
+        "name": name,
+        "n_users": _n_users(ev),
+        "groups": {g: keyed(group.metrics) for g, group in ev.groups.items()},
+        "overall": keyed(ev.overall),
+        "item_coverage": {str(n): est.value for n, est in ev.item_coverage.items()},
+        "avg_popularity": {str(n): est.to_dict() for n, est in popularity.items()},
+        "rd": {
+            key: {**ib.rd.to_dict(), "pvalue": ib.pvalue, "pvalue_holm": ib.pvalue_holm}
+            for key, ib in inter_bias
+        },
+        "nrd": {key: ib.nrd.to_dict() for key, ib in inter_bias},
+        "ib": {key: ib.ib.to_dict() for key, ib in inter_bias},
+    }
+
+
 def fairness_data(run: FairnessRun) -> dict[str, Any]:
     """The sidecar's fairness part: every number the sections show, by path."""
-    models = run.models
+    models = run.evaluations
+    names = list(models)
     metric, main_n = headline(run)
+    first = next(iter(models.values()))
     return {
         "alpha": run.alpha,
         "summary": {
-            "groups": [{"name": g, "n_users": c} for g, c in models[0].n_users.items()],
+            "groups": [{"name": g, "n_users": c} for g, c in _n_users(first).items()],
         },
         "protected_group": run.protected,
         "headline": {"metric": metric, "n": main_n},
-        "models": [m.to_dict() for m in models],
+        "models": [
+            _model_dict(name, ev, run.popularity.get(name, {})) for name, ev in models.items()
+        ],
         "pareto_front": {
-            f"{metric}@{n}": [models[i].name for i in f] for n, f in _fronts(run).items()
+            f"{metric}@{n}": [names[i] for i in f] for n, f in _fronts(run).items()
         },
         "long_tail": _long_tail_dict(run),
     }

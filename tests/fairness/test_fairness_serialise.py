@@ -44,15 +44,16 @@ def _train() -> pd.DataFrame:
 CASES = {
     "cis_and_pvalues": dict(
         attribute="gender", protected="F", n_items=80,
-        options=EvaluateOptions(n=[5, 10], n_boot=60, n_resamples=59, seed=0),
+        options=EvaluateOptions(n=[5, 10], n_boot=60, n_resamples=59), rng=0,
     ),
     "no_cis_no_pvalues": dict(
         attribute="gender", protected="F", options=EvaluateOptions(n_boot=0, n_resamples=0)
     ),
     "intersections_small_groups_popularity": dict(
         attribute=["gender", "age"], protected=("F", "young"), train=_train(),
-        options=EvaluateOptions(n=[10], n_boot=40, n_resamples=39, min_group_size=5, seed=1,
+        options=EvaluateOptions(n=[10], n_boot=40, n_resamples=39, min_group_size=5,
                                 resample_coverage=True, confidence_level=0.9),
+        rng=1,
     ),
 }
 
@@ -78,7 +79,7 @@ def test_round_trip_through_json_with_nulls() -> None:
     recs, test, users = synthetic(n_users=60)
     far = test.assign(item_id=test.item_id + 1000)  # RD undefined everywhere
     x = evaluate(recs, far, users, attribute="gender", protected="F",
-                 options=EvaluateOptions(n=[5], n_boot=20, n_resamples=19, seed=0))
+                 options=EvaluateOptions(n=[5], n_boot=20, n_resamples=19), rng=0)
     for text in (json.dumps(to_jsonable(x.to_dict())), json.dumps(x.to_dict())):
         back = FairnessEvaluation.from_dict(json.loads(text))
         assert _text(back.to_dict()) == _text(x.to_dict())
@@ -144,7 +145,7 @@ def test_missing_coverage_and_pvalue_are_named() -> None:
 def test_study_result_round_trip_built() -> None:
     recs, test, users = synthetic(n_users=60)
     ev = evaluate(recs, test, users, attribute="gender", protected="F",
-                  options=EvaluateOptions(n=[5], n_boot=10, n_resamples=9, seed=0))
+                  options=EvaluateOptions(n=[5], n_boot=10, n_resamples=9), rng=0)
     result = StudyResult(
         output=Path("run"),
         config={"n": [5]},
