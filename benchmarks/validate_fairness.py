@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from recaudit._stats import bootstrap_weights, percentile_interval
-from recaudit.fairness import evaluate
+from recaudit.fairness import EvaluateOptions, evaluate
 from recaudit.fairness._popularity import (
     USER_MEAN_METRICS,
     per_user_popularity,
@@ -68,11 +68,9 @@ def evaluate_adapter(data: Any, *, rng: np.random.Generator) -> Any:
         data.users,
         attribute="gender",
         protected="F",
-        n=[5, CUT, 15],
         n_items=SIM["n_items"],
-        n_boot=N_BOOT,
-        n_resamples=N_PERM,
-        min_group_size=20,
+        options=EvaluateOptions(n=(5, CUT, 15), n_boot=N_BOOT, n_resamples=N_PERM,
+                                min_group_size=20),
         rng=rng,
     )
 
