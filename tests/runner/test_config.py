@@ -7,9 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from helpers import write_config
-from recaudit.cli import app
-from recaudit.exceptions import ConfigError
-from recaudit.llm._config import (
+from recaudit.audit._config import (
     DesignConfig,
     LocalParams,
     OpenAIParams,
@@ -17,6 +15,8 @@ from recaudit.llm._config import (
     config_hash,
     load_config,
 )
+from recaudit.cli import app
+from recaudit.exceptions import ConfigError
 
 runner = CliRunner()
 

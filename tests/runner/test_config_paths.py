@@ -10,11 +10,11 @@ from importlib import resources
 import pytest
 
 from helpers import write_config
-from recaudit.cli.positional import _demo_config
+from recaudit.audit import demo_config as _demo_config
+from recaudit.audit._config import load_config as load_audit
 from recaudit.exceptions import ConfigError
 from recaudit.fairness import default_config_path
 from recaudit.fairness import load_config as load_study
-from recaudit.llm._config import load_config as load_audit
 
 STUDY = """\
 [study]

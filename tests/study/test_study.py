@@ -164,8 +164,8 @@ def test_save_and_report_every_number_resolves(grid, tmp_path):
 def test_cli_study_resumes_a_positional_run_folder_and_reanalyses(
     tmp_path, retriever, emb_cache
 ):
-    from recaudit.llm._audit import run_audit
-    from recaudit.llm._config import load_config
+    from recaudit.audit._config import load_config
+    from recaudit.audit._run import run_audit
 
     path = study_config(tmp_path, "study-sim.toml", cache_dir=emb_cache)
     run = tmp_path / "run"
@@ -194,8 +194,8 @@ def test_cli_study_resumes_a_positional_run_folder_and_reanalyses(
 @pytest.mark.slow
 def test_local_model_study(tmp_path, retriever, emb_cache, smollm2_path):
     """The packaged SmolLM2 (constrained) through the whole study: 8 evaluations."""
-    from recaudit.llm._config import load_config
-    from recaudit.llm._study import run_study
+    from recaudit.audit._config import load_config
+    from recaudit.audit._study_driver import run_study
 
     cfg = load_config(study_config(tmp_path, "study-local.toml", cache_dir=emb_cache))
     result = run_study(cfg, out_dir=tmp_path / "run", retriever=retriever,
@@ -211,8 +211,8 @@ def test_local_model_study(tmp_path, retriever, emb_cache, smollm2_path):
 def test_packaged_study_config_is_the_paper_grid():
     import importlib.resources
 
+    from recaudit.audit._config import load_config
     from recaudit.exceptions import ConfigError
-    from recaudit.llm._config import load_config
 
     path = importlib.resources.files("recaudit.llm").joinpath("configs", "study-smollm2.toml")
     try:

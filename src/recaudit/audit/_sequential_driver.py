@@ -1,7 +1,7 @@
 """Sequential (anytime-valid) audits: evaluate in rounds, stop when bias is proven.
 
 ``recaudit positional run CONFIG --sequential --alpha 0.05 --max-evaluations N`` goes
-through :func:`~recaudit.llm._audit.run_audit` with :class:`SequentialOptions`; the
+through :func:`~recaudit.audit.run_audit` with :class:`SequentialOptions`; the
 plan is built as usual, then this driver runs it round by round:
 
 - CELLS are the (model, k, temperature, condition) groups; each cell has its own
@@ -37,11 +37,11 @@ import pandas as pd
 
 from .._io import write_text_atomic
 from ..exceptions import ConfigError
+from ..llm.backends._simulated import stable_words
 from ..positional._sequential import METHODS, sequential_uniformity_test
 from ._config import AuditConfig
 from ._journal import EvalKey, Journal
 from ._runner import EvalTask, RunProgress, RunSummary
-from .backends._simulated import stable_words
 
 __all__ = ["SEQUENTIAL_FILE", "SequentialOptions", "cell_order", "drive_sequential"]
 

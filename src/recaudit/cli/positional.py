@@ -5,9 +5,7 @@ Thin: each command parses its options, calls :mod:`recaudit.positional` and prin
 
 from __future__ import annotations
 
-import importlib.resources
 import json
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -29,9 +27,8 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperCommand
 
-from .._io import write_text_atomic
-from ..exceptions import ConfigError, InputError, RecauditError
-from ._common import err_console, exit_on_error, print_json, to_jsonable
+from ..exceptions import InputError
+from ._common import err_console, exit_on_error, print_json
 
 __all__ = ["analyze_command", "app", "demo_command", "mitigate_command", "run_command",
            "simulate_command", "study_command", "topn_command"]
@@ -515,14 +512,6 @@ def _na(stat: dict[str, Any], key: str) -> str:
 
 # -- run and demo (llm-runner) -------------------------------------------------------
 
-GROUP_BY = ("model", "k", "temperature", "condition")
-MSG_DEMO_CATALOG = (
-    "demo catalog not found at {path}; pass `--catalog PATH` (the Myntra catalog "
-    "myntra_products_catalog.csv, or any CSV with ProductID, ProductName and "
-    "Description columns)"
-)
-
-
 # -- run --------------------------------------------------------------------------
 
 
@@ -564,16 +553,23 @@ def _progress_display() -> Progress:
     )
 
 
+def _say(live: bool) -> Callable[[str], None]:
+    """The progress-phase printer: dim lines on stderr when live, else silent."""
+
+    def say(msg: str) -> None:
+        if live:
+            err_console.print(f"[dim]{msg}...[/]", highlight=False)
+
+    return say
+
+
 def _design_notes(cfg: Any, live: bool) -> None:
     """Before a run: warn when the design leaves POB-ICM without power at some k."""
-    from ..llm._designs import pob_icm_design_notes
+    from ..audit import design_notes
 
-    if not live:
-        return
-    d = cfg.design
-    for note in pob_icm_design_notes(cfg.retrieval.k, kind=d.kind, n_queries=cfg.queries.n,
-                                     n_perms=d.n_perms, samples_per_order=d.samples_per_order):
-        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
+    if live:
+        for note in design_notes(cfg):
+            err_console.print(f"[yellow]note:[/] {note}", highlight=False)
 
 
 def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
@@ -581,90 +577,59 @@ def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
              ray_address: str | None = None,
              tau: float | Literal["auto"] = "auto", spb_repeats: int | None = None) -> None:
     """Run the audit with a progress display, then analyse (shared by run and demo)."""
-    from ..llm._audit import run_audit
+    from ..audit import GROUP_BY, run_and_analyze
 
     live = not (quiet or as_json)
-
-    def say(msg: str) -> None:
-        if live:
-            err_console.print(f"[dim]{msg}...[/]", highlight=False)
-
     _design_notes(cfg, live)
+    options: dict[str, Any] = {
+        "out_dir": out, "resume": resume, "sequential": sequential, "executor": executor,
+        "ray_address": ray_address, "analysis": "groups" if analyze else "none",
+        "tau": tau, "spb_repeats": spb_repeats}
     if live:
         with _progress_display() as display:
-            result = run_audit(cfg, out_dir=out, resume=resume,
-                               progress=_RichProgress(display), on_phase=say,
-                               sequential=sequential, executor=executor,
-                               ray_address=ray_address)
+            done = run_and_analyze(cfg, progress=_RichProgress(display), on_phase=_say(live),
+                                   **options)
     else:
-        result = run_audit(cfg, out_dir=out, resume=resume, sequential=sequential,
-                           executor=executor, ray_address=ray_address)
-    seq_doc = _sequential_summary(out, live) if sequential is not None else None
-    if seq_doc is not None and analyze and live:
-        err_console.print("[yellow]note:[/] after a sequential stop the fixed-sample "
-                          "p-values below are descriptive only; the sequential decision "
-                          "above is the valid test", highlight=False)
+        done = run_and_analyze(cfg, **options)
+    result = done.audit
+    if done.sequential is not None and live:
+        _print_sequential(done.sequential)
+        if analyze:
+            err_console.print("[yellow]note:[/] after a sequential stop the fixed-sample "
+                              "p-values below are descriptive only; the sequential decision "
+                              "above is the valid test", highlight=False)
     if live:
         err_console.print(
             f"[green]done:[/] {result.planned} evaluations ({result.ok} valid, "
             f"{result.discarded} discarded; {result.ran_now} run now, "
-            f"{result.summary.retries} retries) -> {result.evaluations_path}",
-            highlight=False,
+            f"{result.summary.retries} retries; at most {cfg.concurrency} in flight) -> "
+            f"{result.evaluations_path}", highlight=False,
         )
-    analysis = _analyze_run(result.evaluations_path, seed=cfg.seed, quiet=not live,
-                            tau=tau, spb_repeats=spb_repeats) if analyze else None
+    _print_skipped(done.analysis)
     if as_json:
-        doc = {"run": result.to_dict(), "analysis": analysis}
-        if seq_doc is not None:
-            doc["sequential"] = seq_doc
-        print_json(doc)
-    elif analysis is not None:
-        _print_analysis(analysis, list(GROUP_BY))
+        print_json(done.to_dict())
+    elif done.analysis is not None and done.analysis.rows is not None:
+        _print_analysis(done.analysis.rows, list(GROUP_BY))
     elif live and not analyze:
         err_console.print(f"analyse with `recaudit positional analyze "
                           f"{result.evaluations_path}`", highlight=False)
 
 
-def _sequential_summary(run_dir: Path, live: bool) -> dict[str, Any]:
-    """Read RUN_DIR/sequential.json; print one line per cell when live."""
-    from ..llm._sequential import SEQUENTIAL_FILE
-
-    doc: dict[str, Any] = json.loads((run_dir / SEQUENTIAL_FILE).read_text(encoding="utf-8"))
-    if live:
-        for c in doc["cells"]:
-            err_console.print(
-                f"[bold]sequential[/] {c['model']} k={c['k']} t={c['temperature']} "
-                f"{c['condition']}: {c['decision']} after {c.get('evaluations_used', 0)} "
-                f"evaluations (E = {c.get('e_value', 1.0):.3g}, threshold "
-                f"{1 / doc['alpha_per_cell']:.3g})", highlight=False)
-    return doc
+def _print_skipped(analysis: Any) -> None:
+    """A table the statistics could not use: the reason and the command to retry."""
+    if analysis is not None and analysis.skipped is not None:
+        err_console.print(f"[yellow]analysis skipped:[/] {analysis.skipped}",
+                          highlight=False)
 
 
-def _analyze_run(path: Path, *, seed: int, quiet: bool,
-                 tau: float | Literal["auto"] = "auto",
-                 spb_repeats: int | None = None) -> list[dict[str, Any]] | None:
-    """Analyse a finished run with :mod:`recaudit.positional` (grouped, Holm).
-
-    A table the statistics cannot use (e.g. every answer discarded) is reported with
-    the command to retry, not as a failed run: the evaluations are safe on disk.
-    """
-    from ..positional import analyze_groups
-
-    if not quiet:
-        err_console.print("[dim]analysing (POB-ICM, POB-UNBP, PS, PB, sPB)...[/]")
-    try:
-        repeats = _spb_repeats_default() if spb_repeats is None else spb_repeats
-        grouped = analyze_groups(path, by=list(GROUP_BY), tau=tau, rng=seed,
-                                 spb_repeats=repeats)
-    except RecauditError as exc:
-        err_console.print(f"[yellow]analysis skipped:[/] {exc}; inspect the table and run "
-                          f"`recaudit positional analyze {path}`", highlight=False)
-        return None
-    analysis = grouped.to_list()
-    # Beside the evaluations, for `recaudit report RUN_DIR`; written whole, then renamed.
-    text = json.dumps(to_jsonable(analysis), indent=2, allow_nan=False)
-    write_text_atomic(path.parent / "analysis.json", text)
-    return analysis
+def _print_sequential(doc: dict[str, Any]) -> None:
+    """One line per cell of RUN_DIR/sequential.json."""
+    for c in doc["cells"]:
+        err_console.print(
+            f"[bold]sequential[/] {c['model']} k={c['k']} t={c['temperature']} "
+            f"{c['condition']}: {c['decision']} after {c.get('evaluations_used', 0)} "
+            f"evaluations (E = {c.get('e_value', 1.0):.3g}, threshold "
+            f"{1 / doc['alpha_per_cell']:.3g})", highlight=False)
 
 
 @app.command("run")
@@ -701,8 +666,7 @@ def run_command(
     Writes RUN_DIR/evaluations.parquet and prints the positional statistics; with
     --sequential also RUN_DIR/sequential.json (decision and evidence per cell).
     """
-    from ..llm._config import load_config
-    from ..llm._sequential import SequentialOptions
+    from ..audit import SequentialOptions, load_config
 
     tau_value = _tau(tau)
     repeats = None if spb_repeats is None else _spb_repeats(spb_repeats)
@@ -715,32 +679,6 @@ def run_command(
 
 
 # -- demo -------------------------------------------------------------------------
-
-
-def _demo_config(catalog: Path | None = None, queries: int | None = None,
-                 perms: int | None = None, k: int | None = None) -> Any:
-    """The packaged demo.toml, with the options that were given (None: demo.toml's).
-
-    Its relative paths (the catalog) start at the working directory; its prompt
-    template is the packaged file beside it.
-    """
-    from ..llm._config import parse_config
-
-    configs = importlib.resources.files("recaudit.llm").joinpath("configs")
-    data = tomllib.loads(configs.joinpath("demo.toml").read_text(encoding="utf-8"))
-    data["prompt"]["template"] = str(configs.joinpath(data["prompt"]["template"]))
-    if catalog is not None:
-        data["catalog"]["path"] = str(catalog)
-    if queries is not None:
-        data["queries"]["n"] = queries
-    if perms is not None:
-        data["design"]["n_perms"] = perms
-    if k is not None:
-        data["retrieval"]["k"] = [k]
-    path = Path(data["catalog"]["path"])
-    if not path.is_file():
-        raise ConfigError(MSG_DEMO_CATALOG.format(path=path))
-    return parse_config(data, base_dir=Path.cwd())
 
 
 @app.command("demo")
@@ -766,7 +704,9 @@ def demo_command(
     SmolLM2-135M in-process; then the statistics. Rerunning continues the run.
     Every setting comes from the packaged recaudit/llm/configs/demo.toml unless an
     option overrides it."""
-    cfg = _demo_config(catalog, queries, perms, k)
+    from ..audit import demo_config
+
+    cfg = demo_config(catalog, queries, perms, k)
     _execute(cfg, out=out, resume=(out / "journal.sqlite").exists(), as_json=as_json,
              quiet=quiet, analyze=True)
 
@@ -864,23 +804,18 @@ def study_command(
     condition, analysis, metric), study.json and analysis.json; `recaudit report
     RUN_DIR` renders them.
     """
-    from ..positional._study import analyze_study_folder
-
     live = not (quiet or as_json)
     tau_value = _tau(tau)
     repeats = _spb_repeats_default() if spb_repeats is None else _spb_repeats(spb_repeats)
-
-    def say(msg: str) -> None:
-        if live:
-            err_console.print(f"[dim]{msg}...[/]", highlight=False)
-
+    settings: dict[str, Any] = {"n_boot": bootstrap, "n_resamples": resamples, "tau": tau_value,
+                                "spb_repeats": repeats}
     if analyze_only is not None:
         if config is not None or out is not None or resume:
             raise InputError("`--analyze-only RUN_DIR` runs nothing: drop CONFIG, `--out` "
                              "and `--resume`")
-        study = analyze_study_folder(analyze_only, n_boot=bootstrap, n_resamples=resamples,
-                                     tau=tau_value, spb_repeats=repeats, rng=seed,
-                                     progress=say)
+        from ..positional._study import analyze_study_folder
+
+        study = analyze_study_folder(analyze_only, rng=seed, progress=_say(live), **settings)
         paths = study.save(analyze_only)
         summary: dict[str, Any] = {"run": None, "files": {k: str(v) for k, v in paths.items()},
                                    **{k: v for k, v in study.to_dict().items()
@@ -888,18 +823,15 @@ def study_command(
     else:
         if config is None:
             raise InputError("give the study CONFIG (TOML), or `--analyze-only RUN_DIR`")
-        from ..llm._config import load_config
-        from ..llm._study import run_study
+        from ..audit import load_config, run_study
 
         cfg = load_config(config)
         _design_notes(cfg, live)
-        target = out or Path("runs") / config.stem
-        options: dict[str, Any] = {"out_dir": target, "resume": resume, "n_boot": bootstrap,
-                                   "n_resamples": resamples, "seed": seed, "tau": tau_value,
-                                   "spb_repeats": repeats}
+        options: dict[str, Any] = {"out_dir": out or Path("runs") / config.stem,
+                                   "resume": resume, "seed": seed, **settings}
         if live:
             with _progress_display() as display:
-                result = run_study(cfg, progress=_RichProgress(display), on_phase=say,
+                result = run_study(cfg, progress=_RichProgress(display), on_phase=_say(live),
                                    **options)
         else:
             result = run_study(cfg, **options)
@@ -934,44 +866,28 @@ def mitigate_command(
     """Audit the same model with and without each mitigation (order-ensemble voting,
     prior calibration, canonical order) and compare PB, sPB, PS, agreement with the
     unmitigated relevance sets, and cost. Writes OUT/mitigation.json."""
-    from ..llm._mitigate import (
-        compare_arms,
-        load_mitigation_config,
-        run_mitigation,
-        write_combined,
-        write_mitigation_json,
-    )
+    from ..audit import load_mitigation_config, mitigate
 
     tau_value = _tau(tau)
     repeats = _spb_repeats_default() if spb_repeats is None else _spb_repeats(spb_repeats)
     cfg, mcfg = load_mitigation_config(config)
     folder = out or Path("runs") / f"{config.stem}-mitigate"
     live = not (quiet or as_json)
-
-    def say(msg: str) -> None:
-        if live:
-            err_console.print(f"[dim]{msg}...[/]", highlight=False)
-
+    options: dict[str, Any] = {"out_dir": folder, "tau": tau_value, "spb_repeats": repeats}
     if live:
         with _progress_display() as display:
-            arms = run_mitigation(cfg, mcfg, out_dir=folder, on_phase=say,
-                                  progress=lambda: _RichProgress(display))
+            done = mitigate(cfg, mcfg, on_phase=_say(live),
+                            progress=lambda: _RichProgress(display), **options)
     else:
-        arms = run_mitigation(cfg, mcfg, out_dir=folder)
-    say("comparing the arms (PB, sPB, PS, agreement, cost)")
-    result = compare_arms(arms, mcfg, seed=cfg.seed, cfg=cfg, tau=tau_value,
-                          spb_repeats=repeats)
-    path = write_mitigation_json(result, folder)
-    # OUT is also a positional run folder: every arm's rows, analysed per model name
-    _analyze_run(write_combined(arms, folder), seed=cfg.seed, quiet=not live, tau=tau_value,
-                 spb_repeats=repeats)
+        done = mitigate(cfg, mcfg, **options)
+    _print_skipped(done.analysis)
     if as_json:
-        print_json(result)
+        print_json(done.comparison)
         return
-    _print_mitigation(result)
+    _print_mitigation(done.comparison)
     if live:
-        err_console.print(f"[green]wrote[/] {path}; render it with `recaudit report {folder}`",
-                          highlight=False)
+        err_console.print(f"[green]wrote[/] {done.path}; render it with "
+                          f"`recaudit report {folder}`", highlight=False)
 
 
 def _print_mitigation(result: dict[str, Any]) -> None:
