@@ -419,72 +419,95 @@ class RayPool:
         """
         ray, cfg = self._ray, self.cfg
         todo = list(tasks)
-        counters = _Counters()
         t0 = time.perf_counter()
         if progress is not None:
             progress.start(len(todo))
-        pending = [t for m in dict.fromkeys(t.key.model for t in todo)
-                   for t in todo if t.key.model == m]
-        pending.reverse()  # pop() from the end = submission order
-        queue: list[list[EvalTask]] = []  # resubmitted batches, sent first
-        n_slots = IN_FLIGHT_PER_ACTOR * self.n_actors
-        in_flight: dict[Any, tuple[int, list[EvalTask]]] = {}
-        resubmitted: set[Any] = set()
-        written: set[Any] = set()
-
-        def submit(slot: int) -> None:
-            batch = queue.pop() if queue else _next_batch(pending, self.options.batch_size,
-                                                          n_slots)
-            in_flight[self.actors[slot].run.remote(batch)] = (slot, batch)
-
+        dispatch = _Dispatch(self, todo, sink, cfg.max_consecutive_failures)
         for _ in range(IN_FLIGHT_PER_ACTOR):
             for slot in range(self.n_actors):
-                if queue or pending:
-                    submit(slot)
-        while in_flight:
-            ready, _ = ray.wait(list(in_flight), num_returns=1)
-            ref = ready[0]
-            slot, batch = in_flight.pop(ref)
+                dispatch.submit(slot)
+        while dispatch.in_flight:
+            ready, _ = ray.wait(list(dispatch.in_flight), num_returns=1)
+            slot, batch = dispatch.in_flight.pop(ready[0])
             try:
-                records, aborted = ray.get(ref)
+                records, aborted = ray.get(ready[0])
             except ray.exceptions.RayActorError:
-                # the actor died: replace it (once per death) and requeue what is not
-                # journaled yet; its other in-flight batch fails the same way
-                if not _alive(ray, self.actors[slot]):
-                    self.replaced += 1
-                    if self.replaced > MAX_REPLACEMENTS:
-                        raise EndpointError(MSG_REPLACED.format(n=self.replaced - 1)) from None
-                    self.actors[slot] = self._new_actor()
-                lost = [t for t in batch if t.key not in written]
-                resubmitted.update(t.key for t in lost)
-                if lost:
-                    queue.append(lost)
-                if counters.abort_model is None and (queue or pending):
-                    submit(slot)
-                continue
-            for record in records:
-                if record.key in resubmitted:
-                    record = replace(record, retries=record.retries + 1)
-                sink.write(record)
-                written.add(record.key)
-                _count(counters, record, cfg.max_consecutive_failures)
-            if aborted and counters.abort_model is None:
-                counters.abort_model = batch[0].key.model
-            if progress is not None:
-                progress.update(done=counters.ok + counters.discarded + counters.failed,
-                                discarded=counters.discarded, failed=counters.failed,
-                                retries=counters.retries)
-            if counters.abort_model is None and (queue or pending):
-                submit(slot)
-        summary = RunSummary(
-            total=len(todo), ok=counters.ok, discarded=counters.discarded,
-            failed=counters.failed, retries=counters.retries,
-            elapsed_s=time.perf_counter() - t0, aborted=counters.abort_model is not None,
-        )
-        if counters.abort_model is not None:
+                self._replace_dead(slot)
+                dispatch.requeue(batch)
+            else:
+                dispatch.journal(records, aborted, batch)
+                if progress is not None:
+                    c = dispatch.counters
+                    progress.update(done=c.ok + c.discarded + c.failed, discarded=c.discarded,
+                                    failed=c.failed, retries=c.retries)
+            dispatch.submit(slot)
+        return dispatch.summary(time.perf_counter() - t0)
+
+    def _replace_dead(self, slot: int) -> None:
+        """The actor of ``slot`` failed a batch: replace it if it died (once per death;
+        its other in-flight batch fails the same way)."""
+        if not _alive(self._ray, self.actors[slot]):
+            self.replaced += 1
+            if self.replaced > MAX_REPLACEMENTS:
+                raise EndpointError(MSG_REPLACED.format(n=self.replaced - 1)) from None
+            self.actors[slot] = self._new_actor()
+
+
+class _Dispatch:
+    """The driver's side of one :meth:`RayPool.run`: what is pending, in flight,
+    resubmitted and journaled, and the counts."""
+
+    def __init__(self, pool: RayPool, todo: list[EvalTask], sink: ResultSink,
+                 max_failures: int) -> None:
+        self.pool, self.sink, self.max_failures = pool, sink, max_failures
+        self.total = len(todo)
+        # one model after the other; pop() from the end = submission order
+        self.pending = [t for m in dict.fromkeys(t.key.model for t in todo)
+                        for t in todo if t.key.model == m][::-1]
+        self.queue: list[list[EvalTask]] = []  # resubmitted batches, sent first
+        self.n_slots = IN_FLIGHT_PER_ACTOR * pool.n_actors
+        self.in_flight: dict[Any, tuple[int, list[EvalTask]]] = {}
+        self.resubmitted: set[Any] = set()
+        self.written: set[Any] = set()
+        self.counters = _Counters()
+
+    def submit(self, slot: int) -> None:
+        """Send the next batch to ``slot``'s actor (none once an endpoint gave up)."""
+        if self.counters.abort_model is not None or not (self.queue or self.pending):
+            return
+        batch = self.queue.pop() if self.queue else _next_batch(
+            self.pending, self.pool.options.batch_size, self.n_slots)
+        self.in_flight[self.pool.actors[slot].run.remote(batch)] = (slot, batch)
+
+    def requeue(self, batch: list[EvalTask]) -> None:
+        """A batch lost with its actor: resubmit what is not journaled yet."""
+        lost = [t for t in batch if t.key not in self.written]
+        self.resubmitted.update(t.key for t in lost)
+        if lost:
+            self.queue.append(lost)
+
+    def journal(self, records: list[EvalRecord], aborted: bool,
+                batch: list[EvalTask]) -> None:
+        """Write a finished batch's records (a resubmitted one counts a retry)."""
+        for record in records:
+            if record.key in self.resubmitted:
+                record = replace(record, retries=record.retries + 1)
+            self.sink.write(record)
+            self.written.add(record.key)
+            _count(self.counters, record, self.max_failures)
+        if aborted and self.counters.abort_model is None:
+            self.counters.abort_model = batch[0].key.model
+
+    def summary(self, elapsed_s: float) -> RunSummary:
+        """The run's summary; an endpoint that gave up is an :class:`EndpointError`."""
+        c = self.counters
+        summary = RunSummary(total=self.total, ok=c.ok, discarded=c.discarded,
+                             failed=c.failed, retries=c.retries, elapsed_s=elapsed_s,
+                             aborted=c.abort_model is not None)
+        if c.abort_model is not None:
             raise EndpointError(MSG_ABORT.format(
-                model=counters.abort_model, n=cfg.max_consecutive_failures,
-                last=counters.last_error or "the endpoint kept failing",
+                model=c.abort_model, n=self.max_failures,
+                last=c.last_error or "the endpoint kept failing",
                 missing=summary.total - summary.ok - summary.discarded, total=summary.total,
                 failed=summary.failed))
         return summary
