@@ -132,7 +132,12 @@ class DesignConfig:
 
 @dataclass(frozen=True)
 class AuditConfig:
-    """The whole audit (see ``docs/runner.md`` for every key)."""
+    """The whole audit (see ``docs/runner.md`` for every key).
+
+    ``concurrency`` is the most evaluations in flight across all models; each model's
+    own limit (``openai``: ``concurrency``, ``local``: ``batch_size``) is capped by it
+    (:func:`effective_concurrency`, docs/runner.md "Concurrency").
+    """
 
     catalog: CatalogConfig
     queries: QueriesConfig
