@@ -21,7 +21,7 @@ sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
 import aiohttp
 import bench_runner as br
 
-from recaudit.llm._journal import MemorySink
+from recaudit.audit._journal import MemorySink
 from recaudit.llm.backends._openai import KEEPALIVE_S, OpenAIBackend, _LoopSession
 
 OPTS = {}

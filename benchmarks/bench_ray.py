@@ -47,11 +47,12 @@ import bench_runner  # noqa: E402 -- this folder (the script's) is on sys.path
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-import recaudit.llm._audit as audit_mod  # noqa: E402
-from recaudit.cli.positional import _demo_config  # noqa: E402
-from recaudit.llm._audit import run_audit  # noqa: E402
-from recaudit.llm._config import ModelConfig, OpenAIParams  # noqa: E402
-from recaudit.llm._ray_executor import RayPool, init_local  # noqa: E402
+import recaudit.audit._ray_executor as audit_mod  # noqa: E402
+from recaudit._ray_session import init_local  # noqa: E402
+from recaudit.audit import demo_config as _demo_config  # noqa: E402
+from recaudit.audit._ray_executor import RayPool  # noqa: E402
+from recaudit.audit._run import run_audit  # noqa: E402
+from recaudit.llm import ModelConfig, OpenAIParams  # noqa: E402
 from recaudit.llm._retrieval import Retriever  # noqa: E402
 from recaudit.llm.backends._local import LocalBackend  # noqa: E402
 

@@ -41,9 +41,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from recaudit.llm._journal import EvalKey, EvalRecord, Journal, MemorySink, ResultSink
+from recaudit.audit._journal import EvalKey, EvalRecord, Journal, MemorySink, ResultSink
+from recaudit.audit._runner import EvalTask, run_tasks
 from recaudit.llm._parse import parse_answer
-from recaudit.llm._runner import EvalTask, run_tasks
 from recaudit.llm._types import Candidate, ChatMessage, ChatRequest
 from recaudit.llm.backends._http import Response
 from recaudit.llm.backends._openai import KEEPALIVE_S, OpenAIBackend

@@ -14,7 +14,7 @@ import sys
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
 import bench_runner as br
 
-from recaudit.llm._journal import MemorySink
+from recaudit.audit._journal import MemorySink
 
 c = int(os.environ.get("C", "32"))
 n = int(os.environ.get("N", "5000"))

@@ -8,7 +8,8 @@ Two studies:
   metrics, item coverage, RD, NRD, IB), with user-level uncertainty.
 
 :mod:`recaudit.llm` holds the system under test (catalog, retrieval, prompt,
-backends, runner, journal) and :mod:`recaudit.report` the HTML report.
+parsing, backends), :mod:`recaudit.audit` runs it (config, plan, runner, journal,
+executors) and :mod:`recaudit.report` renders the HTML report.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from recaudit.audit._designs import expected_repeated, pob_icm_design_notes
 from recaudit.cli import app
-from recaudit.llm._designs import expected_repeated, pob_icm_design_notes
 
 runner = CliRunner()
 

@@ -23,9 +23,9 @@ p_bias = 0.0
 
 
 def test_sequential_run_folder_reports_its_decision(tmp_path, retriever, emb_cache):
-    from recaudit.llm._audit import run_audit
-    from recaudit.llm._config import load_config
-    from recaudit.llm._sequential import SequentialOptions
+    from recaudit.audit._config import load_config
+    from recaudit.audit._run import run_audit
+    from recaudit.audit._sequential_driver import SequentialOptions
 
     path = write_config(tmp_path, cache_dir=emb_cache, n_queries=30, n_perms=5, models=MODELS)
     run = tmp_path / "run"

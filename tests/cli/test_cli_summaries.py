@@ -88,7 +88,7 @@ def test_few_groups_keep_one_table_with_a_column_per_group(grid16, tmp_path):
 
 def test_study_summary_fits_80_columns(grid16):
     res = runner.invoke(app, ["positional", "study", "--analyze-only", str(grid16),
-                              "--bootstrap", "50", "--resamples", "99", "--seed", "0"],
+                              "--n-boot", "50", "--n-resamples", "99", "--seed", "0"],
                         env={"COLUMNS": "80"})
     assert res.exit_code == 0, res.output
     _check_layout(res.stdout, 80)

@@ -68,7 +68,7 @@ def test_study_analyze_only_tau_recorded_everywhere(tmp_path):
     table.to_parquet(tmp_path / "evaluations.parquet", index=False)
     cands.to_parquet(tmp_path / "candidates.parquet", index=False)
     res = runner.invoke(app, ["positional", "study", "--analyze-only", str(tmp_path),
-                              "--tau", "0.85", "--bootstrap", "50", "--resamples", "99",
+                              "--tau", "0.85", "--n-boot", "50", "--n-resamples", "99",
                               "--seed", "0", "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["settings"]["tau"] == 0.85

@@ -211,7 +211,7 @@ TARGETS = [
                       "--n-resamples", "19", "--n-boot", "10"]),
     Target("study --analyze-only", "rundir/evaluations.parquet", "parquet",
            lambda f: ["positional", "study", "--analyze-only", str(f / "rundir"),
-                      "--bootstrap", "10", "--resamples", "19", "--quiet"], _study_dir),
+                      "--n-boot", "10", "--n-resamples", "19", "--quiet"], _study_dir),
     Target("fairness evaluate --recs", "recs.csv", "table", _fe),
     Target("fairness evaluate --test", "test.csv", "table", _fe),
     Target("fairness evaluate --users", "users.csv", "table", _fe),
@@ -249,7 +249,7 @@ TARGETS = [
            lambda f: ["report", str(f / "rundir"), "-o", str(f / "r.html")], _report_dir),
     Target("study --analyze-only: config", "rundir/config.resolved.json", "json",
            lambda f: ["positional", "study", "--analyze-only", str(f / "rundir"),
-                      "--bootstrap", "10", "--resamples", "19", "--quiet"], _study_dir),
+                      "--n-boot", "10", "--n-resamples", "19", "--quiet"], _study_dir),
 ]
 
 #: Mutations that make a file of each kind certainly unreadable.

@@ -13,11 +13,12 @@ import pytest
 from typer.testing import CliRunner
 
 from helpers import prepared_run, write_config, write_products
+from recaudit.audit._config import load_config
+from recaudit.audit._plan import MSG_LONG_PROMPTS
+from recaudit.audit._run import run_audit
 from recaudit.cli import app
 from recaudit.cli import positional as P
 from recaudit.exceptions import RecauditWarning
-from recaudit.llm._audit import MSG_LONG_PROMPTS, run_audit
-from recaudit.llm._config import load_config
 from recaudit.positional import simulate_evaluations
 
 runner = CliRunner()

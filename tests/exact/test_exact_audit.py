@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from helpers import write_config
-from recaudit.llm._audit import run_audit
-from recaudit.llm._config import load_config
+from recaudit.audit._config import load_config
+from recaudit.audit._run import run_audit
 from recaudit.positional import AnalysisOptions, analyze, analyze_exact
 
 

@@ -14,8 +14,8 @@ from aiohttp import web
 from fault_server import FaultServer
 from runner_helpers import json_parse, make_task
 
-from recaudit.llm._journal import EvalKey, EvalRecord, Journal
-from recaudit.llm._runner import run_tasks
+from recaudit.audit._journal import EvalKey, EvalRecord, Journal
+from recaudit.audit._runner import run_tasks
 from recaudit.llm._types import ChatRequest
 from recaudit.llm.backends._openai import OpenAIBackend, choice_probabilities_from_logprobs
 from recaudit.llm.backends._simulated import SimulatedBackend, SimulationProfile

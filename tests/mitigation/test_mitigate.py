@@ -10,10 +10,7 @@ import pytest
 from mitigation_helpers import write_config
 from typer.testing import CliRunner
 
-from recaudit.cli import app
-from recaudit.exceptions import ConfigError
-from recaudit.llm import SimulatedBackend, SimulationProfile
-from recaudit.llm._mitigate import (
+from recaudit.audit import (
     agreement,
     compare_arms,
     load_mitigation_config,
@@ -21,6 +18,9 @@ from recaudit.llm._mitigate import (
     relevance_sets,
     run_mitigation,
 )
+from recaudit.cli import app
+from recaudit.exceptions import ConfigError
+from recaudit.llm import SimulatedBackend, SimulationProfile
 from recaudit.positional import evaluations_from_table
 
 

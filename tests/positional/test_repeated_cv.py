@@ -165,7 +165,7 @@ def test_cli_help_states_the_library_default() -> None:
     from typer.testing import CliRunner
 
     from recaudit.cli import app
-    from recaudit.cli.positional import SPB_REPEATS_DEFAULT
+    from recaudit.cli._analysis_options import SPB_REPEATS_DEFAULT
 
     assert SPB_REPEATS_DEFAULT == str(M.N_REPEATS)
     for command in ("analyze", "run", "study"):

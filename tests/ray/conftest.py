@@ -20,7 +20,7 @@ def ray_cluster():
     """A new 2-CPU Ray cluster on this machine's loopback; shut down (only what it
     started) after.
 
-    Started by :func:`recaudit.llm._ray_executor.init_local` (``ray.init(address=
+    Started by :func:`recaudit.audit._ray_executor.init_local` (``ray.init(address=
     "local", num_cpus=2)`` in Ray's single-machine mode): node address 127.0.0.1,
     every Ray process listening on loopback only. The workers import this worktree's
     ``src`` (absolute PYTHONPATH), not another installed copy. Yields the cluster's
@@ -37,7 +37,7 @@ def ray_cluster():
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if ray.is_initialized():
         ray.shutdown()
-    from recaudit.llm._ray_executor import init_local
+    from recaudit._ray_session import init_local
 
     init_local(num_cpus=2, include_dashboard=False, log_to_driver=False,
                object_store_memory=200 * 1024**2, namespace="recaudit")

@@ -12,10 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from helpers import write_config
+from recaudit.audit._config import load_config
+from recaudit.audit._run import run_audit
 from recaudit.cli import app
 from recaudit.exceptions import MissingExtraError
-from recaudit.llm._audit import run_audit
-from recaudit.llm._config import load_config
 
 
 def test_positional_run_joins_a_cluster_by_address(tmp_path, ray_cluster, retriever,
@@ -47,7 +47,7 @@ def test_unknown_executor_exits_2(tmp_path, emb_cache):
 
 
 def test_missing_ray_names_the_extra(monkeypatch):
-    from recaudit.llm._ray_executor import check_executor
+    from recaudit._ray_session import check_executor
 
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
     with pytest.raises(MissingExtraError, match=r"recaudit\[ray\]"):

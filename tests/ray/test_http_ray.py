@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 from helpers import write_config
-from recaudit.llm._audit import run_audit
-from recaudit.llm._config import ModelConfig, OpenAIParams, load_config
-from recaudit.llm._ray_executor import worker_config
+from recaudit.audit._config import ModelConfig, OpenAIParams, load_config
+from recaudit.audit._ray_executor import worker_config
+from recaudit.audit._run import run_audit
 
 ROOT = Path(__file__).resolve().parents[2]
 

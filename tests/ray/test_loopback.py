@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from recaudit.llm._ray_executor import is_loopback
+from recaudit._ray_session import is_loopback
 
 
 def test_cluster_node_address_is_loopback(ray_cluster):
@@ -57,7 +57,7 @@ def test_is_loopback(address, expected):
 def test_guided_batches_shrink_and_keep_order_and_one_model():
     from types import SimpleNamespace
 
-    from recaudit.llm._ray_executor import _next_batch
+    from recaudit.audit._ray_executor import _next_batch
 
     tasks = [SimpleNamespace(key=SimpleNamespace(model=m, i=i))
              for m, n in (("a", 150), ("b", 10)) for i in range(n)]

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from helpers import damage_journal, write_config
-from recaudit.llm._audit import run_audit
-from recaudit.llm._config import load_config
+from recaudit.audit._config import load_config
+from recaudit.audit._run import run_audit
 
 KEY = ["model", "k", "temperature", "condition", "query_id", "perm_index", "sample_index"]
 

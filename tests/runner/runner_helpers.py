@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import zlib
 
-from recaudit.llm._journal import EvalKey
-from recaudit.llm._runner import EvalTask
+from recaudit.audit._journal import EvalKey
+from recaudit.audit._runner import EvalTask
 from recaudit.llm._types import Candidate, ChatMessage, ChatRequest
 
 

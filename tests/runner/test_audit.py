@@ -9,10 +9,10 @@ import pytest
 from aiohttp import web
 
 from helpers import OPENAI_MODEL, damage_journal, write_config
+from recaudit.audit._config import load_config
+from recaudit.audit._journal import EVALUATION_COLUMNS
+from recaudit.audit._run import run_audit
 from recaudit.exceptions import EndpointError, JournalError
-from recaudit.llm._audit import run_audit
-from recaudit.llm._config import load_config
-from recaudit.llm._journal import EVALUATION_COLUMNS
 from recaudit.positional import evaluations_from_table
 
 

@@ -7,9 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from helpers import write_config
-from recaudit.cli import app
-from recaudit.exceptions import ConfigError
-from recaudit.llm._config import (
+from recaudit.audit._config import (
     DesignConfig,
     LocalParams,
     OpenAIParams,
@@ -17,6 +15,8 @@ from recaudit.llm._config import (
     config_hash,
     load_config,
 )
+from recaudit.cli import app
+from recaudit.exceptions import ConfigError
 
 runner = CliRunner()
 
@@ -142,3 +142,28 @@ def test_cli_bad_config_exits_2_and_writes_nothing(tmp_path, emb_cache, monkeypa
     assert "error:" in result.output
     assert needle in "".join(result.output.split())
     assert not out.exists()
+
+
+def test_concurrency_is_one_rule_validated_once(tmp_path, emb_cache):
+    """The run's `concurrency` is the total in flight; a model's own limit above it could
+    never be reached and is refused, naming the key and the fix; the summary reports the
+    limits the run uses (docs/runner.md, "Concurrency")."""
+    from recaudit.audit._config import effective_concurrency
+
+    remote = '[[models]]\nname = "remote"\nbackend = "openai"\nbase_url = "http://x.test/v1"\n'
+    path = write_config(tmp_path, cache_dir=emb_cache, concurrency=4,
+                        models=remote + "concurrency = 16\n")
+    with pytest.raises(ConfigError, match=r"`models.remote.concurrency` = 16 can never be "
+                       r"reached: the run's `concurrency` = 4 .* raise `concurrency`"):
+        load_config(path)
+    path = write_config(tmp_path, cache_dir=emb_cache, concurrency=4,
+                        models=remote + "concurrency = 2\n")
+    assert effective_concurrency(load_config(path)) == {"total": 4,
+                                                        "per_model": {"remote": 2}}
+    # the per-model default (8) is capped by the run's total, and said so
+    path = write_config(tmp_path, cache_dir=emb_cache, concurrency=4, models=remote)
+    assert effective_concurrency(load_config(path))["per_model"] == {"remote": 4}
+    local = '[[models]]\nname = "lm"\nbackend = "local"\nbatch_size = 8\n'
+    path = write_config(tmp_path, cache_dir=emb_cache, concurrency=4, models=local)
+    with pytest.raises(ConfigError, match=r"`models.lm.batch_size` = 8 can never be reached"):
+        load_config(path)

@@ -10,11 +10,11 @@ from importlib import resources
 import pytest
 
 from helpers import write_config
-from recaudit.cli.positional import _demo_config
+from recaudit.audit import demo_config as _demo_config
+from recaudit.audit._config import load_config as load_audit
 from recaudit.exceptions import ConfigError
 from recaudit.fairness import default_config_path
 from recaudit.fairness import load_config as load_study
-from recaudit.llm._config import load_config as load_audit
 
 STUDY = """\
 [study]
@@ -115,3 +115,21 @@ def test_demo_help_says_defaults_come_from_demo_toml():
     assert out.exit_code == 0
     assert out.output.count("demo.toml") >= 4
     assert "[default: 20]" not in out.output and "[default: 8]" not in out.output
+
+
+@pytest.mark.slow
+def test_demo_ends_by_writing_the_report(tmp_path, myntra_csv, smollm2_path):
+    """The newcomer's path: `positional demo` writes RUN_DIR/report.html and says where."""
+    from typer.testing import CliRunner
+
+    from recaudit.cli import app
+
+    out = tmp_path / "demo"
+    res = CliRunner().invoke(app, ["positional", "demo", "--catalog", str(myntra_csv),
+                                   "--queries", "2", "--perms", "2", "--k", "3",
+                                   "--out", str(out)], env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    page = out / "report.html"
+    assert page.is_file() and (out / "report.json").is_file()
+    assert page.resolve().as_uri() in res.stdout.replace("\n", "")
+    assert "Positional bias" in page.read_text(encoding="utf-8")

@@ -15,8 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from helpers import write_config
-from recaudit.llm._audit import run_audit
-from recaudit.llm._config import load_config
+from recaudit.audit._config import load_config
+from recaudit.audit._run import run_audit
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 

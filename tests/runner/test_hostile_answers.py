@@ -19,10 +19,10 @@ import pytest
 from fault_server import MEGABYTES_ANSWER, NUL_ANSWER, SURROGATE_ANSWER
 
 from helpers import OPENAI_MODEL, write_config
+from recaudit.audit._config import load_config
+from recaudit.audit._journal import MSG_REJECTED, EvalKey, EvalRecord, Journal, unescape_row
+from recaudit.audit._run import run_audit
 from recaudit.exceptions import JournalError
-from recaudit.llm._audit import run_audit
-from recaudit.llm._config import load_config
-from recaudit.llm._journal import MSG_REJECTED, EvalKey, EvalRecord, Journal, unescape_row
 from recaudit.llm._types import ChatResponse
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from helpers import prepared_run, write_config
-from recaudit.llm._audit import MSG_INTERRUPTED
+from recaudit.audit._run import MSG_INTERRUPTED
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 

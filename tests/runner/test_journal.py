@@ -7,8 +7,8 @@ import time
 
 import pytest
 
+from recaudit.audit._journal import EVALUATION_COLUMNS, EvalKey, EvalRecord, Journal
 from recaudit.exceptions import JournalError
-from recaudit.llm._journal import EVALUATION_COLUMNS, EvalKey, EvalRecord, Journal
 
 KEY = EvalKey("m", 3, 0.0, "permutation", "q1", 0, 0)
 

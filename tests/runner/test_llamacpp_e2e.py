@@ -15,11 +15,11 @@ import urllib.request
 
 import pytest
 
-from recaudit.llm._audit import answer_schema
-from recaudit.llm._journal import EvalKey, Journal
+from recaudit.audit._journal import EvalKey, Journal
+from recaudit.audit._plan import answer_schema
+from recaudit.audit._runner import EvalTask, run_tasks
 from recaudit.llm._parse import parse_answer
 from recaudit.llm._prompt import PromptTemplate, positional_identifiers, render_request
-from recaudit.llm._runner import EvalTask, run_tasks
 from recaudit.llm._types import Candidate
 from recaudit.llm.backends._local import DEFAULT_GGUF_FILE, default_model_path
 from recaudit.llm.backends._openai import OpenAIBackend

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from recaudit.audit._runner import describe_backends, write_manifest
 from recaudit.exceptions import ConfigError
-from recaudit.llm._runner import BatchingBackend, describe_backends, write_manifest
+from recaudit.llm import BatchingBackend
 from recaudit.llm.backends._openai import OpenAIBackend
 from recaudit.llm.backends._simulated import SimulatedBackend, SimulationProfile
 

@@ -22,9 +22,9 @@ from fault_server import BOMB_BYTES, gzip_bomb
 from runner_helpers import make_task
 
 from helpers import write_config
+from recaudit.audit._config import load_config
+from recaudit.audit._run import run_audit
 from recaudit.exceptions import EndpointError
-from recaudit.llm._audit import run_audit
-from recaudit.llm._config import load_config
 from recaudit.llm.backends import _http
 from recaudit.llm.backends._http import DECODED_FACTOR, HTTPClient, ResponseTooLarge
 from recaudit.llm.backends._openai import MSG_TOO_LARGE, OpenAIBackend

@@ -18,10 +18,10 @@ from contextlib import closing
 import pytest
 
 from helpers import damage_journal, write_config
+from recaudit.audit._config import config_hash, legacy_config_hash, load_config
+from recaudit.audit._journal import CONFIG_META, MSG_NO_META, Journal
+from recaudit.audit._run import run_audit
 from recaudit.exceptions import JournalError
-from recaudit.llm._audit import run_audit
-from recaudit.llm._config import config_hash, legacy_config_hash, load_config
-from recaudit.llm._journal import CONFIG_META, MSG_NO_META, Journal
 
 
 def sessions(run) -> int:

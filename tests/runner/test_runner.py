@@ -11,9 +11,9 @@ import pytest
 from aiohttp import web
 from runner_helpers import LoopbackServer, json_parse, make_tasks
 
+from recaudit.audit._journal import Journal, MemorySink
+from recaudit.audit._runner import run_tasks
 from recaudit.exceptions import EndpointError, InputError
-from recaudit.llm._journal import Journal, MemorySink
-from recaudit.llm._runner import run_tasks
 from recaudit.llm.backends._openai import OpenAIBackend
 from recaudit.llm.backends._simulated import SimulatedBackend, SimulationProfile
 
@@ -177,7 +177,7 @@ class FakeBatchModel:
 
 
 def test_batching_backend_coalesces_concurrent_calls():
-    from recaudit.llm._runner import BatchingBackend
+    from recaudit.llm import BatchingBackend
 
     model = FakeBatchModel()
     sink = MemorySink()

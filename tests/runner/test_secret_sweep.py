@@ -24,8 +24,8 @@ from aiohttp import web
 from typer.testing import CliRunner
 
 from helpers import prepared_run, write_catalog
+from recaudit.audit._config import load_config
 from recaudit.cli import app
-from recaudit.llm._config import load_config
 
 SECRET = f"sk-PLANTED-{uuid.uuid4().hex}"
 OTHER = f"sk-OTHER-{uuid.uuid4().hex}"  # a key that is in no variable

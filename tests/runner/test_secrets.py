@@ -13,10 +13,10 @@ from aiohttp import web
 from typer.testing import CliRunner
 
 from helpers import write_config
+from recaudit.audit._config import load_config
+from recaudit.audit._run import run_audit
 from recaudit.cli import app
 from recaudit.exceptions import EndpointError
-from recaudit.llm._audit import run_audit
-from recaudit.llm._config import load_config
 
 SECRET = "sk-PLANTED-7f3a9c1e55d04b2b"
 MODEL = """\

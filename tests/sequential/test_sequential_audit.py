@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 from helpers import write_config
+from recaudit.audit._config import DesignConfig, load_config
+from recaudit.audit._run import run_audit
+from recaudit.audit._sequential_driver import SEQUENTIAL_FILE, SequentialOptions
 from recaudit.exceptions import ConfigError
-from recaudit.llm._audit import run_audit
-from recaudit.llm._config import DesignConfig, load_config
-from recaudit.llm._sequential import SEQUENTIAL_FILE, SequentialOptions
 
 MODELS = """\
 [[models]]

@@ -164,8 +164,8 @@ def test_save_and_report_every_number_resolves(grid, tmp_path):
 def test_cli_study_resumes_a_positional_run_folder_and_reanalyses(
     tmp_path, retriever, emb_cache
 ):
-    from recaudit.llm._audit import run_audit
-    from recaudit.llm._config import load_config
+    from recaudit.audit._config import load_config
+    from recaudit.audit._run import run_audit
 
     path = study_config(tmp_path, "study-sim.toml", cache_dir=emb_cache)
     run = tmp_path / "run"
@@ -174,7 +174,7 @@ def test_cli_study_resumes_a_positional_run_folder_and_reanalyses(
     assert first.ran_now == first.planned == 2 * 5 * 2 * 4 * 3
     runner = CliRunner()
     res = runner.invoke(app, ["positional", "study", str(path), "--out", str(run), "--resume",
-                              "--json", "--bootstrap", "100", "--resamples", "99",
+                              "--json", "--n-boot", "100", "--n-resamples", "99",
                               "--spb-repeats", "3"])
     assert res.exit_code == 0, res.output
     summary = json.loads(res.stdout)
@@ -183,7 +183,7 @@ def test_cli_study_resumes_a_positional_run_folder_and_reanalyses(
     first_table = pd.read_parquet(run / "study.parquet")
     assert set(first_table["model"]) == {"sim-biased", "sim-fair"}
     res2 = runner.invoke(app, ["positional", "study", "--analyze-only", str(run), "--quiet",
-                               "--bootstrap", "100", "--resamples", "99", "--spb-repeats", "3"])
+                               "--n-boot", "100", "--n-resamples", "99", "--spb-repeats", "3"])
     assert res2.exit_code == 0, res2.output
     pd.testing.assert_frame_equal(pd.read_parquet(run / "study.parquet"), first_table)
     bad = runner.invoke(app, ["positional", "study", str(path), "--analyze-only", str(run)])
@@ -194,12 +194,12 @@ def test_cli_study_resumes_a_positional_run_folder_and_reanalyses(
 @pytest.mark.slow
 def test_local_model_study(tmp_path, retriever, emb_cache, smollm2_path):
     """The packaged SmolLM2 (constrained) through the whole study: 8 evaluations."""
-    from recaudit.llm._config import load_config
-    from recaudit.llm._study import run_study
+    from recaudit.audit._config import load_config
+    from recaudit.audit._study_driver import run_study
 
     cfg = load_config(study_config(tmp_path, "study-local.toml", cache_dir=emb_cache))
     result = run_study(cfg, out_dir=tmp_path / "run", retriever=retriever,
-                       n_boot=100, n_resamples=99)
+                       options=AnalysisOptions(n_boot=100, n_resamples=99))
     assert result.audit.planned == result.audit.ok == 8
     table = result.study.table
     assert set(table["condition"]) >= {"permutation", "decoding", "both_vs_decoding"}
@@ -211,8 +211,8 @@ def test_local_model_study(tmp_path, retriever, emb_cache, smollm2_path):
 def test_packaged_study_config_is_the_paper_grid():
     import importlib.resources
 
+    from recaudit.audit._config import load_config
     from recaudit.exceptions import ConfigError
-    from recaudit.llm._config import load_config
 
     path = importlib.resources.files("recaudit.llm").joinpath("configs", "study-smollm2.toml")
     try:
@@ -314,7 +314,7 @@ def test_spb_repeats_are_used_and_recorded(grid, tmp_path):
     cands.to_parquet(run / "candidates.parquet")
     runner = CliRunner()
     res = runner.invoke(app, ["positional", "study", "--analyze-only", str(run), "--json",
-                              "--bootstrap", "50", "--resamples", "19", "--spb-repeats", "2",
+                              "--n-boot", "50", "--n-resamples", "19", "--spb-repeats", "2",
                               "--seed", "0"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["settings"]["spb_n_repeats"] == 2

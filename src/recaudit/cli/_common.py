@@ -19,7 +19,7 @@ __all__ = ["err_console", "exit_on_error", "print_json", "to_jsonable"]
 
 err_console = Console(stderr=True)
 #: Ctrl-C outside a run's evaluations (a run says what it journaled, see
-#: recaudit.llm.AuditInterrupted).
+#: recaudit.audit.AuditInterrupted).
 MSG_INTERRUPTED = "interrupted"
 
 P = ParamSpec("P")
@@ -52,7 +52,7 @@ _default_showwarning = warnings.showwarning
 def exit_on_error(fn: Callable[P, R]) -> Callable[P, R]:
     """Run a command: a :class:`RecauditError` becomes a red one-line message and exit
     code 2; Ctrl-C a one-line message (how much of a run is journaled, see
-    :class:`~recaudit.llm.AuditInterrupted`) and exit code 130; a
+    :class:`~recaudit.audit.AuditInterrupted`) and exit code 130; a
     :class:`~recaudit.exceptions.RecauditWarning` a yellow ``warning:`` line."""
 
     @wraps(fn)

@@ -5,12 +5,10 @@ Thin: each command parses its options, calls :mod:`recaudit.positional` and prin
 
 from __future__ import annotations
 
-import importlib.resources
 import json
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -29,9 +27,18 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperCommand
 
-from .._io import write_text_atomic
-from ..exceptions import ConfigError, InputError, RecauditError
-from ._common import err_console, exit_on_error, print_json, to_jsonable
+from ..exceptions import InputError
+from ._analysis_options import (
+    Alpha,
+    Epsilon,
+    NBoot,
+    NResamples,
+    Seed,
+    SpbRepeats,
+    Tau,
+    analysis_options,
+)
+from ._common import err_console, exit_on_error, print_json
 
 __all__ = ["analyze_command", "app", "demo_command", "mitigate_command", "run_command",
            "simulate_command", "study_command", "topn_command"]
@@ -40,57 +47,6 @@ app = typer.Typer(help="The positional study.", no_args_is_help=True)
 console = Console()
 
 MSG_NUMBER_LIST = "`{option}`: {value!r} is not a list of numbers"
-MSG_TAU_OPTION = (
-    "`--tau` must be 'auto' (the threshold rule calibrated across queries) or a "
-    "cumulative share in (0, 1], e.g. --tau 0.8; got {value!r}"
-)
-TAU_HELP = (
-    "sPB's relevance-set threshold: 'auto' (grows with the set size, calibrated by PB) "
-    "or a fixed cumulative share in (0, 1], e.g. 0.8."
-)
-
-MSG_SPB_REPEATS_OPTION = (
-    "`--spb-repeats` must be an integer >= 1 (random fold assignments sPB's "
-    "cross-validation averages over), e.g. --spb-repeats 20; got {value!r}"
-)
-SPB_REPEATS_HELP = (
-    "Random fold assignments sPB's 5-fold cross-validation averages over (repeated CV; "
-    "1 = one split)."
-)
-
-
-#: Shown in --help (the CLI imports the library lazily); tested equal to N_REPEATS.
-SPB_REPEATS_DEFAULT = "20"
-
-
-def _spb_repeats(value: int) -> int:
-    """Validate `--spb-repeats`: an integer >= 1."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(MSG_SPB_REPEATS_OPTION.format(value=value))
-    return value
-
-
-def _spb_repeats_default() -> int:
-    from ..positional._metrics import N_REPEATS
-
-    return N_REPEATS
-
-
-def _tau(value: str) -> float | Literal["auto"]:
-    """Parse `--tau`: 'auto' or a number in (0, 1]."""
-    import math
-
-    text = value.strip().lower()
-    if text == "auto":
-        return "auto"
-    try:
-        number = float(text)
-    except ValueError:
-        raise InputError(MSG_TAU_OPTION.format(value=value)) from None
-    if not math.isfinite(number) or not 0.0 < number <= 1.0:
-        raise InputError(MSG_TAU_OPTION.format(value=value))
-    return number
-
 
 class _MultiValueCommand(TyperCommand):
     """Lets ``--k 5 10 15 20`` give several values to one option.
@@ -157,14 +113,13 @@ def analyze_command(
     by: Annotated[
         str | None, typer.Option(help="Analyse each group of these columns, e.g. model,k.")
     ] = None,
-    alpha: Annotated[float, typer.Option(help="Level of both tests.")] = 0.05,
-    epsilon: Annotated[float, typer.Option(help="Tolerated TV drift for POB-UNBP.")] = 0.0,
-    tau: Annotated[str, typer.Option("--tau", help=TAU_HELP)] = "auto",
-    spb_repeats: Annotated[int | None, typer.Option(
-        "--spb-repeats", help=SPB_REPEATS_HELP, show_default=SPB_REPEATS_DEFAULT)] = None,
-    n_resamples: Annotated[int, typer.Option(help="POB-ICM within-query shuffles.")] = 9999,
-    n_boot: Annotated[int, typer.Option(help="Bootstrap resamples of each CI.")] = 2000,
-    seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
+    alpha: Alpha = 0.05,
+    epsilon: Epsilon = 0.0,
+    tau: Tau = "auto",
+    spb_repeats: SpbRepeats = None,
+    n_resamples: NResamples = 9999,
+    n_boot: NBoot = 2000,
+    seed: Seed = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     quiet: Annotated[bool, typer.Option(help="No progress bars.")] = False,
     fail_on_bias: Annotated[
@@ -176,11 +131,10 @@ def analyze_command(
         "decoding noise; no POB-ICM (docs/exact-and-sequential.md).")] = False,
 ) -> None:
     """Test an evaluations table for positional bias (POB-ICM, POB-UNBP, PS, PB, sPB)."""
-    from ..positional import AnalysisOptions, analyze, analyze_groups, read_table
+    from ..positional import analyze, analyze_groups, read_table
 
-    options = AnalysisOptions(
-        alpha=alpha, epsilon=epsilon, tau=_tau(tau), n_resamples=n_resamples, n_boot=n_boot,
-        spb_repeats=_spb_repeats_default() if spb_repeats is None else _spb_repeats(spb_repeats))
+    options = analysis_options(alpha=alpha, epsilon=epsilon, tau=tau, spb_repeats=spb_repeats,
+                               n_resamples=n_resamples, n_boot=n_boot)
     if evals.is_dir():
         evals = evals / "evaluations.parquet"
         if not evals.is_file():
@@ -502,14 +456,6 @@ def _na(stat: dict[str, Any], key: str) -> str:
 
 # -- run and demo (llm-runner) -------------------------------------------------------
 
-GROUP_BY = ("model", "k", "temperature", "condition")
-MSG_DEMO_CATALOG = (
-    "demo catalog not found at {path}; pass `--catalog PATH` (the Myntra catalog "
-    "myntra_products_catalog.csv, or any CSV with ProductID, ProductName and "
-    "Description columns)"
-)
-
-
 # -- run --------------------------------------------------------------------------
 
 
@@ -525,6 +471,14 @@ class _RichProgress:
     def __init__(self, progress: Progress) -> None:
         self._progress = progress
         self._task: Any = None
+        self._embed: Any = None
+
+    def embedding(self, done: int, total: int) -> None:
+        """The catalog's embedding (first run over a catalog: about a minute)."""
+        if self._embed is None:
+            self._embed = self._progress.add_task("embedding the catalog", total=total,
+                                                  discarded=0, retries=0, failed=0)
+        self._progress.update(self._embed, completed=done)
 
     def start(self, total: int) -> None:
         self._task = self._progress.add_task("evaluating", total=total, discarded=0,
@@ -551,107 +505,94 @@ def _progress_display() -> Progress:
     )
 
 
-def _design_notes(cfg: Any, live: bool) -> None:
-    """Before a run: warn when the design leaves POB-ICM without power at some k."""
-    from ..llm._designs import pob_icm_design_notes
-
-    if not live:
-        return
-    d = cfg.design
-    for note in pob_icm_design_notes(cfg.retrieval.k, kind=d.kind, n_queries=cfg.queries.n,
-                                     n_perms=d.n_perms, samples_per_order=d.samples_per_order):
-        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
-
-
-def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
-             analyze: bool, sequential: Any = None, executor: str = "local",
-             ray_address: str | None = None,
-             tau: float | Literal["auto"] = "auto", spb_repeats: int | None = None) -> None:
-    """Run the audit with a progress display, then analyse (shared by run and demo)."""
-    from ..llm._audit import run_audit
-
-    live = not (quiet or as_json)
+def _say(live: bool) -> Callable[[str], None]:
+    """The progress-phase printer: dim lines on stderr when live, else silent."""
 
     def say(msg: str) -> None:
         if live:
             err_console.print(f"[dim]{msg}...[/]", highlight=False)
 
+    return say
+
+
+def _design_notes(cfg: Any, live: bool) -> None:
+    """Before a run: warn when the design leaves POB-ICM without power at some k."""
+    from ..audit import design_notes
+
+    if live:
+        for note in design_notes(cfg):
+            err_console.print(f"[yellow]note:[/] {note}", highlight=False)
+
+
+def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
+             analyze: bool, sequential: Any = None, executor: str = "local",
+             ray_address: str | None = None, options: Any = None,
+             report: bool = False) -> None:
+    """Run the audit with a progress display, then analyse (shared by run and demo)."""
+    from ..audit import GROUP_BY, run_and_analyze
+
+    live = not (quiet or as_json)
     _design_notes(cfg, live)
+    settings: dict[str, Any] = {
+        "out_dir": out, "resume": resume, "sequential": sequential, "executor": executor,
+        "ray_address": ray_address, "analysis": "groups" if analyze else "none",
+        "options": options}
     if live:
         with _progress_display() as display:
-            result = run_audit(cfg, out_dir=out, resume=resume,
-                               progress=_RichProgress(display), on_phase=say,
-                               sequential=sequential, executor=executor,
-                               ray_address=ray_address)
+            done = run_and_analyze(cfg, progress=_RichProgress(display), on_phase=_say(live),
+                                   **settings)
     else:
-        result = run_audit(cfg, out_dir=out, resume=resume, sequential=sequential,
-                           executor=executor, ray_address=ray_address)
-    seq_doc = _sequential_summary(out, live) if sequential is not None else None
-    if seq_doc is not None and analyze and live:
-        err_console.print("[yellow]note:[/] after a sequential stop the fixed-sample "
-                          "p-values below are descriptive only; the sequential decision "
-                          "above is the valid test", highlight=False)
+        done = run_and_analyze(cfg, **settings)
+    result = done.audit
+    if done.sequential is not None and live:
+        _print_sequential(done.sequential)
+        if analyze:
+            err_console.print("[yellow]note:[/] after a sequential stop the fixed-sample "
+                              "p-values below are descriptive only; the sequential decision "
+                              "above is the valid test", highlight=False)
     if live:
         err_console.print(
             f"[green]done:[/] {result.planned} evaluations ({result.ok} valid, "
             f"{result.discarded} discarded; {result.ran_now} run now, "
-            f"{result.summary.retries} retries) -> {result.evaluations_path}",
-            highlight=False,
+            f"{result.summary.retries} retries; at most {cfg.concurrency} in flight) -> "
+            f"{result.evaluations_path}", highlight=False,
         )
-    analysis = _analyze_run(result.evaluations_path, seed=cfg.seed, quiet=not live,
-                            tau=tau, spb_repeats=spb_repeats) if analyze else None
+    _print_skipped(done.analysis)
+    page = _write_report(result.run_dir) if report and done.analysis is not None \
+        and done.analysis.rows is not None else None
     if as_json:
-        doc = {"run": result.to_dict(), "analysis": analysis}
-        if seq_doc is not None:
-            doc["sequential"] = seq_doc
-        print_json(doc)
-    elif analysis is not None:
-        _print_analysis(analysis, list(GROUP_BY))
+        print_json({**done.to_dict(), **({"report": str(page)} if page else {})})
+        return
+    if done.analysis is not None and done.analysis.rows is not None:
+        _print_analysis(done.analysis.rows, list(GROUP_BY))
     elif live and not analyze:
         err_console.print(f"analyse with `recaudit positional analyze "
                           f"{result.evaluations_path}`", highlight=False)
 
 
-def _sequential_summary(run_dir: Path, live: bool) -> dict[str, Any]:
-    """Read RUN_DIR/sequential.json; print one line per cell when live."""
-    from ..llm._sequential import SEQUENTIAL_FILE
+def _write_report(run_dir: Path) -> Path:
+    """The run's HTML report (``RUN_DIR/report.html`` + its JSON sidecar)."""
+    from ..report import build_report
 
-    doc: dict[str, Any] = json.loads((run_dir / SEQUENTIAL_FILE).read_text(encoding="utf-8"))
-    if live:
-        for c in doc["cells"]:
-            err_console.print(
-                f"[bold]sequential[/] {c['model']} k={c['k']} t={c['temperature']} "
-                f"{c['condition']}: {c['decision']} after {c.get('evaluations_used', 0)} "
-                f"evaluations (E = {c.get('e_value', 1.0):.3g}, threshold "
-                f"{1 / doc['alpha_per_cell']:.3g})", highlight=False)
-    return doc
+    html_path, _ = build_report(run_dir, kind="positional").save(run_dir / "report.html")
+    return html_path
 
 
-def _analyze_run(path: Path, *, seed: int, quiet: bool,
-                 tau: float | Literal["auto"] = "auto",
-                 spb_repeats: int | None = None) -> list[dict[str, Any]] | None:
-    """Analyse a finished run with :mod:`recaudit.positional` (grouped, Holm).
+def _print_skipped(analysis: Any) -> None:
+    """A table the statistics could not use: the reason and the command to retry."""
+    if analysis is not None and analysis.skipped is not None:
+        err_console.print(f"[yellow]analysis skipped:[/] {analysis.skipped}",
+                          highlight=False)
 
-    A table the statistics cannot use (e.g. every answer discarded) is reported with
-    the command to retry, not as a failed run: the evaluations are safe on disk.
-    """
-    from ..positional import AnalysisOptions, analyze_groups
 
-    if not quiet:
-        err_console.print("[dim]analysing (POB-ICM, POB-UNBP, PS, PB, sPB)...[/]")
-    try:
-        repeats = _spb_repeats_default() if spb_repeats is None else spb_repeats
-        grouped = analyze_groups(path, AnalysisOptions(tau=tau, spb_repeats=repeats),
-                                 by=list(GROUP_BY), rng=seed)
-    except RecauditError as exc:
-        err_console.print(f"[yellow]analysis skipped:[/] {exc}; inspect the table and run "
-                          f"`recaudit positional analyze {path}`", highlight=False)
-        return None
-    analysis = grouped.to_list()
-    # Beside the evaluations, for `recaudit report RUN_DIR`; written whole, then renamed.
-    text = json.dumps(to_jsonable(analysis), indent=2, allow_nan=False)
-    write_text_atomic(path.parent / "analysis.json", text)
-    return analysis
+def _print_sequential(doc: dict[str, Any]) -> None:
+    """One line per cell of RUN_DIR/sequential.json."""
+    for c in doc["cells"]:
+        err_console.print(
+            f"[bold]sequential[/] {c['model']} k={c['k']} t={c['temperature']} "
+            f"{c['condition']}: {c['decision']} after {c.get('evaluations_used', 0)} "
+            f"evaluations (E = {c.get('e_value', 1.0):.3g}, threshold "
+            f"{1 / doc['alpha_per_cell']:.3g})", highlight=False)
 
 
 @app.command("run")
@@ -669,8 +610,7 @@ def run_command(
     sequential: Annotated[bool, typer.Option(
         "--sequential", help="Evaluate in rounds; stop each (model, k, temperature, "
         "condition) cell when an anytime-valid test rejects uniformity.")] = False,
-    alpha: Annotated[float, typer.Option(
-        "--alpha", help="Family-wise level of --sequential (Bonferroni over cells).")] = 0.05,
+    alpha: Alpha = 0.05,
     max_evaluations: Annotated[int, typer.Option(
         "--max-evaluations", min=1, help="Budget per cell of --sequential.")] = 2000,
     executor: Annotated[str, typer.Option(
@@ -679,55 +619,29 @@ def run_command(
     ray_address: Annotated[str | None, typer.Option(
         "--ray-address", help="Ray cluster address with --executor ray (default: start "
         "a local cluster).")] = None,
-    tau: Annotated[str, typer.Option("--tau", help=TAU_HELP)] = "auto",
-    spb_repeats: Annotated[int | None, typer.Option(
-        "--spb-repeats", help=SPB_REPEATS_HELP, show_default=SPB_REPEATS_DEFAULT)] = None,
+    tau: Tau = "auto",
+    spb_repeats: SpbRepeats = None,
+    n_resamples: NResamples = 9999,
+    n_boot: NBoot = 2000,
 ) -> None:
     """Run an audit from CONFIG: every evaluation journaled, resumable after a crash.
 
     Writes RUN_DIR/evaluations.parquet and prints the positional statistics; with
     --sequential also RUN_DIR/sequential.json (decision and evidence per cell).
     """
-    from ..llm._config import load_config
-    from ..llm._sequential import SequentialOptions
+    from ..audit import SequentialOptions, load_config
 
-    tau_value = _tau(tau)
-    repeats = None if spb_repeats is None else _spb_repeats(spb_repeats)
+    options = analysis_options(alpha=alpha, tau=tau, spb_repeats=spb_repeats,
+                               n_resamples=n_resamples, n_boot=n_boot)
     cfg = load_config(config)
-    seq = SequentialOptions(alpha=alpha, max_evaluations=max_evaluations) \
+    seq = SequentialOptions(alpha=options.alpha, max_evaluations=max_evaluations) \
         if sequential else None
     _execute(cfg, out=out or Path("runs") / config.stem, resume=resume, as_json=as_json,
              quiet=quiet, analyze=analyze, sequential=seq, executor=executor,
-             ray_address=ray_address, tau=tau_value, spb_repeats=repeats)
+             ray_address=ray_address, options=options)
 
 
 # -- demo -------------------------------------------------------------------------
-
-
-def _demo_config(catalog: Path | None = None, queries: int | None = None,
-                 perms: int | None = None, k: int | None = None) -> Any:
-    """The packaged demo.toml, with the options that were given (None: demo.toml's).
-
-    Its relative paths (the catalog) start at the working directory; its prompt
-    template is the packaged file beside it.
-    """
-    from ..llm._config import parse_config
-
-    configs = importlib.resources.files("recaudit.llm").joinpath("configs")
-    data = tomllib.loads(configs.joinpath("demo.toml").read_text(encoding="utf-8"))
-    data["prompt"]["template"] = str(configs.joinpath(data["prompt"]["template"]))
-    if catalog is not None:
-        data["catalog"]["path"] = str(catalog)
-    if queries is not None:
-        data["queries"]["n"] = queries
-    if perms is not None:
-        data["design"]["n_perms"] = perms
-    if k is not None:
-        data["retrieval"]["k"] = [k]
-    path = Path(data["catalog"]["path"])
-    if not path.is_file():
-        raise ConfigError(MSG_DEMO_CATALOG.format(path=path))
-    return parse_config(data, base_dir=Path.cwd())
 
 
 @app.command("demo")
@@ -753,9 +667,15 @@ def demo_command(
     SmolLM2-135M in-process; then the statistics. Rerunning continues the run.
     Every setting comes from the packaged recaudit/llm/configs/demo.toml unless an
     option overrides it."""
-    cfg = _demo_config(catalog, queries, perms, k)
+    from ..audit import demo_config
+
+    cfg = demo_config(catalog, queries, perms, k)
     _execute(cfg, out=out, resume=(out / "journal.sqlite").exists(), as_json=as_json,
-             quiet=quiet, analyze=True)
+             quiet=quiet, analyze=True, report=True)
+    page = out / "report.html"
+    if page.is_file() and not as_json:
+        console.print(f"[green]report:[/] open {page.resolve().as_uri()} in a browser "
+                      f"(the verdict, every number with its CI, the plots)", highlight=False)
 
 
 # -- study (positional-study) ---------------------------------------------------------
@@ -833,15 +753,12 @@ def study_command(
     ] = False,
     analyze_only: Annotated[Path | None, typer.Option(
         "--analyze-only", help="Re-analyse this finished run folder; run nothing.")] = None,
-    bootstrap: Annotated[int, typer.Option(
-        "--bootstrap", min=1, help="Bootstrap resamples of each CI.")] = 2000,
-    resamples: Annotated[int, typer.Option(
-        "--resamples", min=1, help="POB-ICM within-query shuffles.")] = 9999,
-    seed: Annotated[int | None, typer.Option(
-        "--seed", help="Analysis seed (default: the config's seed).")] = None,
-    tau: Annotated[str, typer.Option("--tau", help=TAU_HELP)] = "auto",
-    spb_repeats: Annotated[int | None, typer.Option(
-        "--spb-repeats", help=SPB_REPEATS_HELP, show_default=SPB_REPEATS_DEFAULT)] = None,
+    alpha: Alpha = 0.05,
+    n_boot: NBoot = 2000,
+    n_resamples: NResamples = 9999,
+    seed: Seed = None,
+    tau: Tau = "auto",
+    spb_repeats: SpbRepeats = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
 ) -> None:
@@ -851,25 +768,16 @@ def study_command(
     condition, analysis, metric), study.json and analysis.json; `recaudit report
     RUN_DIR` renders them.
     """
-    from ..positional import AnalysisOptions
-    from ..positional._study import analyze_study_folder
-
     live = not (quiet or as_json)
-    tau_value = _tau(tau)
-    repeats = _spb_repeats_default() if spb_repeats is None else _spb_repeats(spb_repeats)
-
-    def say(msg: str) -> None:
-        if live:
-            err_console.print(f"[dim]{msg}...[/]", highlight=False)
-
+    options = analysis_options(alpha=alpha, tau=tau, spb_repeats=spb_repeats,
+                               n_resamples=n_resamples, n_boot=n_boot)
     if analyze_only is not None:
         if config is not None or out is not None or resume:
             raise InputError("`--analyze-only RUN_DIR` runs nothing: drop CONFIG, `--out` "
                              "and `--resume`")
-        study = analyze_study_folder(
-            analyze_only, AnalysisOptions(n_boot=bootstrap, n_resamples=resamples,
-                                          tau=tau_value, spb_repeats=repeats),
-            rng=seed, progress=say)
+        from ..positional._study import analyze_study_folder
+
+        study = analyze_study_folder(analyze_only, options, rng=seed, progress=_say(live))
         paths = study.save(analyze_only)
         summary: dict[str, Any] = {"run": None, "files": {k: str(v) for k, v in paths.items()},
                                    **{k: v for k, v in study.to_dict().items()
@@ -877,21 +785,18 @@ def study_command(
     else:
         if config is None:
             raise InputError("give the study CONFIG (TOML), or `--analyze-only RUN_DIR`")
-        from ..llm._config import load_config
-        from ..llm._study import run_study
+        from ..audit import load_config, run_study
 
         cfg = load_config(config)
         _design_notes(cfg, live)
-        target = out or Path("runs") / config.stem
-        options: dict[str, Any] = {"out_dir": target, "resume": resume, "n_boot": bootstrap,
-                                   "n_resamples": resamples, "seed": seed, "tau": tau_value,
-                                   "spb_repeats": repeats}
+        settings: dict[str, Any] = {"out_dir": out or Path("runs") / config.stem,
+                                    "resume": resume, "seed": seed, "options": options}
         if live:
             with _progress_display() as display:
-                result = run_study(cfg, progress=_RichProgress(display), on_phase=say,
-                                   **options)
+                result = run_study(cfg, progress=_RichProgress(display), on_phase=_say(live),
+                                   **settings)
         else:
-            result = run_study(cfg, **options)
+            result = run_study(cfg, **settings)
         study, summary = result.study, result.to_dict()
     if as_json:
         print_json(summary)
@@ -916,51 +821,34 @@ def mitigate_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")
                        ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
-    tau: Annotated[str, typer.Option("--tau", help=TAU_HELP)] = "auto",
-    spb_repeats: Annotated[int | None, typer.Option(
-        "--spb-repeats", help=SPB_REPEATS_HELP, show_default=SPB_REPEATS_DEFAULT)] = None,
+    tau: Tau = "auto",
+    spb_repeats: SpbRepeats = None,
 ) -> None:
     """Audit the same model with and without each mitigation (order-ensemble voting,
     prior calibration, canonical order) and compare PB, sPB, PS, agreement with the
     unmitigated relevance sets, and cost. Writes OUT/mitigation.json."""
-    from ..llm._mitigate import (
-        compare_arms,
-        load_mitigation_config,
-        run_mitigation,
-        write_combined,
-        write_mitigation_json,
-    )
+    from ..audit import load_mitigation_config, mitigate
 
-    tau_value = _tau(tau)
-    repeats = _spb_repeats_default() if spb_repeats is None else _spb_repeats(spb_repeats)
+    chosen = analysis_options(tau=tau, spb_repeats=spb_repeats)
     cfg, mcfg = load_mitigation_config(config)
     folder = out or Path("runs") / f"{config.stem}-mitigate"
     live = not (quiet or as_json)
-
-    def say(msg: str) -> None:
-        if live:
-            err_console.print(f"[dim]{msg}...[/]", highlight=False)
-
+    settings: dict[str, Any] = {"out_dir": folder, "tau": chosen.tau,
+                                "spb_repeats": chosen.spb_repeats}
     if live:
         with _progress_display() as display:
-            arms = run_mitigation(cfg, mcfg, out_dir=folder, on_phase=say,
-                                  progress=lambda: _RichProgress(display))
+            done = mitigate(cfg, mcfg, on_phase=_say(live),
+                            progress=lambda: _RichProgress(display), **settings)
     else:
-        arms = run_mitigation(cfg, mcfg, out_dir=folder)
-    say("comparing the arms (PB, sPB, PS, agreement, cost)")
-    result = compare_arms(arms, mcfg, seed=cfg.seed, cfg=cfg, tau=tau_value,
-                          spb_repeats=repeats)
-    path = write_mitigation_json(result, folder)
-    # OUT is also a positional run folder: every arm's rows, analysed per model name
-    _analyze_run(write_combined(arms, folder), seed=cfg.seed, quiet=not live, tau=tau_value,
-                 spb_repeats=repeats)
+        done = mitigate(cfg, mcfg, **settings)
+    _print_skipped(done.analysis)
     if as_json:
-        print_json(result)
+        print_json(done.comparison)
         return
-    _print_mitigation(result)
+    _print_mitigation(done.comparison)
     if live:
-        err_console.print(f"[green]wrote[/] {path}; render it with `recaudit report {folder}`",
-                          highlight=False)
+        err_console.print(f"[green]wrote[/] {done.path}; render it with "
+                          f"`recaudit report {folder}`", highlight=False)
 
 
 def _print_mitigation(result: dict[str, Any]) -> None:

@@ -35,8 +35,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
-from importlib import resources
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +45,15 @@ import pandas as pd
 
 from .._io import write_atomic, write_text_atomic
 from .._read import read_json
-from .._toml import read_toml
 from ..exceptions import ConfigError, InputError
+from ._config import (
+    DatasetConfig,
+    ModelConfig,
+    StudyConfig,
+    default_config_path,
+    load_config,
+    parse_config,
+)
 from ._dataset import (
     ITEM_ID,
     USER_ID,
@@ -60,12 +66,12 @@ from ._dataset import (
     to_implicit,
 )
 from ._evaluate import evaluate
-from ._loaders import FORMATS, load_dataset
+from ._loaders import load_dataset
 from ._options import EvaluateOptions
 from ._results import FairnessEvaluation
 from ._study_results import DatasetResult, ModelResult, StudyResult
-from .models._baselines import BASELINES, most_popular, random_items
-from .models._recbole import recbole_class, recommend, train_model, write_atomic_split
+from .models._baselines import most_popular, random_items
+from .models._recbole import recommend, train_model, write_atomic_split
 
 __all__ = [
     "DatasetConfig",
@@ -77,302 +83,10 @@ __all__ = [
     "run_study",
 ]
 
-MSG_UNKNOWN_KEY = "unknown key `{key}` in {where}; allowed keys: {allowed}"
-MSG_MISSING_KEY = "missing key `{key}` in {where}"
-MSG_TYPE = "`{key}` in {where} must be {kind}, got {value!r}"
 MSG_OTHER_RUN = (
     "output folder {path} holds a run of a different config (study.json differs); "
     "choose another `output` or delete the folder"
 )
-
-
-@dataclass(frozen=True)
-class DatasetConfig:
-    """One dataset of the study (TOML table ``[[datasets]]``)."""
-
-    name: str
-    path: Path
-    format: str
-    attribute: str
-    protected: str
-    users: Path | None = None
-    columns: dict[str, str] = field(default_factory=dict)
-    sample: int | None = 100_000
-    threshold: float | None = None
-    drop_missing: bool = False
-    min_group_size: int = 20
-    seed: int = 2020
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """One model of the study (TOML table ``[models.NAME]``)."""
-
-    name: str
-    grid: dict[str, tuple[Any, ...]] = field(default_factory=dict)
-    epochs: int | None = None
-    settings: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class StudyConfig:
-    """The whole study: datasets, models, baselines, list lengths, output folder."""
-
-    output: Path
-    datasets: tuple[DatasetConfig, ...]
-    models: tuple[ModelConfig, ...]
-    baselines: tuple[str, ...] = BASELINES
-    n: tuple[int, ...] = (5, 10, 15)
-    list_length: int = 20
-    epochs: int = 20
-    valid_metric: str = "NDCG@10"
-    seed: int = 2020
-    num_threads: int = 1
-    n_boot: int = 1000
-    n_resamples: int = 999
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form (paths as text)."""
-        return json.loads(json.dumps(asdict(self), default=str))
-
-
-_STUDY_KEYS = {
-    "output": "a path",
-    "baselines": "a list of names",
-    "n": "a list of positive integers",
-    "list_length": "a positive integer",
-    "epochs": "a positive integer",
-    "valid_metric": "a string such as 'NDCG@10'",
-    "seed": "an integer",
-    "num_threads": "a positive integer",
-    "n_boot": "a non-negative integer",
-    "n_resamples": "a non-negative integer",
-}
-_DATASET_KEYS = {
-    "name",
-    "path",
-    "format",
-    "attribute",
-    "protected",
-    "users",
-    "columns",
-    "sample",
-    "threshold",
-    "drop_missing",
-    "min_group_size",
-    "seed",
-}
-_MODEL_KEYS = {"grid", "epochs", "settings"}
-_TOP_KEYS = {"study", "datasets", "models"}
-
-
-def _check_keys(
-    table: Mapping[str, Any], allowed: set[str] | Mapping[str, str], where: str
-) -> None:
-    for key in table:
-        if key not in allowed:
-            raise ConfigError(
-                MSG_UNKNOWN_KEY.format(key=key, where=where, allowed=", ".join(sorted(allowed)))
-            )
-
-
-def _get(
-    table: Mapping[str, Any],
-    key: str,
-    kind: type | tuple[type, ...],
-    where: str,
-    describe: str,
-    default: Any = ...,
-    positive: bool = False,
-) -> Any:
-    if key not in table:
-        if default is ...:
-            raise ConfigError(MSG_MISSING_KEY.format(key=key, where=where))
-        return default
-    value = table[key]
-    bad = not isinstance(value, kind) or (
-        isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,))
-    )
-    if not bad and positive and value < 1:
-        bad = True
-    if bad:
-        raise ConfigError(MSG_TYPE.format(key=key, where=where, kind=describe, value=value))
-    return value
-
-
-def _int_list(
-    table: Mapping[str, Any], key: str, where: str, default: tuple[int, ...]
-) -> tuple[int, ...]:
-    values = table.get(key, list(default))
-    if (
-        not isinstance(values, list)
-        or not values
-        or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in values)
-    ):
-        raise ConfigError(
-            MSG_TYPE.format(key=key, where=where, kind="a list of positive integers", value=values)
-        )
-    return tuple(values)
-
-
-def parse_config(raw: Mapping[str, Any], *, source: str = "config",
-                 base_dir: Path | None = None) -> StudyConfig:
-    """Build a :class:`StudyConfig` from parsed TOML; unknown keys are errors.
-
-    Parameters
-    ----------
-    raw : mapping
-        The parsed TOML document.
-    source : str
-        Where it came from, for messages.
-    base_dir : path, optional
-        Folder that relative paths (``output``, dataset ``path`` and ``users``) are
-        resolved against (:func:`load_config` passes the config file's folder);
-        ``None`` leaves them relative (to the working directory).
-
-    Returns
-    -------
-    StudyConfig
-
-    Raises
-    ------
-    ConfigError
-        Naming the key, where it is, and the allowed keys or the expected type.
-    """
-    _check_keys(raw, _TOP_KEYS, source)
-    study = raw.get("study", {})
-    where = f"[study] of {source}"
-    _check_keys(study, _STUDY_KEYS, where)
-    def under(p: str) -> Path:
-        return Path(p) if base_dir is None else base_dir / p  # absolute p wins in `/`
-
-    output = under(_get(study, "output", str, where, "a path"))
-    baselines = tuple(_get(study, "baselines", list, where, "a list of names", list(BASELINES)))
-    for name in baselines:
-        if name not in BASELINES:
-            raise ConfigError(
-                f"unknown baseline {name!r} in {where}; choose from {', '.join(BASELINES)}"
-            )
-    n = _int_list(study, "n", where, (5, 10, 15))
-    list_length = _get(study, "list_length", int, where, "a positive integer", 20, positive=True)
-    if list_length < max(n):
-        raise ConfigError(
-            f"`list_length` in {where} ({list_length}) must be >= the largest `n` ({max(n)})"
-        )
-    epochs = _get(study, "epochs", int, where, "a positive integer", 20, positive=True)
-    valid_metric = _get(study, "valid_metric", str, where, "a string", "NDCG@10")
-    seed = _get(study, "seed", int, where, "an integer", 2020)
-    num_threads = _get(study, "num_threads", int, where, "a positive integer", 1, positive=True)
-    n_boot = _get(study, "n_boot", int, where, "a non-negative integer", 1000)
-    n_resamples = _get(study, "n_resamples", int, where, "a non-negative integer", 999)
-    for key, value in (("n_boot", n_boot), ("n_resamples", n_resamples)):
-        if value < 0:
-            raise ConfigError(
-                MSG_TYPE.format(key=key, where=where, kind="a non-negative integer", value=value)
-            )
-
-    datasets_raw = raw.get("datasets")
-    if not isinstance(datasets_raw, list) or not datasets_raw:
-        raise ConfigError(f"{source} needs at least one [[datasets]] table")
-    datasets = []
-    for i, table in enumerate(datasets_raw):
-        dwhere = f"[[datasets]] #{i + 1} of {source}"
-        _check_keys(table, _DATASET_KEYS, dwhere)
-        fmt = _get(table, "format", str, dwhere, "a string")
-        if fmt not in FORMATS:
-            raise ConfigError(
-                f"`format` in {dwhere} must be one of {', '.join(FORMATS)}, got {fmt!r}"
-            )
-        sample = _get(table, "sample", int, dwhere, "a positive integer", 100_000, positive=True)
-        threshold = _get(table, "threshold", (int, float), dwhere, "a number", None)
-        users = _get(table, "users", str, dwhere, "a path", None)
-        columns = _get(table, "columns", dict, dwhere, "a table of strings", {})
-        path = under(_get(table, "path", str, dwhere, "a path"))
-        datasets.append(
-            DatasetConfig(
-                name=_get(table, "name", str, dwhere, "a string", path.name),
-                path=path,
-                format=fmt,
-                attribute=_get(table, "attribute", str, dwhere, "a string"),
-                protected=str(_get(table, "protected", (str, int), dwhere, "a string")),
-                users=None if users is None else under(users),
-                columns={str(k): str(v) for k, v in columns.items()},
-                sample=sample,
-                threshold=None if threshold is None else float(threshold),
-                drop_missing=_get(table, "drop_missing", bool, dwhere, "true or false", False),
-                min_group_size=_get(
-                    table, "min_group_size", int, dwhere, "a positive integer", 20, positive=True
-                ),
-                seed=_get(table, "seed", int, dwhere, "an integer", seed),
-            )
-        )
-    names = [d.name for d in datasets]
-    if len(set(names)) != len(names):
-        raise ConfigError(f"dataset names in {source} must be unique, got {names}")
-
-    models_raw = raw.get("models", {})
-    if not isinstance(models_raw, dict):
-        raise ConfigError(f"`models` in {source} must be tables [models.NAME]")
-    models = []
-    for name, table in models_raw.items():
-        mwhere = f"[models.{name}] of {source}"
-        recbole_class(name)
-        if not isinstance(table, dict):
-            raise ConfigError(f"{mwhere} must be a table")
-        _check_keys(table, _MODEL_KEYS, mwhere)
-        grid = _get(table, "grid", dict, mwhere, "a table of lists", {})
-        for key, values in grid.items():
-            if not isinstance(values, list) or not values:
-                raise ConfigError(
-                    MSG_TYPE.format(
-                        key=f"grid.{key}", where=mwhere, kind="a non-empty list", value=values
-                    )
-                )
-        models.append(
-            ModelConfig(
-                name=name,
-                grid={k: tuple(v) for k, v in grid.items()},
-                epochs=_get(
-                    table, "epochs", int, mwhere, "a positive integer", None, positive=True
-                ),
-                settings=dict(_get(table, "settings", dict, mwhere, "a table", {})),
-            )
-        )
-    if not models and not baselines:
-        raise ConfigError(f"{source} names no [models.NAME] and no baselines: nothing to run")
-    return StudyConfig(
-        output=output,
-        datasets=tuple(datasets),
-        models=tuple(models),
-        baselines=baselines,
-        n=n,
-        list_length=list_length,
-        epochs=epochs,
-        valid_metric=valid_metric,
-        seed=seed,
-        num_threads=num_threads,
-        n_boot=n_boot,
-        n_resamples=n_resamples,
-    )
-
-
-def default_config_path() -> Path:
-    """The packaged example config: ML-100K, the nine models, both baselines."""
-    return Path(str(resources.files("recaudit.fairness") / "configs" / "ml-100k.toml"))
-
-
-def load_config(path: str | Path) -> StudyConfig:
-    """Read and validate a study TOML file.
-
-    Relative paths in it are resolved against the config file's folder, as in
-    ``recaudit positional run``; the packaged default config
-    (:func:`default_config_path`), which has no folder of its own, resolves them
-    against the current working directory.
-    """
-    path = Path(path)
-    packaged = path.resolve() == default_config_path().resolve()
-    base_dir = Path.cwd() if packaged else path.resolve().parent
-    return parse_config(read_toml(path), source=str(path), base_dir=base_dir)
 
 
 def _fingerprint(obj: Any) -> str:
@@ -433,7 +147,7 @@ def run_study(config: StudyConfig, *, progress: Progress | None = None,
     -------
     StudyResult
     """
-    from ..llm._ray_executor import check_executor, ray_session
+    from .._ray_session import check_executor, ray_session
 
     check_executor(executor, ray_address)
     output = _run_iv(config)

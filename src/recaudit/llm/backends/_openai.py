@@ -485,6 +485,8 @@ class OpenAIBackend:
                           max_body_bytes=self.max_response_bytes or MAX_BODY_BYTES)
 
     async def _attempt(self, body: bytes) -> dict[str, Any]:
+        """One POST: the decoded completion, or an error (``_RetryableError`` for what
+        a retry may cure, :class:`EndpointError` for what it cannot)."""
         if self._bucket is not None:
             await self._bucket.acquire()
         session = self._session
@@ -492,22 +494,29 @@ class OpenAIBackend:
                 or session.http.closed:
             session = await self._loop_session()
         async with session.slots:
-            try:
-                resp = await session.http.post(body)
-            except TimeoutError:  # before OSError: TimeoutError is one
-                raise _RetryableError("timeout") from None
-            except ssl.SSLCertVerificationError as exc:  # not transient: fail at once
-                raise EndpointError(MSG_CERT.format(url=self.url,
-                                                    why=exc.verify_message)) from None
-            except OSError as exc:  # _http.ConnectionFailed, refused, reset, TLS
-                from ._http import ResponseTooLarge  # (httptools: imported on first use)
+            resp = await self._post(session, body)
+        self._check_status(resp)
+        return _completion(resp.body)
 
-                if isinstance(exc, ResponseTooLarge):  # the same on a retry: fail at once
-                    raise EndpointError(MSG_TOO_LARGE.format(url=self.url,
-                                                             what=exc)) from None
-                raise _RetryableError(f"connection error ({type(exc).__name__})") from None
+    async def _post(self, session: _LoopSession, body: bytes) -> Any:
+        """Send ``body``; transport failures as retryable or final errors."""
+        try:
+            return await session.http.post(body)
+        except TimeoutError:  # before OSError: TimeoutError is one
+            raise _RetryableError("timeout") from None
+        except ssl.SSLCertVerificationError as exc:  # not transient: fail at once
+            raise EndpointError(MSG_CERT.format(url=self.url,
+                                                why=exc.verify_message)) from None
+        except OSError as exc:  # _http.ConnectionFailed, refused, reset, TLS
+            from ._http import ResponseTooLarge  # (httptools: imported on first use)
+
+            if isinstance(exc, ResponseTooLarge):  # the same on a retry: fail at once
+                raise EndpointError(MSG_TOO_LARGE.format(url=self.url, what=exc)) from None
+            raise _RetryableError(f"connection error ({type(exc).__name__})") from None
+
+    def _check_status(self, resp: Any) -> None:
+        """Retryable for 429/5xx, final for another 4xx, a redirect or an encoding."""
         status = resp.status
-        raw = resp.body
         coding = resp.headers.get("content-encoding", "identity").strip().lower()
         if coding != "identity":  # _http decodes gzip and deflate
             raise EndpointError(MSG_CODING.format(url=self.url, coding=coding))
@@ -515,7 +524,7 @@ class OpenAIBackend:
             raise _RetryableError(f"HTTP {status}",
                                   parse_retry_after(resp.headers.get("retry-after")))
         if status >= 400:
-            snippet = self._redact(raw.decode("utf-8", "replace"))[:300]
+            snippet = self._redact(resp.body.decode("utf-8", "replace"))[:300]
             raise EndpointError(
                 f"endpoint {self.url} rejected the request with HTTP {status} (not "
                 f"retried: check the model name, API key variable and request options): "
@@ -527,20 +536,6 @@ class OpenAIBackend:
                 f"endpoint {self.url} answered HTTP {status} (redirect to {where}); "
                 f"redirects are not followed: set `base_url` to the final address"
             )
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            raise _RetryableError("malformed JSON body") from None
-        if not isinstance(data, dict):
-            raise _RetryableError("malformed JSON body (not an object)")
-        choices = data.get("choices")
-        if not isinstance(choices, list) or not choices:
-            raise _RetryableError("empty `choices` in the response")
-        first = choices[0]
-        message = first.get("message") if isinstance(first, dict) else None
-        if not isinstance(message, dict) or not isinstance(message.get("content"), str):
-            raise _RetryableError("no `choices[0].message.content` in the response")
-        return data
 
     def _response(self, data: dict[str, Any], request: ChatRequest, latency: float,
                   retries: int) -> ChatResponse:
@@ -574,6 +569,24 @@ class OpenAIBackend:
         if session.loop is asyncio.get_running_loop():
             await session.closer.aclose()  # runs its ``finally``: closes the session
         # else: the session belongs to another loop, which closes it at its shutdown
+
+
+def _completion(raw: bytes) -> dict[str, Any]:
+    """The decoded body of a 2xx answer; a malformed one is retryable."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        raise _RetryableError("malformed JSON body") from None
+    if not isinstance(data, dict):
+        raise _RetryableError("malformed JSON body (not an object)")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise _RetryableError("empty `choices` in the response")
+    first = choices[0]
+    message = first.get("message") if isinstance(first, dict) else None
+    if not isinstance(message, dict) or not isinstance(message.get("content"), str):
+        raise _RetryableError("no `choices[0].message.content` in the response")
+    return data
 
 
 def _env_proxy(url: str) -> str | None:

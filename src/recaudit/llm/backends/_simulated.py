@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..._plackett_luce import draw_ranking
 from ...exceptions import InputError
 from .._types import ChatRequest, ChatResponse
 
@@ -191,13 +192,11 @@ class SimulatedBackend:
     def rank(self, request: ChatRequest) -> tuple[int, ...] | None:
         """A full ranking (prompt positions, best first), or ``None`` for a discard.
 
-        The primacy Plackett-Luce model of
-        :func:`recaudit.positional.draw_ranking`: relevant items have worth 3, the
-        others 1; at each stage, with probability ``p_bias`` the remaining item at the
-        position drawn from the position weights (default: the earliest) comes next.
+        The primacy Plackett-Luce model of :func:`recaudit.positional.draw_ranking`
+        (``recaudit._plackett_luce``): relevant items have worth 3, the others 1; at
+        each stage, with probability ``p_bias`` the remaining item at the position
+        drawn from the position weights (default: the earliest) comes next.
         """
-        from ...positional._topn import draw_ranking
-
         rng = np.random.default_rng(
             np.random.SeedSequence([
                 self.seed, self.k,

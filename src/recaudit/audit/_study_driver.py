@@ -1,9 +1,11 @@
 """``recaudit positional study``: run the grid through the runner, then analyse it.
 
-The run is :func:`~recaudit.llm.run_audit` itself (same journal, same keys), so a folder
-made by ``recaudit positional run CONFIG`` with the same config is resumed (nothing is
-redone) and analysed. The analysis is :func:`recaudit.positional.analyze_study_folder`:
-it only reads files, so a finished folder can be re-analysed without the LLM stack.
+The run is :func:`~recaudit.audit.run_audit` itself (same journal, same keys), so a
+folder made by ``recaudit positional run CONFIG`` with the same config is resumed
+(nothing is redone) and analysed. The analysis is
+:func:`recaudit.positional.analyze_study_folder` (through
+:func:`~recaudit.audit.run_and_analyze`): it only reads files, so a finished folder can
+be re-analysed without the LLM stack.
 """
 
 from __future__ import annotations
@@ -12,14 +14,14 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from ..positional import AnalysisOptions
-from ..positional._metrics import N_REPEATS
-from ..positional._study import StudyResult, analyze_study_folder
-from ._audit import AuditResult, run_audit
+from ..llm._retrieval import Retriever
+from ..positional._options import AnalysisOptions
+from ..positional._study import StudyResult
+from ._analysis import run_and_analyze
 from ._config import AuditConfig
-from ._retrieval import Retriever
+from ._run import AuditResult
 from ._runner import RunProgress
 
 __all__ = ["StudyRun", "run_study"]
@@ -49,10 +51,7 @@ def run_study(
     *,
     out_dir: str | os.PathLike[str],
     resume: bool = False,
-    n_boot: int = 2000,
-    n_resamples: int = 9999,
-    tau: float | Literal["auto"] = "auto",
-    spb_repeats: int = N_REPEATS,
+    options: AnalysisOptions | None = None,
     seed: int | None = None,
     progress: RunProgress | None = None,
     on_phase: Callable[[str], None] | None = None,
@@ -71,19 +70,16 @@ def run_study(
         ``analysis.json`` are written beside ``evaluations.parquet``.
     resume : bool
         Continue the run in ``out_dir`` (see :func:`run_audit`).
-    n_boot, n_resamples, tau, spb_repeats
-        Bootstrap resamples of every CI, POB-ICM shuffles, sPB threshold rule, fold
-        assignments sPB's cross-validation averages over.
+    options : AnalysisOptions, optional
+        Levels, bootstrap resamples, POB-ICM shuffles, sPB's threshold rule and fold
+        assignments of every cell's analysis (default: their defaults).
     seed : int, optional
         Seed of the analysis (default: the config's ``seed``).
     progress, on_phase, retriever
         Passed to :func:`run_audit`; ``on_phase`` also hears the analysis steps.
     """
-    audit = run_audit(cfg, out_dir=out_dir, resume=resume, progress=progress,
-                      retriever=retriever, on_phase=on_phase)
-    study = analyze_study_folder(
-        audit.run_dir, AnalysisOptions(n_boot=n_boot, n_resamples=n_resamples, tau=tau,
-                                       spb_repeats=spb_repeats),
-        rng=cfg.seed if seed is None else seed, progress=on_phase,
-    )
-    return StudyRun(audit=audit, study=study, paths=study.save(audit.run_dir))
+    done = run_and_analyze(cfg, out_dir=out_dir, analysis="study", resume=resume,
+                           progress=progress, on_phase=on_phase, retriever=retriever,
+                           options=options, seed=seed)
+    assert done.study is not None  # analysis="study"
+    return StudyRun(audit=done.audit, study=done.study, paths=done.paths)

@@ -17,10 +17,29 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from .._config_schema import (
+    Where,
+    check_keys,
+    get_bool,
+    get_float,
+    get_int,
+    get_path,
+    get_str,
+    get_table,
+    int_list,
+)
 from .._toml import read_toml
 from ..exceptions import ConfigError, InputError
+from ..llm._types import Backend
+from ..llm.backends._factory import (
+    LocalParams,
+    ModelConfig,
+    OpenAIParams,
+    SimulatedParams,
+    build_backends,
+)
+from ..llm.backends._openai import check_base_url, check_key_env, looks_like_key
 from ._designs import design_orders
-from .backends._openai import check_base_url, check_key_env, looks_like_key
 
 __all__ = [
     "AuditConfig",
@@ -33,7 +52,9 @@ __all__ = [
     "QueriesConfig",
     "RetrievalConfig",
     "SimulatedParams",
+    "config_backends",
     "config_fingerprint",
+    "effective_concurrency",
     "config_hash",
     "config_identity",
     "config_to_dict",
@@ -42,7 +63,6 @@ __all__ = [
     "parse_config",
 ]
 
-BackendKind = Literal["openai", "local", "simulated"]
 DESIGN_KINDS = ("sampled", "shared", "exhaustive", "cyclic", "williams")
 RANDOM_DESIGNS = ("sampled", "shared")
 CONDITIONS = ("permutation", "decoding", "labels", "labels_permutation")
@@ -111,53 +131,13 @@ class DesignConfig:
 
 
 @dataclass(frozen=True)
-class OpenAIParams:
-    """Keys of a ``[[models]]`` entry with ``backend = "openai"``."""
-
-    base_url: str
-    model: str
-    api_key_env: str | None = None
-    concurrency: int = 8
-    rate_limit_per_s: float | None = None
-    timeout_s: float = 60.0
-    max_retries: int = 6
-
-
-@dataclass(frozen=True)
-class LocalParams:
-    """Keys of a ``[[models]]`` entry with ``backend = "local"``: ``model`` is a
-    packaged model name (``"smollm2-135m"``, ``"gemma3-270m"``; kept as a string) or a
-    model folder / ``.gguf`` path (resolved, must exist); ``None`` is the default
-    packaged model."""
-
-    model: str | Path | None = None
-    n_threads: int = 1
-    batch_size: int = 8
-
-
-@dataclass(frozen=True)
-class SimulatedParams:
-    """Keys of a ``[[models]]`` entry with ``backend = "simulated"``."""
-
-    p_bias: float = 0.0
-    position_weights: tuple[float, ...] | None = None
-    max_relevant: int | None = None
-    discard_rate: float = 0.0
-    delay_s: float = 0.0
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """One ``[[models]]`` entry: a ``name``, a ``backend`` kind and its params."""
-
-    name: str
-    backend: BackendKind
-    params: OpenAIParams | LocalParams | SimulatedParams
-
-
-@dataclass(frozen=True)
 class AuditConfig:
-    """The whole audit (see ``docs/runner.md`` for every key)."""
+    """The whole audit (see ``docs/runner.md`` for every key).
+
+    ``concurrency`` is the most evaluations in flight across all models; each model's
+    own limit (``openai``: ``concurrency``, ``local``: ``batch_size``) is capped by it
+    (:func:`effective_concurrency`, docs/runner.md "Concurrency").
+    """
 
     catalog: CatalogConfig
     queries: QueriesConfig
@@ -176,6 +156,34 @@ class AuditConfig:
         return replace(self, **sections)
 
 
+def effective_concurrency(cfg: AuditConfig) -> dict[str, Any]:
+    """The in-flight limits a run uses (reported in its summary).
+
+    ``total`` is the run's ``concurrency``: evaluations in flight across all models at
+    once (the runner's workers). Each model's limit is its own setting (``openai``:
+    ``concurrency``; ``local``: ``batch_size``, the requests one forward pass takes;
+    ``simulated``: none) capped by ``total``: ``min(model setting, total)``.
+    """
+    per_model = {}
+    for m in cfg.models:
+        own = getattr(m.params, "concurrency", None) or getattr(m.params, "batch_size", None)
+        per_model[m.name] = cfg.concurrency if own is None else min(own, cfg.concurrency)
+    return {"total": cfg.concurrency, "per_model": per_model}
+
+
+def config_backends(cfg: AuditConfig, models: tuple[ModelConfig, ...] | None = None
+                    ) -> dict[tuple[str, int], Backend]:
+    """The backends of ``cfg`` (or of some of its ``models``): one per (model, k), from
+    :func:`recaudit.llm.build_backends`."""
+    return build_backends(cfg.models if models is None else models, k=cfg.retrieval.k,
+                          seed=cfg.seed, constrained=cfg.prompt.constrained)
+
+
+MSG_CONCURRENCY = (
+    "{name} = {value} can never be reached: the run's `concurrency` = {total} is the "
+    "most evaluations in flight in total; raise `concurrency` to at least {value} or "
+    "lower {name}"
+)
 _TOP = ("catalog", "queries", "retrieval", "prompt", "design", "models", "temperatures",
         "conditions", "concurrency", "max_consecutive_failures", "seed")
 _PARAMS = {"openai": OpenAIParams, "local": LocalParams, "simulated": SimulatedParams}
@@ -218,24 +226,32 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path) -> AuditConfig:
     AuditConfig
     """
     _refuse_secrets(data)
-    _keys(data, _TOP, "")
+    top = Where("")
+    check_keys(data, _TOP, top)
     for required in ("catalog", "queries", "models"):
         if required not in data:
             raise ConfigError(f"missing section `[{required}]`; see docs/runner.md")
+    concurrency = get_int(data, "concurrency", top, default=8, minimum=1)
     cfg = AuditConfig(
-        catalog=_catalog(_table(data, "catalog"), base_dir),
-        queries=_queries(_table(data, "queries"), base_dir),
-        retrieval=_retrieval(_table(data, "retrieval", {}), base_dir),
-        prompt=_prompt(_table(data, "prompt", {}), base_dir),
-        design=_design(_table(data, "design", {})),
-        models=_models(data["models"], base_dir),
+        catalog=_catalog(get_table(data, "catalog"), base_dir),
+        queries=_queries(get_table(data, "queries"), base_dir),
+        retrieval=_retrieval(get_table(data, "retrieval", {}), base_dir),
+        prompt=_prompt(get_table(data, "prompt", {}), base_dir),
+        design=_design(get_table(data, "design", {})),
+        models=_models(data["models"], base_dir, concurrency),
         temperatures=_temperatures(data.get("temperatures", [0.0])),
         conditions=_conditions(data.get("conditions", ["permutation"])),
-        concurrency=_int(data, "concurrency", "", default=8, minimum=1),
-        max_consecutive_failures=_int(data, "max_consecutive_failures", "", default=5,
-                                      minimum=1),
-        seed=_int(data, "seed", "", default=0, minimum=0),
+        concurrency=concurrency,
+        max_consecutive_failures=get_int(data, "max_consecutive_failures", top, default=5,
+                                         minimum=1),
+        seed=get_int(data, "seed", top, default=0, minimum=0),
     )
+    _check_design(cfg)
+    return cfg
+
+
+def _check_design(cfg: AuditConfig) -> None:
+    """The design must fit every k, and simulated position weights their k."""
     for k in cfg.retrieval.k:
         try:
             design_orders(cfg.design.kind, k, cfg.design.n_perms, rng=0)
@@ -249,7 +265,6 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path) -> AuditConfig:
                 f"`models.{model.name}.position_weights` has {len(weights)} entries but "
                 f"`retrieval.k` = {list(cfg.retrieval.k)}; use one k equal to its length"
             )
-    return cfg
 
 
 def config_to_dict(cfg: AuditConfig) -> dict[str, Any]:
@@ -425,90 +440,10 @@ def _refuse_secrets(data: Mapping[str, Any]) -> None:
 
 
 
-def _keys(table: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> None:
-    if not isinstance(table, Mapping):
-        raise ConfigError(f"`{where or 'config'}` must be a table, got {type(table).__name__}")
-    for key in table:
-        if key not in allowed:
-            name = f"{where}.{key}" if where else key
-            raise ConfigError(
-                f"unknown key `{name}`; allowed keys{' in [' + where + ']' if where else ''}: "
-                f"{', '.join(allowed)}"
-            )
-
-
-def _table(data: Mapping[str, Any], key: str, default: Any = None) -> Mapping[str, Any]:
-    value = data.get(key, default)
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"`{key}` must be a table (`[{key}]`), got {type(value).__name__}")
-    return value
-
-
-def _int(t: Mapping[str, Any], key: str, where: str, *, default: int | None = None,
-         minimum: int | None = None) -> Any:
-    value = t.get(key, default)
-    name = f"{where}.{key}" if where else key
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"`{name}` must be an integer, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise ConfigError(f"`{name}` must be >= {minimum}, got {value}")
-    return value
-
-
-def _float(t: Mapping[str, Any], key: str, where: str, *, default: float | None,
-           low: float | None = None, high: float | None = None,
-           open_low: bool = False) -> Any:
-    value = t.get(key, default)
-    name = f"{where}.{key}"
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigError(f"`{name}` must be a number, got {value!r}")
-    if low is not None and (value <= low if open_low else value < low):
-        raise ConfigError(f"`{name}` must be {'>' if open_low else '>='} {low}, got {value}")
-    if high is not None and value > high:
-        raise ConfigError(f"`{name}` must be <= {high}, got {value}")
-    return float(value)
-
-
-def _str(t: Mapping[str, Any], key: str, where: str, *, default: str | None = None,
-         choices: tuple[str, ...] | None = None) -> Any:
-    value = t.get(key, default)
-    name = f"{where}.{key}"
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"`{name}` must be a non-empty string, got {value!r}")
-    if choices is not None and value not in choices:
-        raise ConfigError(f"`{name}` must be one of {', '.join(choices)}; got {value!r}")
-    return value
-
-
-def _bool(t: Mapping[str, Any], key: str, where: str, *, default: bool) -> bool:
-    value = t.get(key, default)
-    if not isinstance(value, bool):
-        raise ConfigError(f"`{where}.{key}` must be true or false, got {value!r}")
-    return value
-
-
-def _path(t: Mapping[str, Any], key: str, where: str, base_dir: Path, *,
-          must_exist: bool = True) -> Path | None:
-    value = _str(t, key, where)
-    if value is None:
-        return None
-    path = Path(value).expanduser()
-    path = path if path.is_absolute() else (base_dir / path)
-    if must_exist and not path.exists():
-        raise ConfigError(f"`{where}.{key}`: {path} does not exist; fix the path "
-                          "(relative paths start at the config file's folder)")
-    return path
-
-
 def _catalog(t: Mapping[str, Any], base_dir: Path) -> CatalogConfig:
-    _keys(t, ("path", "columns"), "catalog")
-    path = _path(t, "path", "catalog", base_dir)
+    where = Where("catalog")
+    check_keys(t, ("path", "columns"), where)
+    path = get_path(t, "path", where, base_dir)
     if path is None:
         raise ConfigError("`catalog.path` is required: the product catalog file")
     columns = t.get("columns", "myntra")
@@ -519,9 +454,10 @@ def _catalog(t: Mapping[str, Any], base_dir: Path) -> CatalogConfig:
                 f"description; got {columns!r}"
             )
         return CatalogConfig(path=path, columns=columns)
-    _keys(columns, COLUMN_KEYS, "catalog.columns")
+    inner = where.child("columns")
+    check_keys(columns, COLUMN_KEYS, inner)
     for key in COLUMN_KEYS:
-        _str(columns, key, "catalog.columns")
+        get_str(columns, key, inner)
     for key in ("id", "title", "description"):
         if key not in columns:
             raise ConfigError(f"`catalog.columns.{key}` is required: the source column "
@@ -530,9 +466,10 @@ def _catalog(t: Mapping[str, Any], base_dir: Path) -> CatalogConfig:
 
 
 def _queries(t: Mapping[str, Any], base_dir: Path) -> QueriesConfig:
-    _keys(t, ("n", "file"), "queries")
-    n = _int(t, "n", "queries", minimum=1)
-    file = _path(t, "file", "queries", base_dir)
+    where = Where("queries")
+    check_keys(t, ("n", "file"), where)
+    n = get_int(t, "n", where, minimum=1)
+    file = get_path(t, "file", where, base_dir)
     if (n is None) == (file is None):
         raise ConfigError("`[queries]` needs exactly one of `n` (generate n queries) or "
                           "`file` (read them)")
@@ -540,101 +477,128 @@ def _queries(t: Mapping[str, Any], base_dir: Path) -> QueriesConfig:
 
 
 def _retrieval(t: Mapping[str, Any], base_dir: Path) -> RetrievalConfig:
-    _keys(t, ("model", "k", "cache_dir"), "retrieval")
+    where = Where("retrieval")
+    check_keys(t, ("model", "k", "cache_dir"), where)
     k = t.get("k", [5])
     k = [k] if isinstance(k, int) and not isinstance(k, bool) else k
-    if (not isinstance(k, list) or not k
-            or any(isinstance(v, bool) or not isinstance(v, int) or v < 2 for v in k)):
-        raise ConfigError(f"`retrieval.k` must be an integer >= 2 or a list of them, got {k!r}")
-    if len(set(k)) != len(k):
+    ks = int_list({"k": k}, "k", where, (5,), minimum=2,
+                  kind="an integer >= 2 or a list of them")
+    if len(set(ks)) != len(ks):
         raise ConfigError(f"`retrieval.k` lists a value twice: {k}")
     return RetrievalConfig(
-        k=tuple(k),
-        model=_path(t, "model", "retrieval", base_dir),
-        cache_dir=_path(t, "cache_dir", "retrieval", base_dir, must_exist=False),
+        k=ks,
+        model=get_path(t, "model", where, base_dir),
+        cache_dir=get_path(t, "cache_dir", where, base_dir, must_exist=False),
     )
 
 
 def _prompt(t: Mapping[str, Any], base_dir: Path) -> PromptConfig:
-    _keys(t, ("template", "identifiers", "max_tokens", "choice_probabilities",
-              "constrained"), "prompt")
+    where = Where("prompt")
+    check_keys(t, ("template", "identifiers", "max_tokens", "choice_probabilities",
+                   "constrained"), where)
     return PromptConfig(
-        template=_path(t, "template", "prompt", base_dir),
-        identifiers=_str(t, "identifiers", "prompt", default="positional",
-                         choices=IDENTIFIERS),
-        max_tokens=_int(t, "max_tokens", "prompt", default=96, minimum=1),
-        choice_probabilities=_bool(t, "choice_probabilities", "prompt", default=False),
-        constrained=_bool(t, "constrained", "prompt", default=False),
+        template=get_path(t, "template", where, base_dir),
+        identifiers=get_str(t, "identifiers", where, default="positional",
+                            choices=IDENTIFIERS),
+        max_tokens=get_int(t, "max_tokens", where, default=96, minimum=1),
+        choice_probabilities=get_bool(t, "choice_probabilities", where, default=False),
+        constrained=get_bool(t, "constrained", where, default=False),
     )
 
 
 def _design(t: Mapping[str, Any]) -> DesignConfig:
-    _keys(t, ("kind", "n_perms", "samples_per_order"), "design")
-    kind = _str(t, "kind", "design", default="sampled", choices=DESIGN_KINDS)
+    where = Where("design")
+    check_keys(t, ("kind", "n_perms", "samples_per_order"), where)
+    kind = get_str(t, "kind", where, default="sampled", choices=DESIGN_KINDS)
     return DesignConfig(
         kind=kind,
-        n_perms=_int(t, "n_perms", "design", default=20 if kind in RANDOM_DESIGNS else None,
-                     minimum=1),
-        samples_per_order=_int(t, "samples_per_order", "design", default=1, minimum=1),
+        n_perms=get_int(t, "n_perms", where, default=20 if kind in RANDOM_DESIGNS else None,
+                        minimum=1),
+        samples_per_order=get_int(t, "samples_per_order", where, default=1, minimum=1),
     )
 
 
-def _models(value: Any, base_dir: Path) -> tuple[ModelConfig, ...]:
+def _models(value: Any, base_dir: Path, run_concurrency: int) -> tuple[ModelConfig, ...]:
     if not isinstance(value, list) or not value:
         raise ConfigError("`models` must be a non-empty array of tables (`[[models]]`)")
     out = []
     for i, t in enumerate(value):
-        where = f"models[{i}]"
+        first = Where(f"models[{i}]")
         if not isinstance(t, Mapping):
-            raise ConfigError(f"`{where}` must be a table")
-        name = _str(t, "name", where)
-        backend = _str(t, "backend", where, choices=tuple(_PARAMS))
+            raise ConfigError(f"`{first.path}` must be a table")
+        name = get_str(t, "name", first)
+        backend = get_str(t, "backend", first, choices=tuple(_PARAMS))
         if name is None or backend is None:
-            raise ConfigError(f"`{where}` needs `name` and `backend` (openai|local|simulated)")
-        where = f"models.{name}"
-        allowed = ("name", "backend", *(f.name for f in fields(_PARAMS[backend])))
-        _keys(t, allowed, where)
+            raise ConfigError(f"`{first.path}` needs `name` and `backend` "
+                              "(openai|local|simulated)")
+        where = Where(f"models.{name}")
+        check_keys(t, ("name", "backend", *(f.name for f in fields(_PARAMS[backend]))), where)
         out.append(ModelConfig(name=name, backend=backend,
-                               params=_params(backend, t, where, base_dir)))
+                               params=_params(backend, t, where, base_dir, run_concurrency)))
     names = [m.name for m in out]
     if len(set(names)) != len(names):
         raise ConfigError(f"`models` names must be unique, got {names}")
     return tuple(out)
 
 
-def _params(backend: str, t: Mapping[str, Any], where: str, base_dir: Path
-            ) -> OpenAIParams | LocalParams | SimulatedParams:
+def _params(backend: str, t: Mapping[str, Any], where: Where, base_dir: Path,
+            run_concurrency: int) -> OpenAIParams | LocalParams | SimulatedParams:
     if backend == "openai":
-        if "base_url" not in t:
-            raise ConfigError(f"`{where}.base_url` is required, e.g. "
-                              "http://127.0.0.1:8080/v1")
-        # neither check shows the value: it may be a key pasted in the wrong place
-        base_url = check_base_url(t["base_url"], f"{where}.base_url")
-        return OpenAIParams(
-            base_url=base_url,
-            model=_str(t, "model", where, default=t["name"]),
-            api_key_env=check_key_env(t.get("api_key_env"), f"{where}.api_key_env"),
-            concurrency=_int(t, "concurrency", where, default=8, minimum=1),
-            rate_limit_per_s=_float(t, "rate_limit_per_s", where, default=None, low=0,
-                                    open_low=True),
-            timeout_s=_float(t, "timeout_s", where, default=60.0, low=0, open_low=True),
-            max_retries=_int(t, "max_retries", where, default=6, minimum=0),
-        )
+        return _openai_params(t, where, run_concurrency)
     if backend == "local":
-        from .backends._local import PACKAGED_MODELS
+        return _local_params(t, where, base_dir, run_concurrency)
+    return _simulated_params(t, where)
 
-        name = _str(t, "model", where)
-        model: str | Path | None = name
-        if name is not None and name not in PACKAGED_MODELS:
-            model = _path(t, "model", where, base_dir, must_exist=False)
-            if model is None or not model.exists():
-                raise ConfigError(
-                    f"`{where}.model`: {name!r} is neither a packaged model "
-                    f"({', '.join(PACKAGED_MODELS)}) nor an existing path ({model}); "
-                    "relative paths start at the config file's folder")
-        return LocalParams(model=model,
-                           n_threads=_int(t, "n_threads", where, default=1, minimum=1),
-                           batch_size=_int(t, "batch_size", where, default=8, minimum=1))
+
+def _within_run(t: Mapping[str, Any], key: str, where: Where, run_concurrency: int,
+                default: int) -> int:
+    """A per-model in-flight limit: ``default`` when absent (the run's ``concurrency``
+    caps it, see :func:`effective_concurrency`); a value GIVEN above the run's total,
+    which could never be reached, is an error."""
+    value = int(get_int(t, key, where, default=default, minimum=1))
+    if key in t and value > run_concurrency:
+        raise ConfigError(MSG_CONCURRENCY.format(name=where.name(key), value=value,
+                                                 total=run_concurrency))
+    return value
+
+
+def _openai_params(t: Mapping[str, Any], where: Where, run_concurrency: int) -> OpenAIParams:
+    if "base_url" not in t:
+        raise ConfigError(f"{where.name('base_url')} is required, e.g. "
+                          "http://127.0.0.1:8080/v1")
+    # neither check shows the value: it may be a key pasted in the wrong place
+    base_url = check_base_url(t["base_url"], f"{where.path}.base_url")
+    return OpenAIParams(
+        base_url=base_url,
+        model=get_str(t, "model", where, default=t["name"]),
+        api_key_env=check_key_env(t.get("api_key_env"), f"{where.path}.api_key_env"),
+        concurrency=_within_run(t, "concurrency", where, run_concurrency, 8),
+        rate_limit_per_s=get_float(t, "rate_limit_per_s", where, default=None, low=0,
+                                   open_low=True),
+        timeout_s=get_float(t, "timeout_s", where, default=60.0, low=0, open_low=True),
+        max_retries=get_int(t, "max_retries", where, default=6, minimum=0),
+    )
+
+
+def _local_params(t: Mapping[str, Any], where: Where, base_dir: Path,
+                  run_concurrency: int) -> LocalParams:
+    from ..llm.backends._local import PACKAGED_MODELS
+
+    name = get_str(t, "model", where)
+    model: str | Path | None = name
+    if name is not None and name not in PACKAGED_MODELS:
+        model = get_path(t, "model", where, base_dir, must_exist=False)
+        if model is None or not model.exists():
+            raise ConfigError(
+                f"{where.name('model')}: {name!r} is neither a packaged model "
+                f"({', '.join(PACKAGED_MODELS)}) nor an existing path ({model}); "
+                "relative paths start at the config file's folder")
+    return LocalParams(model=model,
+                       n_threads=get_int(t, "n_threads", where, default=1, minimum=1),
+                       batch_size=_within_run(t, "batch_size", where, run_concurrency, 8))
+
+
+def _simulated_params(t: Mapping[str, Any], where: Where) -> SimulatedParams:
     weights = t.get("position_weights")
     if weights is not None and (
         not isinstance(weights, list) or len(weights) < 2
@@ -642,15 +606,21 @@ def _params(backend: str, t: Mapping[str, Any], where: str, base_dir: Path
                for w in weights)
         or sum(weights) <= 0
     ):
-        raise ConfigError(f"`{where}.position_weights` must be a list of >= 2 "
+        raise ConfigError(f"{where.name('position_weights')} must be a list of >= 2 "
                           f"non-negative numbers with a positive sum, got {weights!r}")
     return SimulatedParams(
-        p_bias=_float(t, "p_bias", where, default=0.0, low=0.0, high=1.0),
+        p_bias=get_float(t, "p_bias", where, default=0.0, low=0.0, high=1.0),
         position_weights=None if weights is None else tuple(float(w) for w in weights),
-        max_relevant=_int(t, "max_relevant", where, minimum=1),
-        discard_rate=_float(t, "discard_rate", where, default=0.0, low=0.0, high=1.0),
-        delay_s=_float(t, "delay_s", where, default=0.0, low=0.0),
+        max_relevant=get_int(t, "max_relevant", where, minimum=1),
+        discard_rate=get_float(t, "discard_rate", where, default=0.0, low=0.0, high=1.0),
+        delay_s=get_float(t, "delay_s", where, default=0.0, low=0.0),
     )
+
+
+def _distinct(value: list[Any], key: str) -> list[Any]:
+    if len(set(value)) != len(value):
+        raise ConfigError(f"`{key}` lists a value twice: {value}")
+    return value
 
 
 def _temperatures(value: Any) -> tuple[float, ...]:
@@ -659,15 +629,11 @@ def _temperatures(value: Any) -> tuple[float, ...]:
                    or not math.isfinite(v) or v < 0 for v in value)):
         raise ConfigError(f"`temperatures` must be a non-empty list of numbers >= 0, "
                           f"got {value!r}")
-    if len(set(value)) != len(value):
-        raise ConfigError(f"`temperatures` lists a value twice: {value}")
-    return tuple(float(v) for v in value)
+    return tuple(float(v) for v in _distinct(value, "temperatures"))
 
 
 def _conditions(value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not value or any(v not in CONDITIONS for v in value):
         raise ConfigError(f"`conditions` must be a non-empty list drawn from "
                           f"{', '.join(CONDITIONS)}; got {value!r}")
-    if len(set(value)) != len(value):
-        raise ConfigError(f"`conditions` lists a value twice: {value}")
-    return tuple(value)
+    return tuple(_distinct(value, "conditions"))

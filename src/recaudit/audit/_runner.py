@@ -1,10 +1,10 @@
 """The asyncio runner: evaluate every planned key once, journaling each result.
 
-The runner is independent of where tasks come from (see :mod:`recaudit.llm._audit`)
-and of where results go (a :class:`~recaudit.llm._journal.ResultSink`): it pulls
+The runner is independent of where tasks come from (see :mod:`recaudit.audit._run`)
+and of where results go (a :class:`~recaudit.audit._journal.ResultSink`): it pulls
 :class:`EvalTask` objects through a fixed pool of ``concurrency`` workers, sends each
 request to its backend, parses the answer to a prompt position and writes one
-:class:`~recaudit.llm._journal.EvalRecord` per task as soon as it is known.
+:class:`~recaudit.audit._journal.EvalRecord` per task as soon as it is known.
 
 A backend that gives up (:class:`~recaudit.exceptions.EndpointError` or any other
 exception) produces a ``failed`` record -- never a crash, never a gap. After
@@ -20,7 +20,7 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,11 +28,11 @@ from typing import Protocol
 
 from .._io import write_text_atomic
 from ..exceptions import EndpointError, InputError
+from ..llm._types import Backend, Candidate, ChatRequest
+from ..llm.backends._batching import describe_backend
 from ._journal import EvalKey, EvalRecord, ResultSink
-from ._types import Backend, Candidate, ChatRequest, ChatResponse
 
 __all__ = [
-    "BatchingBackend",
     "EvalTask",
     "ParseFn",
     "RunProgress",
@@ -106,86 +106,21 @@ class RunSummary:
 
 
 class RunProgress(Protocol):
-    """Receives live counts (the CLI shows them with rich)."""
+    """Receives live counts (the CLI shows them with rich).
+
+    A display may also implement :class:`EmbeddingProgress`; :func:`run_audit` then
+    reports the catalog's embedding to it (a first run's slowest silent step).
+    """
 
     def start(self, total: int) -> None: ...
 
     def update(self, *, done: int, discarded: int, failed: int, retries: int) -> None: ...
 
 
-class BatchBackend(Protocol):
-    """A backend that can also answer a list of requests in one blocking call."""
+class EmbeddingProgress(Protocol):
+    """Optional part of a run display: catalog titles embedded so far, of the total."""
 
-    name: str
-
-    def complete_batch(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]: ...
-
-    async def aclose(self) -> None: ...
-
-
-class BatchingBackend:
-    """Coalesce concurrent ``complete`` calls into ``complete_batch`` calls.
-
-    An in-process model answers a batch of prompts in about the time of a few single
-    ones (one forward pass per decoding step for all rows). The runner's workers each
-    await ``complete``; this adapter collects the requests that arrive while the
-    previous batch runs (up to ``max_batch``) and sends them together, in a worker
-    thread. Results still reach the journal one record per evaluation.
-
-    Parameters
-    ----------
-    backend : object with ``complete_batch``
-        E.g. :class:`~recaudit.llm.backends.LocalBackend`.
-    max_batch : int
-        Largest batch; set the runner's ``concurrency`` at least this high.
-    """
-
-    def __init__(self, backend: BatchBackend, *, max_batch: int = 8) -> None:
-        if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
-            raise InputError(f"`max_batch` must be an integer >= 1, got {max_batch!r}")
-        self.backend = backend
-        self.name = backend.name
-        self.max_batch = max_batch
-        self._pending: list[tuple[ChatRequest, asyncio.Future[ChatResponse]]] = []
-        self._drainer: asyncio.Task[None] | None = None
-
-    async def complete(self, request: ChatRequest) -> ChatResponse:
-        """Queue ``request`` for the next batch and wait for its response."""
-        future: asyncio.Future[ChatResponse] = asyncio.get_running_loop().create_future()
-        self._pending.append((request, future))
-        if self._drainer is None or self._drainer.done():
-            self._drainer = asyncio.create_task(self._drain())
-        return await future
-
-    async def _drain(self) -> None:
-        while self._pending:
-            await asyncio.sleep(0)  # let workers that are ready queue their requests
-            batch = self._pending[: self.max_batch]
-            del self._pending[: self.max_batch]
-            try:
-                responses = await asyncio.to_thread(self.backend.complete_batch,
-                                                    [r for r, _ in batch])
-            except Exception as exc:  # noqa: BLE001 -- handed to every caller
-                for _, fut in batch:
-                    fut.set_exception(exc)
-            else:
-                for (_, fut), resp in zip(batch, responses, strict=True):
-                    fut.set_result(resp)
-
-    async def aclose(self) -> None:
-        """Close the wrapped backend."""
-        await self.backend.aclose()
-
-    def describe(self) -> dict[str, object]:
-        """The wrapped backend's description plus ``max_batch``."""
-        return {**_describe(self.backend), "max_batch": self.max_batch}
-
-
-def _describe(backend: object) -> dict[str, object]:
-    describe = getattr(backend, "describe", None)
-    if callable(describe):
-        return dict(describe())
-    return {"backend": type(backend).__name__, "name": getattr(backend, "name", None)}
+    def embedding(self, done: int, total: int) -> None: ...
 
 
 def describe_backends(backends: Mapping[tuple[str, int], object]) -> list[dict[str, object]]:
@@ -196,7 +131,7 @@ def describe_backends(backends: Mapping[tuple[str, int], object]) -> list[dict[s
     ``describe()`` adds (for an OpenAI endpoint: ``model_id`` and ``base_url`` without
     credentials or query string).
     """
-    return [{"model": model, "k": k, **_describe(b)}
+    return [{"model": model, "k": k, **describe_backend(b)}
             for (model, k), b in sorted(backends.items())]
 
 

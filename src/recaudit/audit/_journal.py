@@ -35,15 +35,28 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from contextlib import closing
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any
 
 import pandas as pd
 
 from ..exceptions import JournalError
+from ._journal_columns import (
+    COLUMNS,
+    EVALUATION_COLUMNS,
+    KEY_FIELDS,
+    SCHEMA,
+    UPSERT,
+    EvalKey,
+    EvalRecord,
+    MemorySink,
+    ResultSink,
+    escape_row,
+    records_to_frame,
+    unescape_row,
+)
 
 __all__ = [
     "EVALUATION_COLUMNS",
@@ -56,113 +69,6 @@ __all__ = [
     "records_to_frame",
     "unescape_row",
 ]
-
-Status = Literal["ok", "discarded", "failed"]
-
-KEY_FIELDS = (
-    "model",
-    "k",
-    "temperature",
-    "condition",
-    "query_id",
-    "perm_index",
-    "sample_index",
-)
-
-#: Columns of ``evaluations.parquet`` (the analyze-input schema), in order.
-EVALUATION_COLUMNS = (
-    "query_id",
-    "order",
-    "selected_position",
-    "model",
-    "k",
-    "temperature",
-    "condition",
-    "perm_index",
-    "sample_index",
-    "identifiers",
-    "selected_original_index",
-    "selected_item_id",
-    "raw_response",
-    "discard_reason",
-    "latency_s",
-    "prompt_tokens",
-    "completion_tokens",
-    "retries",
-    "choice_probs",
-    "outside_mass",
-    "escaped",
-)
-
-#: Text columns that may carry what an endpoint returned: escaped when no UTF-8 store
-#: can hold them (the key columns come from validated inputs and are never escaped).
-TEXT_FIELDS = ("order", "identifiers", "selected_item_id", "raw_response", "discard_reason",
-               "error_class", "error_message")
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS evaluations (
-    model TEXT NOT NULL,
-    k INTEGER NOT NULL,
-    temperature REAL NOT NULL,
-    condition TEXT NOT NULL,
-    query_id TEXT NOT NULL,
-    perm_index INTEGER NOT NULL,
-    sample_index INTEGER NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('ok', 'discarded', 'failed')),
-    "order" TEXT NOT NULL,
-    identifiers TEXT NOT NULL,
-    selected_position INTEGER,
-    selected_original_index INTEGER,
-    selected_item_id TEXT,
-    raw_response TEXT,
-    discard_reason TEXT,
-    error_class TEXT,
-    error_message TEXT,
-    latency_s REAL,
-    prompt_tokens INTEGER,
-    completion_tokens INTEGER,
-    retries INTEGER NOT NULL DEFAULT 0,
-    choice_probs TEXT,
-    attempts INTEGER NOT NULL DEFAULT 1,
-    outside_mass REAL,
-    escaped TEXT,
-    PRIMARY KEY (model, k, temperature, condition, query_id, perm_index, sample_index)
-);
-"""
-
-_UPSERT = """
-INSERT INTO evaluations (
-    model, k, temperature, condition, query_id, perm_index, sample_index,
-    status, "order", identifiers, selected_position, selected_original_index,
-    selected_item_id, raw_response, discard_reason, error_class, error_message,
-    latency_s, prompt_tokens, completion_tokens, retries, choice_probs, attempts,
-    outside_mass, escaped
-) VALUES (
-    :model, :k, :temperature, :condition, :query_id, :perm_index, :sample_index,
-    :status, :order, :identifiers, :selected_position, :selected_original_index,
-    :selected_item_id, :raw_response, :discard_reason, :error_class, :error_message,
-    :latency_s, :prompt_tokens, :completion_tokens, :retries, :choice_probs, 1, :outside_mass,
-    :escaped
-)
-ON CONFLICT (model, k, temperature, condition, query_id, perm_index, sample_index)
-DO UPDATE SET
-    status = excluded.status, "order" = excluded."order",
-    identifiers = excluded.identifiers,
-    selected_position = excluded.selected_position,
-    selected_original_index = excluded.selected_original_index,
-    selected_item_id = excluded.selected_item_id, raw_response = excluded.raw_response,
-    discard_reason = excluded.discard_reason, error_class = excluded.error_class,
-    error_message = excluded.error_message, latency_s = excluded.latency_s,
-    prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,
-    retries = excluded.retries, choice_probs = excluded.choice_probs,
-    outside_mass = excluded.outside_mass, escaped = excluded.escaped,
-    attempts = evaluations.attempts + 1
-WHERE evaluations.status = 'failed'
-"""
 
 MSG_EXISTS = (
     "journal {path} already exists; pass `--resume` to continue that run or choose "
@@ -193,195 +99,6 @@ MSG_REJECTED = (
     "journal {path}: {n} result(s) could not be journaled (first: {key}: {error}); the "
     "other results are kept, and `--resume` runs exactly the missing ones again"
 )
-
-
-@dataclass(frozen=True, order=True)
-class EvalKey:
-    """The identity of one evaluation (the journal's primary key)."""
-
-    model: str
-    k: int
-    temperature: float
-    condition: str
-    query_id: str
-    perm_index: int
-    sample_index: int
-
-
-@dataclass(frozen=True)
-class EvalRecord:
-    """The outcome of one evaluation, as journaled.
-
-    Attributes
-    ----------
-    key : EvalKey
-        Which evaluation.
-    status : {"ok", "discarded", "failed"}
-        ``failed`` means the backend gave up; it is retried on resume.
-    order : tuple of int
-        Original indices shown at prompt positions 1..k.
-    identifiers : tuple of str
-        Identifiers shown at prompt positions 1..k.
-    selected_position, selected_original_index : int or None
-        1-based; ``None`` for discarded and failed rows.
-    selected_item_id, raw_response, discard_reason : str or None
-        The chosen item, the verbatim answer, and why it was discarded.
-    error_class, error_message : str or None
-        For failed rows: the exception class and a secret-free message.
-    latency_s : float or None
-        Wall time of the call including retries.
-    prompt_tokens, completion_tokens : int or None
-        As reported by the backend.
-    retries : int
-        Retries the call needed.
-    choice_probs : tuple of float or None
-        Identifier probabilities at the answer slot (prompt-position order).
-    outside_mass : float or None
-        Probability mass at the answer slot outside the identifiers (journals
-        written before this column existed read it as missing).
-    """
-
-    key: EvalKey
-    status: Status
-    order: tuple[int, ...]
-    identifiers: tuple[str, ...]
-    selected_position: int | None = None
-    selected_original_index: int | None = None
-    selected_item_id: str | None = None
-    raw_response: str | None = None
-    discard_reason: str | None = None
-    error_class: str | None = None
-    error_message: str | None = None
-    latency_s: float | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    retries: int = 0
-    choice_probs: tuple[float, ...] | None = None
-    outside_mass: float | None = None
-
-    def to_row(self) -> dict[str, object]:
-        """Flatten to the journal's column names."""
-        row: dict[str, object] = {f: getattr(self.key, f) for f in KEY_FIELDS}
-        row.update(
-            status=self.status,
-            order=" ".join(map(str, self.order)),
-            identifiers=" ".join(self.identifiers),
-            selected_position=self.selected_position,
-            selected_original_index=self.selected_original_index,
-            selected_item_id=self.selected_item_id,
-            raw_response=self.raw_response,
-            discard_reason=self.discard_reason,
-            error_class=self.error_class,
-            error_message=self.error_message,
-            latency_s=self.latency_s,
-            prompt_tokens=self.prompt_tokens,
-            completion_tokens=self.completion_tokens,
-            retries=self.retries,
-            choice_probs=None if self.choice_probs is None else json.dumps(self.choice_probs),
-            outside_mass=self.outside_mass,
-        )
-        return escape_row(row)
-
-
-def _storable(text: str) -> bool:
-    """Whether UTF-8 (SQLite text, Parquet, JSON files) can hold ``text``."""
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def escape_row(row: dict[str, object]) -> dict[str, object]:
-    """Store each :data:`TEXT_FIELDS` value that UTF-8 cannot hold (a lone surrogate)
-    as its JSON string literal, naming those fields in ``row["escaped"]``
-    (comma-separated; ``None`` when nothing was escaped). In place; returns ``row``."""
-    escaped = []
-    for name in TEXT_FIELDS:
-        value = row.get(name)
-        if isinstance(value, str) and not _storable(value):
-            row[name] = json.dumps(value)  # ASCII: every surrogate as a \\uXXXX escape
-            escaped.append(name)
-    row["escaped"] = ",".join(escaped) or None
-    return row
-
-
-def unescape_row(row: Mapping[str, object]) -> dict[str, object]:
-    """The exact text of a journal or evaluations-table row: the fields named in its
-    ``escaped`` column are decoded from their JSON string literals (see
-    :func:`escape_row`). Returns a new dict.
-
-    Examples
-    --------
-    >>> unescape_row({"raw_response": '"a\\\\ud800"', "escaped": "raw_response"})["raw_response"]
-    'a\\ud800'
-    """
-    out = dict(row)
-    names = out.get("escaped")
-    if isinstance(names, str) and names:
-        for name in names.split(","):
-            value = out.get(name)
-            if isinstance(value, str):
-                out[name] = json.loads(value)
-    return out
-
-
-class ResultSink(Protocol):
-    """Where the runner puts results (the journal, or memory for benchmarks)."""
-
-    def write(self, record: EvalRecord) -> None: ...
-
-
-class MemorySink:
-    """A :class:`ResultSink` that keeps records in a dict (no durability)."""
-
-    def __init__(self) -> None:
-        self.records: dict[EvalKey, EvalRecord] = {}
-
-    def write(self, record: EvalRecord) -> None:
-        """Keep ``record`` unless a completed record of its key is already held."""
-        old = self.records.get(record.key)
-        if old is None or old.status == "failed":
-            self.records[record.key] = record
-
-
-def records_to_frame(rows: Iterable[Mapping[str, object]]) -> pd.DataFrame:
-    """Build the evaluations table from journal rows (failed rows must be excluded).
-
-    Parameters
-    ----------
-    rows : iterable of mapping
-        Rows as produced by :meth:`EvalRecord.to_row` or read from the journal.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns :data:`EVALUATION_COLUMNS`, sorted by key; nullable integer dtypes
-        for ``selected_position``, ``selected_original_index`` and token counts.
-    """
-    df = pd.DataFrame(list(rows))
-    if df.empty:
-        df = pd.DataFrame(columns=[*EVALUATION_COLUMNS, "status"])
-    for col in ("outside_mass", "escaped"):  # rows of a journal older than the column
-        if col not in df.columns:
-            df[col] = None
-    df = df.sort_values(list(KEY_FIELDS), kind="mergesort").reset_index(drop=True)
-    out = df.loc[:, list(EVALUATION_COLUMNS)].copy()
-    for col in ("selected_position", "selected_original_index", "prompt_tokens",
-                "completion_tokens"):
-        out[col] = pd.array(out[col].astype("float").round(), dtype="Int64")
-    for col in ("k", "perm_index", "sample_index", "retries"):
-        out[col] = out[col].astype("int64")
-    for col in ("temperature", "latency_s", "outside_mass"):
-        out[col] = out[col].astype("float64")
-    for col in ("query_id", "order", "model", "condition", "identifiers"):
-        out[col] = out[col].astype("string")
-    for col in ("selected_item_id", "raw_response", "discard_reason", "choice_probs",
-                "escaped"):
-        out[col] = out[col].astype("string")
-    return out
 
 
 class Journal:
@@ -468,7 +185,7 @@ class Journal:
             # the journal leaves no journal without its identity
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                for statement in _SCHEMA.split(";"):
+                for statement in SCHEMA.split(";"):
                     if statement.strip():
                         self._conn.execute(statement)
                 self._add_missing_columns()
@@ -494,12 +211,12 @@ class Journal:
             self._thread.start()
 
     def _add_missing_columns(self) -> None:
-        """Journals written before ``outside_mass`` or ``escaped`` existed gain them
-        (NULL) on open."""
+        """Journals written before a column marked ``added`` existed (``outside_mass``,
+        ``escaped``) gain it (NULL) on open."""
         cols = {row[1] for row in self._conn.execute("PRAGMA table_info(evaluations)")}
-        for name, kind in (("outside_mass", "REAL"), ("escaped", "TEXT")):
-            if name not in cols:
-                self._conn.execute(f"ALTER TABLE evaluations ADD COLUMN {name} {kind}")
+        for c in COLUMNS:
+            if c.added and c.name not in cols:
+                self._conn.execute(f"ALTER TABLE evaluations ADD COLUMN {c.name} {c.sql}")
 
     def _check_meta(self, meta: Mapping[str, str],
                     also_accept: Mapping[str, Collection[str]]) -> None:
@@ -560,7 +277,7 @@ class Journal:
                 self._conn.execute("BEGIN IMMEDIATE")
                 try:
                     try:
-                        self._conn.executemany(_UPSERT, batch)
+                        self._conn.executemany(UPSERT, batch)
                     except _ROW_ERRORS:
                         # start again row by row: rows executemany applied before the
                         # bad one must not be applied twice (attempts would grow)
@@ -568,7 +285,7 @@ class Journal:
                         self._conn.execute("BEGIN IMMEDIATE")
                         for row in batch:
                             try:
-                                self._conn.execute(_UPSERT, row)
+                                self._conn.execute(UPSERT, row)
                             except _ROW_ERRORS as exc:
                                 self.rejected.append((_key_of(row), _describe_error(exc)))
                 except BaseException:

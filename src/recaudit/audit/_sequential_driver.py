@@ -1,7 +1,7 @@
 """Sequential (anytime-valid) audits: evaluate in rounds, stop when bias is proven.
 
 ``recaudit positional run CONFIG --sequential --alpha 0.05 --max-evaluations N`` goes
-through :func:`~recaudit.llm._audit.run_audit` with :class:`SequentialOptions`; the
+through :func:`~recaudit.audit.run_audit` with :class:`SequentialOptions`; the
 plan is built as usual, then this driver runs it round by round:
 
 - CELLS are the (model, k, temperature, condition) groups; each cell has its own
@@ -37,11 +37,11 @@ import pandas as pd
 
 from .._io import write_text_atomic
 from ..exceptions import ConfigError
+from ..llm.backends._simulated import stable_words
 from ..positional._sequential import METHODS, sequential_uniformity_test
 from ._config import AuditConfig
 from ._journal import EvalKey, Journal
 from ._runner import EvalTask, RunProgress, RunSummary
-from .backends._simulated import stable_words
 
 __all__ = ["SEQUENTIAL_FILE", "SequentialOptions", "cell_order", "drive_sequential"]
 
@@ -212,20 +212,8 @@ async def drive_sequential(
         progress.start(sum(len(r) for c in cells for r in plan[c]))
     while True:
         status = _journal_positions(journal)
-        # advance every active cell over rounds already complete in the journal
         for c in sorted(active):
-            while n_round[c] < len(plan[c]) and all(t.key in status
-                                                    for t in plan[c][n_round[c]]):
-                n_round[c] += 1
-                evidence, rejected = _evidence(plan[c], n_round[c], status, c[1], level,
-                                               options.method)
-                state[c] = evidence
-                if rejected:
-                    break
-            ev = state.get(c)
-            if ev is not None and ev["reject"]:
-                active.discard(c)
-            elif n_round[c] >= len(plan[c]):
+            if _advance(c, plan[c], n_round, status, state, level, options.method):
                 active.discard(c)
         _write(run_dir, options, cfg, cells, level, plan, state, ordered, n_round)
         batch = [t for c in sorted(active) for t in plan[c][n_round[c]]
@@ -248,6 +236,21 @@ async def drive_sequential(
     return RunSummary(total=done, ok=int(totals["ok"]), discarded=int(totals["discarded"]),
                       failed=int(totals["failed"]), retries=int(totals["retries"]),
                       elapsed_s=float(totals["elapsed"]), aborted=False)
+
+
+def _advance(c: Cell, rounds: list[list[EvalTask]], n_round: dict[Cell, int],
+             status: dict[EvalKey, Any], state: dict[Cell, dict[str, Any]], level: float,
+             method: str) -> bool:
+    """Advance cell ``c`` over the rounds already complete in the journal, updating its
+    evidence; whether the cell is done (rejected, or every round run)."""
+    while n_round[c] < len(rounds) and all(t.key in status for t in rounds[n_round[c]]):
+        n_round[c] += 1
+        evidence, rejected = _evidence(rounds, n_round[c], status, c[1], level, method)
+        state[c] = evidence
+        if rejected:
+            break
+    ev = state.get(c)
+    return (ev is not None and bool(ev["reject"])) or n_round[c] >= len(rounds)
 
 
 def _journal_positions(journal: Journal) -> dict[EvalKey, Any]:

@@ -5,8 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from recaudit.exceptions import InputError
-from recaudit.llm import (
+from recaudit.audit import (
     Design,
     cyclic_orders,
     design_orders,
@@ -16,6 +15,7 @@ from recaudit.llm import (
     shared_orders,
     williams_orders,
 )
+from recaudit.exceptions import InputError
 
 
 def _are_permutations(orders, k):

@@ -1,7 +1,7 @@
 """The Ray executor: evaluate an audit's missing keys on the workers of a Ray cluster.
 
 ``recaudit positional run CONFIG.toml --executor ray [--ray-address ADDRESS]`` plans the
-run exactly as the local executor does (:func:`recaudit.llm._audit.run_audit`); only the
+run exactly as the local executor does (:func:`recaudit.audit.run_audit`); only the
 step "evaluate the missing keys" differs:
 
 - one :class:`EvalActor` per worker CPU (``num_cpus=1`` each), started by
@@ -38,153 +38,33 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..exceptions import ConfigError, EndpointError, InputError, MissingExtraError
-from ._config import AuditConfig, OpenAIParams
+from .._ray_session import NAMESPACE, ray_session
+from ..exceptions import EndpointError, InputError
+from ..llm.backends._factory import OpenAIParams
+from ._config import AuditConfig, config_backends
+from ._executor import Backends, RunContext
 from ._journal import EvalRecord, MemorySink, ResultSink
 from ._runner import MSG_ABORT, EvalTask, ParseFn, RunProgress, RunSummary, _count, _Counters
 
 __all__ = [
-    "EXECUTORS",
     "ActorStartup",
     "ActorStats",
+    "RayExecutor",
     "RayOptions",
     "RayPool",
-    "import_ray",
-    "init_local",
-    "is_loopback",
-    "ray_session",
     "run_tasks_ray",
+    "worker_config",
 ]
 
-#: Accepted values of ``--executor``.
-EXECUTORS = ("local", "ray")
-#: Namespace of the evaluation actors (tests find them there by name).
-NAMESPACE = "recaudit"
 #: Batches kept in flight per actor (one computing, one queued).
 IN_FLIGHT_PER_ACTOR = 2
 #: Actor replacements after which the run stops (something kills every worker).
 MAX_REPLACEMENTS = 20
 
-MSG_EXECUTOR = "`executor` must be one of {allowed}, got {value!r}"
-MSG_ADDRESS = "`ray_address` is only used with `executor='ray'` (got executor={executor!r})"
 MSG_REPLACED = (
     "the Ray executor replaced {n} dead actors; the cluster keeps losing workers. "
     "Journaled results are kept: fix the cluster, then rerun with `--resume`"
 )
-
-
-def import_ray() -> Any:
-    """Import :mod:`ray` or raise :class:`~recaudit.exceptions.MissingExtraError`."""
-    try:
-        import ray
-    except ImportError as exc:
-        raise MissingExtraError("ray", "ray") from exc
-    return ray
-
-
-def check_executor(executor: str, ray_address: str | None) -> str:
-    """Validate ``executor`` / ``ray_address`` (shared by the positional and fairness runs)."""
-    if executor not in EXECUTORS:
-        raise ConfigError(MSG_EXECUTOR.format(allowed=EXECUTORS, value=executor))
-    if ray_address is not None and executor != "ray":
-        raise ConfigError(MSG_ADDRESS.format(executor=executor))
-    if executor == "ray":
-        import_ray()
-    return executor
-
-
-#: Hosts of a loopback address (``--ray-address 127.0.0.1:PORT``).
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
-#: Ray's switch for "single-machine mode": with it off, Ray takes 127.0.0.1 as the
-#: node's address and every Ray process listens on loopback only (Ray's default on
-#: macOS and Windows; read by ``ray._private.services.get_node_ip_address``).
-_RAY_CLUSTER_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
-
-
-class _loopback:  # noqa: N801 -- a context manager
-    """Make Ray use 127.0.0.1 as this node's address while a cluster starts or joins.
-
-    On Linux Ray resolves ``127.0.0.1`` to the machine's outbound address and its
-    processes listen on every interface. Ray's single-machine mode (the one it uses on
-    macOS/Windows) takes 127.0.0.1 instead; it is read from
-    ``ray._private.ray_constants.ENABLE_RAY_CLUSTER`` in this process and from the
-    environment variable ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` in the processes the
-    cluster spawns. Both are set for the ``with`` block and restored after it (the
-    started processes keep the environment they inherited).
-    """
-
-    def __enter__(self) -> None:
-        from ray._private import ray_constants
-
-        self._constants = ray_constants
-        self._old = (ray_constants.ENABLE_RAY_CLUSTER, os.environ.get(_RAY_CLUSTER_ENV))
-        ray_constants.ENABLE_RAY_CLUSTER = False
-        os.environ[_RAY_CLUSTER_ENV] = "0"
-
-    def __exit__(self, *exc: object) -> None:
-        flag, env = self._old
-        self._constants.ENABLE_RAY_CLUSTER = flag
-        if env is None:
-            os.environ.pop(_RAY_CLUSTER_ENV, None)
-        else:
-            os.environ[_RAY_CLUSTER_ENV] = env
-
-
-def is_loopback(address: str | None) -> bool:
-    """Whether ``address`` (``"host:port"``) names a cluster on this machine's loopback."""
-    if address is None or "://" in address:
-        return False
-    return address.rsplit(":", 1)[0] in LOOPBACK_HOSTS
-
-
-def init_local(**kwargs: Any) -> Any:
-    """Start a new Ray cluster on this machine, bound to 127.0.0.1 only.
-
-    ``ray.init(address="local", **kwargs)`` in Ray's single-machine mode (see
-    :class:`_loopback`): the node address is 127.0.0.1 and the GCS, raylet, object
-    store and workers listen on loopback only, so nothing of the cluster is reachable
-    from the network (Ray has no authentication). ``address="local"`` always starts a
-    new cluster (never joins one found on the machine or in ``RAY_ADDRESS``). Returns
-    the :mod:`ray` module.
-    """
-    ray = import_ray()
-    with _loopback():
-        ray.init(address="local", **kwargs)
-    return ray
-
-
-class ray_session:  # noqa: N801 -- used as a context manager, like open()
-    """Connect to Ray for the duration of a ``with`` block.
-
-    Reuses a connection the caller already opened (``ray.is_initialized()``); otherwise
-    connects to ``address`` (``"auto"``, ``"ray://host:10001"``, ``"host:6379"``; a
-    ``127.0.0.1:PORT`` address joins a loopback-only cluster, see :func:`init_local`)
-    or, with ``address=None``, starts a new local cluster on this machine bound to
-    127.0.0.1 (:func:`init_local`), and shuts down what it started on exit.
-    """
-
-    def __init__(self, address: str | None = None) -> None:
-        self.address = address
-        self._ray = import_ray()
-        self._started = False
-
-    def __enter__(self) -> Any:
-        ray = self._ray
-        if not ray.is_initialized():
-            kwargs: dict[str, Any] = {"log_to_driver": False, "namespace": NAMESPACE}
-            if self.address is None:
-                init_local(include_dashboard=False, **kwargs)
-            elif is_loopback(self.address):
-                with _loopback():
-                    ray.init(address=self.address, **kwargs)
-            else:
-                ray.init(address=self.address, **kwargs)
-            self._started = True
-        return ray
-
-    def __exit__(self, *exc: object) -> None:
-        if self._started:
-            self._ray.shutdown()
 
 
 @dataclass(frozen=True)
@@ -343,8 +223,6 @@ class EvalActor:
         return result
 
     def _warm(self) -> ActorStartup:
-        from ._audit import build_backends
-
         if any(m.backend == "local" for m in self.cfg.models):
             import torch  # noqa: F401 -- timed apart from the model load
             import transformers  # noqa: F401
@@ -352,7 +230,7 @@ class EvalActor:
         loads = []
         for model in self.cfg.models:
             if model.name not in {m for m, _ in self.backends}:
-                built = build_backends(replace(self.cfg, models=(model,)))
+                built = config_backends(self.cfg, (model,))
                 self.backends.update(built)
                 inner = getattr(next(iter(built.values())), "backend", None) \
                     or next(iter(built.values()))
@@ -371,12 +249,10 @@ class EvalActor:
                           torch_threads=None if torch is None else int(torch.get_num_threads()))
 
     def _backends_for(self, tasks: Sequence[EvalTask]) -> dict[tuple[str, int], Any]:
-        from ._audit import build_backends
-
         needed = {t.key.model for t in tasks} - {m for m, _ in self.backends}
         for model in self.cfg.models:
             if model.name in needed:
-                self.backends.update(build_backends(replace(self.cfg, models=(model,))))
+                self.backends.update(config_backends(self.cfg, (model,)))
         return self.backends
 
     async def run(self, tasks: list[EvalTask]) -> tuple[list[EvalRecord], bool]:
@@ -476,6 +352,7 @@ class RayPool:
             self._session.__exit__(None, None, None)
             raise
         self.replaced = 0
+        self._closed = False
 
     def _new_actor(self) -> Any:
         actor = self._remote.options(name=f"eval-{self._run_id}-{self._serial}",
@@ -517,11 +394,13 @@ class RayPool:
         self.close()
 
     def close(self) -> None:
-        """Stop the actors and disconnect (if this pool connected)."""
+        """Stop the actors and disconnect (if this pool connected); idempotent."""
         for actor in self.actors:
             self._ray.kill(actor)
         self.actors = []
-        self._session.__exit__(None, None, None)
+        if not self._closed:
+            self._closed = True
+            self._session.__exit__(None, None, None)
 
     def run(self, tasks: Sequence[EvalTask], *, sink: ResultSink,
             progress: RunProgress | None = None) -> RunSummary:
@@ -540,72 +419,95 @@ class RayPool:
         """
         ray, cfg = self._ray, self.cfg
         todo = list(tasks)
-        counters = _Counters()
         t0 = time.perf_counter()
         if progress is not None:
             progress.start(len(todo))
-        pending = [t for m in dict.fromkeys(t.key.model for t in todo)
-                   for t in todo if t.key.model == m]
-        pending.reverse()  # pop() from the end = submission order
-        queue: list[list[EvalTask]] = []  # resubmitted batches, sent first
-        n_slots = IN_FLIGHT_PER_ACTOR * self.n_actors
-        in_flight: dict[Any, tuple[int, list[EvalTask]]] = {}
-        resubmitted: set[Any] = set()
-        written: set[Any] = set()
-
-        def submit(slot: int) -> None:
-            batch = queue.pop() if queue else _next_batch(pending, self.options.batch_size,
-                                                          n_slots)
-            in_flight[self.actors[slot].run.remote(batch)] = (slot, batch)
-
+        dispatch = _Dispatch(self, todo, sink, cfg.max_consecutive_failures)
         for _ in range(IN_FLIGHT_PER_ACTOR):
             for slot in range(self.n_actors):
-                if queue or pending:
-                    submit(slot)
-        while in_flight:
-            ready, _ = ray.wait(list(in_flight), num_returns=1)
-            ref = ready[0]
-            slot, batch = in_flight.pop(ref)
+                dispatch.submit(slot)
+        while dispatch.in_flight:
+            ready, _ = ray.wait(list(dispatch.in_flight), num_returns=1)
+            slot, batch = dispatch.in_flight.pop(ready[0])
             try:
-                records, aborted = ray.get(ref)
+                records, aborted = ray.get(ready[0])
             except ray.exceptions.RayActorError:
-                # the actor died: replace it (once per death) and requeue what is not
-                # journaled yet; its other in-flight batch fails the same way
-                if not _alive(ray, self.actors[slot]):
-                    self.replaced += 1
-                    if self.replaced > MAX_REPLACEMENTS:
-                        raise EndpointError(MSG_REPLACED.format(n=self.replaced - 1)) from None
-                    self.actors[slot] = self._new_actor()
-                lost = [t for t in batch if t.key not in written]
-                resubmitted.update(t.key for t in lost)
-                if lost:
-                    queue.append(lost)
-                if counters.abort_model is None and (queue or pending):
-                    submit(slot)
-                continue
-            for record in records:
-                if record.key in resubmitted:
-                    record = replace(record, retries=record.retries + 1)
-                sink.write(record)
-                written.add(record.key)
-                _count(counters, record, cfg.max_consecutive_failures)
-            if aborted and counters.abort_model is None:
-                counters.abort_model = batch[0].key.model
-            if progress is not None:
-                progress.update(done=counters.ok + counters.discarded + counters.failed,
-                                discarded=counters.discarded, failed=counters.failed,
-                                retries=counters.retries)
-            if counters.abort_model is None and (queue or pending):
-                submit(slot)
-        summary = RunSummary(
-            total=len(todo), ok=counters.ok, discarded=counters.discarded,
-            failed=counters.failed, retries=counters.retries,
-            elapsed_s=time.perf_counter() - t0, aborted=counters.abort_model is not None,
-        )
-        if counters.abort_model is not None:
+                self._replace_dead(slot)
+                dispatch.requeue(batch)
+            else:
+                dispatch.journal(records, aborted, batch)
+                if progress is not None:
+                    c = dispatch.counters
+                    progress.update(done=c.ok + c.discarded + c.failed, discarded=c.discarded,
+                                    failed=c.failed, retries=c.retries)
+            dispatch.submit(slot)
+        return dispatch.summary(time.perf_counter() - t0)
+
+    def _replace_dead(self, slot: int) -> None:
+        """The actor of ``slot`` failed a batch: replace it if it died (once per death;
+        its other in-flight batch fails the same way)."""
+        if not _alive(self._ray, self.actors[slot]):
+            self.replaced += 1
+            if self.replaced > MAX_REPLACEMENTS:
+                raise EndpointError(MSG_REPLACED.format(n=self.replaced - 1)) from None
+            self.actors[slot] = self._new_actor()
+
+
+class _Dispatch:
+    """The driver's side of one :meth:`RayPool.run`: what is pending, in flight,
+    resubmitted and journaled, and the counts."""
+
+    def __init__(self, pool: RayPool, todo: list[EvalTask], sink: ResultSink,
+                 max_failures: int) -> None:
+        self.pool, self.sink, self.max_failures = pool, sink, max_failures
+        self.total = len(todo)
+        # one model after the other; pop() from the end = submission order
+        self.pending = [t for m in dict.fromkeys(t.key.model for t in todo)
+                        for t in todo if t.key.model == m][::-1]
+        self.queue: list[list[EvalTask]] = []  # resubmitted batches, sent first
+        self.n_slots = IN_FLIGHT_PER_ACTOR * pool.n_actors
+        self.in_flight: dict[Any, tuple[int, list[EvalTask]]] = {}
+        self.resubmitted: set[Any] = set()
+        self.written: set[Any] = set()
+        self.counters = _Counters()
+
+    def submit(self, slot: int) -> None:
+        """Send the next batch to ``slot``'s actor (none once an endpoint gave up)."""
+        if self.counters.abort_model is not None or not (self.queue or self.pending):
+            return
+        batch = self.queue.pop() if self.queue else _next_batch(
+            self.pending, self.pool.options.batch_size, self.n_slots)
+        self.in_flight[self.pool.actors[slot].run.remote(batch)] = (slot, batch)
+
+    def requeue(self, batch: list[EvalTask]) -> None:
+        """A batch lost with its actor: resubmit what is not journaled yet."""
+        lost = [t for t in batch if t.key not in self.written]
+        self.resubmitted.update(t.key for t in lost)
+        if lost:
+            self.queue.append(lost)
+
+    def journal(self, records: list[EvalRecord], aborted: bool,
+                batch: list[EvalTask]) -> None:
+        """Write a finished batch's records (a resubmitted one counts a retry)."""
+        for record in records:
+            if record.key in self.resubmitted:
+                record = replace(record, retries=record.retries + 1)
+            self.sink.write(record)
+            self.written.add(record.key)
+            _count(self.counters, record, self.max_failures)
+        if aborted and self.counters.abort_model is None:
+            self.counters.abort_model = batch[0].key.model
+
+    def summary(self, elapsed_s: float) -> RunSummary:
+        """The run's summary; an endpoint that gave up is an :class:`EndpointError`."""
+        c = self.counters
+        summary = RunSummary(total=self.total, ok=c.ok, discarded=c.discarded,
+                             failed=c.failed, retries=c.retries, elapsed_s=elapsed_s,
+                             aborted=c.abort_model is not None)
+        if c.abort_model is not None:
             raise EndpointError(MSG_ABORT.format(
-                model=counters.abort_model, n=cfg.max_consecutive_failures,
-                last=counters.last_error or "the endpoint kept failing",
+                model=c.abort_model, n=self.max_failures,
+                last=c.last_error or "the endpoint kept failing",
                 missing=summary.total - summary.ok - summary.discarded, total=summary.total,
                 failed=summary.failed))
         return summary
@@ -671,3 +573,30 @@ def _alive(ray: Any, actor: Any) -> bool:
     except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
         return False
     return True
+
+
+class RayExecutor:
+    """The :class:`~recaudit.audit._executor.Executor` of ``executor="ray"``.
+
+    Its :class:`RayPool` starts when the executor is created (before the plan, so actor
+    start-up and model loading overlap the driver's catalog, retrieval and planning);
+    :meth:`run` sends the keys without a completed row to the actors and journals every
+    record here.
+    """
+
+    name = "ray"
+
+    def __init__(self, cfg: AuditConfig, *, parse: ParseFn, address: str | None = None,
+                 options: RayOptions | None = None) -> None:
+        #: The actors build their own backends: none in this process.
+        self.backends: Backends = {}
+        self.pool = RayPool(cfg, parse=parse, address=address, options=options)
+
+    def run(self, tasks: Sequence[EvalTask], context: RunContext) -> RunSummary:
+        """Evaluate ``context.todo(tasks)`` on the actors (:meth:`RayPool.run`)."""
+        return self.pool.run(context.todo(tasks), sink=context.journal,
+                             progress=context.progress)
+
+    def close(self) -> None:
+        """Stop the actors and disconnect."""
+        self.pool.close()

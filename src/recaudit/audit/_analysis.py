@@ -1,0 +1,179 @@
+"""Run an audit, then analyse it: the one place the audit hands its table to the
+statistics.
+
+:func:`run_and_analyze` is what ``positional run`` (``--analyze``), ``positional demo``
+and ``positional study`` call; :func:`analyze_run` is its grouped analysis (also the
+analysis of a mitigation folder's combined table, :func:`recaudit.audit.mitigate`).
+The analysis settings reach :func:`recaudit.positional.analyze_groups` and
+:func:`recaudit.positional.analyze_study_folder` here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .._io import to_jsonable, write_text_atomic
+from .._read import read_json
+from ..exceptions import RecauditError
+from ..llm._retrieval import Retriever
+from ..positional._analyze import analyze_groups
+from ..positional._options import AnalysisOptions
+from ..positional._study import StudyResult, analyze_study_folder
+from ._config import AuditConfig
+from ._run import AuditResult, WrapBackends, run_audit
+from ._runner import RunProgress
+from ._sequential_driver import SEQUENTIAL_FILE, SequentialOptions
+
+__all__ = [
+    "ANALYSIS_JSON",
+    "GROUP_BY",
+    "AnalysedRun",
+    "RunAnalysis",
+    "analyze_run",
+    "run_and_analyze",
+]
+
+#: The columns a run is analysed by (one group per cell, Holm across them).
+GROUP_BY = ("model", "k", "temperature", "condition")
+#: The grouped analysis, written beside the evaluations for ``recaudit report RUN_DIR``.
+ANALYSIS_JSON = "analysis.json"
+MSG_SKIPPED = "{error}; inspect the table and run `recaudit positional analyze {path}`"
+
+Analysis = Literal["groups", "study", "none"]
+
+
+@dataclass(frozen=True)
+class RunAnalysis:
+    """The grouped analysis of a run's table, or why it could not be computed.
+
+    Attributes
+    ----------
+    rows : list of dict or None
+        :meth:`recaudit.positional.GroupedAnalysis.to_list` (written to
+        ``analysis.json``); ``None`` when the table could not be analysed.
+    skipped : str or None
+        Why not (the error and the command to retry): the evaluations are safe on
+        disk, so an unusable table (e.g. every answer discarded) is not a failed run.
+    """
+
+    rows: list[dict[str, Any]] | None
+    skipped: str | None = None
+
+
+def analyze_run(evaluations: str | os.PathLike[str], options: AnalysisOptions | None = None,
+                *, seed: int) -> RunAnalysis:
+    """Analyse a finished run's table by :data:`GROUP_BY` (Holm across the groups) and
+    write ``analysis.json`` beside it (whole, then renamed).
+
+    Parameters
+    ----------
+    evaluations : path-like
+        ``RUN_DIR/evaluations.parquet``.
+    options : AnalysisOptions, optional
+        The analysis (:func:`recaudit.positional.analyze_groups`; default: its defaults).
+    seed : int
+        The analysis seed (the config's ``seed``).
+    """
+    path = Path(evaluations)
+    try:
+        grouped = analyze_groups(path, options, by=list(GROUP_BY), rng=seed)
+    except RecauditError as exc:
+        return RunAnalysis(None, MSG_SKIPPED.format(error=exc, path=path))
+    rows = grouped.to_list()
+    text = json.dumps(to_jsonable(rows), indent=2, allow_nan=False)
+    write_text_atomic(path.parent / ANALYSIS_JSON, text)
+    return RunAnalysis(rows)
+
+
+@dataclass(frozen=True)
+class AnalysedRun:
+    """What :func:`run_and_analyze` did.
+
+    Attributes
+    ----------
+    audit : AuditResult
+        The run.
+    analysis : RunAnalysis or None
+        The grouped analysis (``analysis="groups"``).
+    study : StudyResult or None
+        The study's analyses (``analysis="study"``).
+    paths : dict of str to Path
+        The files the study analysis wrote.
+    sequential : dict or None
+        ``sequential.json`` of a sequential run (decision and evidence per cell).
+    """
+
+    audit: AuditResult
+    analysis: RunAnalysis | None = None
+    study: StudyResult | None = None
+    paths: dict[str, Path] = field(default_factory=dict)
+    sequential: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON summary: the run, the analysis rows, the sequential evidence."""
+        doc: dict[str, Any] = {"run": self.audit.to_dict(),
+                               "analysis": None if self.analysis is None
+                               else self.analysis.rows}
+        if self.sequential is not None:
+            doc["sequential"] = self.sequential
+        return doc
+
+
+def run_and_analyze(
+    cfg: AuditConfig,
+    *,
+    out_dir: str | os.PathLike[str],
+    analysis: Analysis = "groups",
+    resume: bool = False,
+    progress: RunProgress | None = None,
+    on_phase: Callable[[str], None] | None = None,
+    retriever: Retriever | None = None,
+    sequential: SequentialOptions | None = None,
+    executor: str = "local",
+    ray_address: str | None = None,
+    wrap_backends: WrapBackends | None = None,
+    options: AnalysisOptions | None = None,
+    seed: int | None = None,
+) -> AnalysedRun:
+    """Run (or resume) the audit of ``cfg`` with :func:`run_audit`, then analyse it.
+
+    Parameters
+    ----------
+    cfg : AuditConfig
+        The audit.
+    out_dir : path-like
+        The run folder.
+    analysis : {"groups", "study", "none"}
+        ``groups``: :func:`analyze_run` (``analysis.json``); ``study``:
+        :func:`recaudit.positional.analyze_study_folder` (``study.parquet``,
+        ``study.csv``, ``study.json``, ``analysis.json``); ``none``: run only.
+    resume, progress, on_phase, retriever, sequential, executor, ray_address, wrap_backends
+        Passed to :func:`run_audit`; ``on_phase`` also hears the analysis steps.
+    options : AnalysisOptions, optional
+        The analysis options of either analysis (default: their defaults).
+    seed : int, optional
+        Analysis seed (default: the config's ``seed``).
+    """
+    say = on_phase or (lambda _m: None)
+    audit = run_audit(cfg, out_dir=out_dir, resume=resume, progress=progress,
+                      retriever=retriever, on_phase=on_phase, sequential=sequential,
+                      executor=executor, ray_address=ray_address, wrap_backends=wrap_backends)
+    doc = None
+    if sequential is not None:
+        doc = read_json(audit.run_dir / SEQUENTIAL_FILE, what="the sequential evidence")
+    rng = cfg.seed if seed is None else seed
+    if analysis == "study":
+        study = analyze_study_folder(audit.run_dir, options, rng=rng, progress=on_phase)
+        return AnalysedRun(audit, study=study, paths=study.save(audit.run_dir),
+                           sequential=doc)
+    if analysis == "groups":
+        say("analysing (POB-ICM, POB-UNBP, PS, PB, sPB)")
+        return AnalysedRun(audit, analysis=analyze_run(audit.evaluations_path, options,
+                                                       seed=rng),
+                           sequential=doc)
+    return AnalysedRun(audit, sequential=doc)

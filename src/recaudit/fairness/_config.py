@@ -1,0 +1,253 @@
+"""The inter-bias study's config: one typed TOML file (``recaudit fairness run``).
+
+Read with the shared typed readers (:mod:`recaudit._config_schema`): unknown keys and
+bad values are :class:`~recaudit.exceptions.ConfigError` naming the key, the table it
+sits in (```epochs` in [study] of study.toml``) and the allowed keys or the expected
+type.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .._config_schema import MSG_VALUE, Where, check_keys, get_typed, int_list
+from .._toml import read_toml
+from ..exceptions import ConfigError
+from ._loaders import FORMATS
+from .models._baselines import BASELINES
+from .models._recbole import recbole_class
+
+__all__ = [
+    "DatasetConfig",
+    "ModelConfig",
+    "StudyConfig",
+    "default_config_path",
+    "load_config",
+    "parse_config",
+]
+
+
+@dataclass(frozen=True)
+class DatasetConfig:
+    """One dataset of the study (TOML table ``[[datasets]]``)."""
+
+    name: str
+    path: Path
+    format: str
+    attribute: str
+    protected: str
+    users: Path | None = None
+    columns: dict[str, str] = field(default_factory=dict)
+    sample: int | None = 100_000
+    threshold: float | None = None
+    drop_missing: bool = False
+    min_group_size: int = 20
+    seed: int = 2020
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """One model of the study (TOML table ``[models.NAME]``)."""
+
+    name: str
+    grid: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    epochs: int | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """The whole study: datasets, models, baselines, list lengths, output folder."""
+
+    output: Path
+    datasets: tuple[DatasetConfig, ...]
+    models: tuple[ModelConfig, ...]
+    baselines: tuple[str, ...] = BASELINES
+    n: tuple[int, ...] = (5, 10, 15)
+    list_length: int = 20
+    epochs: int = 20
+    valid_metric: str = "NDCG@10"
+    seed: int = 2020
+    num_threads: int = 1
+    n_boot: int = 1000
+    n_resamples: int = 999
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (paths as text)."""
+        return json.loads(json.dumps(asdict(self), default=str))
+
+
+_STUDY_KEYS = ("output", "baselines", "n", "list_length", "epochs", "valid_metric", "seed",
+               "num_threads", "n_boot", "n_resamples")
+_DATASET_KEYS = ("name", "path", "format", "attribute", "protected", "users", "columns",
+                 "sample", "threshold", "drop_missing", "min_group_size", "seed")
+_MODEL_KEYS = ("grid", "epochs", "settings")
+_TOP_KEYS = ("study", "datasets", "models")
+
+#: Resolves a config path (relative ones against the config's folder).
+Resolve = Callable[[str], Path]
+
+
+def _where(label: str) -> Where:
+    return Where(label=label, sort_allowed=True)
+
+
+def _study(study: Any, where: Where, under: Resolve) -> dict[str, Any]:
+    """The ``[study]`` table's settings, as :class:`StudyConfig` keyword arguments."""
+    check_keys(study, _STUDY_KEYS, where)
+    out: dict[str, Any] = {"output": under(get_typed(study, "output", where, str, "a path"))}
+    baselines = tuple(get_typed(study, "baselines", where, list, "a list of names",
+                                list(BASELINES)))
+    for name in baselines:
+        if name not in BASELINES:
+            raise ConfigError(f"unknown baseline {name!r} in {where.label}; choose from "
+                              f"{', '.join(BASELINES)}")
+    out["baselines"] = baselines
+    out["n"] = n = int_list(study, "n", where, (5, 10, 15))
+    out["list_length"] = get_typed(study, "list_length", where, int, "a positive integer",
+                                   20, positive=True)
+    if out["list_length"] < max(n):
+        raise ConfigError(f"`list_length` in {where.label} ({out['list_length']}) must be "
+                          f">= the largest `n` ({max(n)})")
+    out["epochs"] = get_typed(study, "epochs", where, int, "a positive integer", 20,
+                              positive=True)
+    out["valid_metric"] = get_typed(study, "valid_metric", where, str, "a string", "NDCG@10")
+    out["seed"] = get_typed(study, "seed", where, int, "an integer", 2020)
+    out["num_threads"] = get_typed(study, "num_threads", where, int, "a positive integer", 1,
+                                   positive=True)
+    for key, default in (("n_boot", 1000), ("n_resamples", 999)):
+        out[key] = value = get_typed(study, key, where, int, "a non-negative integer", default)
+        if value < 0:
+            raise ConfigError(MSG_VALUE.format(name=where.name(key),
+                                               kind="a non-negative integer", value=value))
+    return out
+
+
+def _dataset(table: Any, where: Where, under: Resolve, seed: int) -> DatasetConfig:
+    """One ``[[datasets]]`` table."""
+    check_keys(table, _DATASET_KEYS, where)
+    fmt = get_typed(table, "format", where, str, "a string")
+    if fmt not in FORMATS:
+        raise ConfigError(f"`format` in {where.label} must be one of {', '.join(FORMATS)}, "
+                          f"got {fmt!r}")
+    sample = get_typed(table, "sample", where, int, "a positive integer", 100_000,
+                       positive=True)
+    threshold = get_typed(table, "threshold", where, (int, float), "a number", None)
+    users = get_typed(table, "users", where, str, "a path", None)
+    columns = get_typed(table, "columns", where, dict, "a table of strings", {})
+    path = under(get_typed(table, "path", where, str, "a path"))
+    return DatasetConfig(
+        name=get_typed(table, "name", where, str, "a string", path.name),
+        path=path,
+        format=fmt,
+        attribute=get_typed(table, "attribute", where, str, "a string"),
+        protected=str(get_typed(table, "protected", where, (str, int), "a string")),
+        users=None if users is None else under(users),
+        columns={str(k): str(v) for k, v in columns.items()},
+        sample=sample,
+        threshold=None if threshold is None else float(threshold),
+        drop_missing=get_typed(table, "drop_missing", where, bool, "true or false", False),
+        min_group_size=get_typed(table, "min_group_size", where, int, "a positive integer",
+                                 20, positive=True),
+        seed=get_typed(table, "seed", where, int, "an integer", seed),
+    )
+
+
+def _datasets(raw: Mapping[str, Any], source: str, under: Resolve,
+              seed: int) -> tuple[DatasetConfig, ...]:
+    datasets_raw = raw.get("datasets")
+    if not isinstance(datasets_raw, list) or not datasets_raw:
+        raise ConfigError(f"{source} needs at least one [[datasets]] table")
+    datasets = tuple(_dataset(t, _where(f"[[datasets]] #{i + 1} of {source}"), under, seed)
+                     for i, t in enumerate(datasets_raw))
+    names = [d.name for d in datasets]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"dataset names in {source} must be unique, got {names}")
+    return datasets
+
+
+def _model(name: str, table: Any, where: Where) -> ModelConfig:
+    """One ``[models.NAME]`` table."""
+    recbole_class(name)
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where.label} must be a table")
+    check_keys(table, _MODEL_KEYS, where)
+    grid = get_typed(table, "grid", where, dict, "a table of lists", {})
+    for key, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise ConfigError(MSG_VALUE.format(name=where.name(f"grid.{key}"),
+                                               kind="a non-empty list", value=values))
+    return ModelConfig(
+        name=name,
+        grid={k: tuple(v) for k, v in grid.items()},
+        epochs=get_typed(table, "epochs", where, int, "a positive integer", None,
+                         positive=True),
+        settings=dict(get_typed(table, "settings", where, dict, "a table", {})),
+    )
+
+
+def parse_config(raw: Mapping[str, Any], *, source: str = "config",
+                 base_dir: Path | None = None) -> StudyConfig:
+    """Build a :class:`StudyConfig` from parsed TOML; unknown keys are errors.
+
+    Parameters
+    ----------
+    raw : mapping
+        The parsed TOML document.
+    source : str
+        Where it came from, for messages.
+    base_dir : path, optional
+        Folder that relative paths (``output``, dataset ``path`` and ``users``) are
+        resolved against (:func:`load_config` passes the config file's folder);
+        ``None`` leaves them relative (to the working directory).
+
+    Returns
+    -------
+    StudyConfig
+
+    Raises
+    ------
+    ConfigError
+        Naming the key, where it is, and the allowed keys or the expected type.
+    """
+    check_keys(raw, _TOP_KEYS, _where(source))
+
+    def under(p: str) -> Path:
+        return Path(p) if base_dir is None else base_dir / p  # absolute p wins in `/`
+
+    settings = _study(raw.get("study", {}), _where(f"[study] of {source}"), under)
+    datasets = _datasets(raw, source, under, settings["seed"])
+    models_raw = raw.get("models", {})
+    if not isinstance(models_raw, dict):
+        raise ConfigError(f"`models` in {source} must be tables [models.NAME]")
+    models = tuple(_model(name, table, _where(f"[models.{name}] of {source}"))
+                   for name, table in models_raw.items())
+    if not models and not settings["baselines"]:
+        raise ConfigError(f"{source} names no [models.NAME] and no baselines: nothing to run")
+    return StudyConfig(datasets=datasets, models=models, **settings)
+
+
+def default_config_path() -> Path:
+    """The packaged example config: ML-100K, the nine models, both baselines."""
+    return Path(str(resources.files("recaudit.fairness") / "configs" / "ml-100k.toml"))
+
+
+def load_config(path: str | Path) -> StudyConfig:
+    """Read and validate a study TOML file.
+
+    Relative paths in it are resolved against the config file's folder, as in
+    ``recaudit positional run``; the packaged default config
+    (:func:`default_config_path`), which has no folder of its own, resolves them
+    against the current working directory.
+    """
+    path = Path(path)
+    packaged = path.resolve() == default_config_path().resolve()
+    base_dir = Path.cwd() if packaged else path.resolve().parent
+    return parse_config(read_toml(path), source=str(path), base_dir=base_dir)
+
+
