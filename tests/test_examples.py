@@ -26,7 +26,7 @@ def _keys(table: dict, prefix: str = "") -> set[str]:
 
 
 def test_the_openai_example_parses_into_an_openai_audit() -> None:
-    from recaudit.llm import load_config
+    from recaudit.audit import load_config
 
     if not (EXAMPLE.parent / "../../shared/data/myntra/myntra_products_catalog.csv").is_file():
         pytest.skip("../shared/data/myntra is absent: the example's catalog path cannot be "

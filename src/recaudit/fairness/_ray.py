@@ -54,7 +54,7 @@ class RayGridTrainer:
     :meth:`submit` starts every grid point of a model as a Ray task;
     :meth:`__call__` (same signature as ``train_model``) submits what is not yet
     submitted, waits for the points and returns the best as a :class:`TrainedModel`.
-    Use inside :func:`recaudit.llm._ray_executor.ray_session`.
+    Use inside :func:`recaudit._ray_session.ray_session`.
     """
 
     def __init__(self, ray: Any) -> None:

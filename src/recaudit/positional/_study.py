@@ -13,7 +13,7 @@ the full table and for the complete cases side by side:
   slopes).
 
 It reads files only (:func:`analyze_study_folder`); running the LLM is
-:func:`recaudit.llm.run_study`'s job. Results: one tidy table (a row per model, k,
+:func:`recaudit.audit.run_study`'s job. Results: one tidy table (a row per model, k,
 temperature, condition, analysis, metric) and the JSON of the report.
 """
 
