@@ -58,6 +58,8 @@ test: $(STAMP)
 test-base: $(BASE_STAMP)
 	OMP_WAIT_POLICY=PASSIVE $(BASE_PY) -m pytest
 
+# ruff with the complexity budget of pyproject.toml (C901/PLR0912/PLR0915 in src/) and
+# mypy; CI runs it first (.ci/run). File and function lengths: tests/test_code_budget.py.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/mypy src
