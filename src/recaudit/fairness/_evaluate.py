@@ -109,7 +109,12 @@ def evaluate(
         train (``catalog_source="observed"``).
     train : pandas.DataFrame, optional
         Training interactions (``item_id`` column, one row per interaction): item
-        popularity for ARP, the long-tail share and the popularity profile.
+        popularity for ARP, the long-tail share and the popularity profile. With a
+        ``user_id`` column also ARP, APLT, ACLT, PopRSP, PopREO and novelty overall and
+        per group with CIs (``popularity_bias``; see :mod:`._popularity_bias`), and the
+        ``popularity_group`` attribute: when ``attribute`` names it and ``users`` has no
+        such column, it is added with
+        :func:`~recaudit.fairness.add_popularity_groups` ``(users, train)``.
     options : EvaluateOptions, optional
         Cut-offs ``n``, ``n_boot``, ``n_resamples``, ``min_group_size``,
         ``confidence_level`` and ``resample_coverage`` (default
