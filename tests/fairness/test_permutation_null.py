@@ -12,8 +12,8 @@ import types
 import numpy as np
 
 from recaudit.fairness import METRICS
-from recaudit.fairness._resampling import _permutation_pvalues
 from recaudit.fairness._metrics import ranking_metrics
+from recaudit.fairness._resampling import _permutation_pvalues
 from recaudit.fairness._synthetic import simulate_interbias
 
 
