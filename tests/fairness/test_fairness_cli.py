@@ -66,6 +66,58 @@ def test_json_output_and_n_forms(files: dict[str, Path], n_args: list[str]) -> N
     assert set(d["ib"]["precision@5"]) >= {"value", "ci_low", "ci_high"}
     assert "recall@10" in d["overall"] and "item_coverage@15" in d
     assert d["n_users_excluded"] == 0 and "gini_exposure@5" in d and "avg_popularity@5" in d
+    bias = d["popularity_bias"]
+    keys = {f"{m}@{c}" for m in ("arp", "aplt", "aclt", "poprsp", "popreo", "novelty")
+            for c in (5, 10, 15)}
+    assert set(bias["overall"]) == keys and d["popularity_bias_reason"] is None
+    assert set(bias["groups"]) == {"F", "M"} and set(bias["groups"]["F"]) == keys
+    assert set(bias["groups"]["M"]["aplt@10"]) == {"value", "ci_low", "ci_high"}
+
+
+def test_json_without_train_has_the_reason(files: dict[str, Path]) -> None:
+    res = runner.invoke(app, [*_base(files), "--n", "5", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert d["popularity_bias"] is None and "--train" in d["popularity_bias_reason"]
+    assert "avg_popularity@5" not in d
+
+
+def _popularity_group_args(files: dict[str, Path], attribute: str, protected: str) -> list[str]:
+    args = _base(files)
+    args[args.index("--attribute") + 1] = attribute
+    args[args.index("--protected") + 1] = protected
+    return [*args, "--n", "10", "--min-group-size", "2"]
+
+
+@pytest.mark.parametrize(
+    ("attribute", "protected", "group"),
+    [("popularity_group", "niche", "niche"),
+     ("gender,popularity_group", "F,niche", "F & niche")],
+)
+def test_popularity_group_attribute(
+    files: dict[str, Path], attribute: str, protected: str, group: str
+) -> None:
+    args = _popularity_group_args(files, attribute, protected)
+    res = runner.invoke(app, [*args, "--train", str(files["train"]), "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert d["protected"] == group and group in d["popularity_bias"]["groups"]
+    assert d["attribute"] == attribute.split(",")
+
+
+def test_popularity_group_needs_train(files: dict[str, Path]) -> None:
+    res = runner.invoke(app, _popularity_group_args(files, "popularity_group", "niche"))
+    assert res.exit_code == 2
+    assert "--train" in res.output and len(res.output.strip().splitlines()) == 1
+
+
+def test_table_shows_popularity_bias(files: dict[str, Path]) -> None:
+    res = runner.invoke(app, [*_base(files), "--n", "10", "--train", str(files["train"])],
+                        env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    assert "Popularity bias" in res.stdout and "novelty" in res.stdout
+    block = res.stdout[res.stdout.index("Popularity bias"):]
+    assert max(len(line) for line in block.splitlines()) <= 80
 
 
 def test_default_n_and_table(files: dict[str, Path]) -> None:

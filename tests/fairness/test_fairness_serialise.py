@@ -185,3 +185,33 @@ def test_study_results_json_round_trip(tmp_path: Path) -> None:
 def test_study_result_needs_datasets() -> None:
     with pytest.raises(InputError, match="`datasets` is empty"):
         StudyResult.from_dict({"datasets": {}})
+
+
+def test_popularity_bias_round_trip() -> None:
+    recs, test, users = synthetic(n_users=120, gap=0.5, seed=2)
+    train = recs[["user_id", "item_id"]].iloc[::2]
+    x = evaluate(recs, test, users, attribute="gender", protected="F", train=train,
+                 options=EvaluateOptions(n=[5, 10], n_boot=40, n_resamples=0), rng=0)
+    back = _round_trip(x)
+    assert x.popularity_bias is not None and back.popularity_bias is not None
+    assert back.popularity_bias.overall.keys() == x.popularity_bias.overall.keys()
+    assert "novelty@10" in back.popularity_bias.overall
+    for name, section in x.popularity_bias.groups.items():
+        for key, est in section.items():
+            got = back.popularity_bias.groups[name][key]
+            assert (got.value, got.ci.low, got.ci.high) == (est.value, est.ci.low, est.ci.high)
+    assert back.popularity_bias.n_head_items == x.popularity_bias.n_head_items
+    assert back.popularity_bias_reason is None
+
+
+def test_popularity_bias_absent_reads_back_as_none() -> None:
+    recs, test, users = synthetic(n_users=60)
+    x = evaluate(recs, test, users, attribute="gender", protected="F",
+                 options=EvaluateOptions(n=[5], n_boot=10, n_resamples=9), rng=0)
+    back = _round_trip(x)
+    assert back.popularity_bias is None and back.popularity_bias_reason == x.popularity_bias_reason
+    old = x.to_dict()
+    del old["popularity_bias"], old["popularity_bias_reason"]  # a JSON written before them
+    r = FairnessEvaluation.from_dict(old)
+    assert r.popularity_bias is None and r.popularity_bias_reason is None
+    assert FairnessEvaluation.from_dict(_report_form()).popularity_bias is None

@@ -16,6 +16,8 @@ __all__ = ["print_evaluation"]
 
 #: Exposure columns, each shown when the evaluation has it (popularity needs --train).
 EXPOSURE_COLUMNS = ("item_coverage", "gini_exposure", "avg_popularity", "long_tail_share")
+#: Popularity-bias columns (shown with --train).
+POPULARITY_COLUMNS = ("arp", "aplt", "aclt", "poprsp", "popreo", "novelty")
 
 
 def fmt(value: float | None, ci_low: float = math.nan, ci_high: float = math.nan) -> str:
@@ -81,11 +83,36 @@ def exposure_table(result: FairnessEvaluation) -> Table:
     return table
 
 
+def popularity_bias_table(result: FairnessEvaluation) -> Table | None:
+    """ARP, APLT, ACLT, PopRSP, PopREO and novelty over all users at every cut-off.
+
+    Point values only, to fit 80 columns; the CIs and the per-group values are in
+    ``--json``. ``None`` when they were not computed (no ``--train``).
+    """
+    bias = result.popularity_bias
+    if bias is None:
+        return None
+    table = Table(
+        title=f"Popularity bias, all users (head {bias.n_head_items} items; "
+        "CIs, groups: --json)"
+    )
+    table.add_column("N")
+    for name in POPULARITY_COLUMNS:
+        table.add_column(name)
+    for c in result.n:
+        cells = [fmt(bias.overall[f"{name}@{c}"].value) for name in POPULARITY_COLUMNS]
+        table.add_row(str(c), *cells)
+    return table
+
+
 def print_evaluation(result: FairnessEvaluation, console: Console) -> None:
-    """The three tables and the exclusion counts."""
+    """The tables and the exclusion counts."""
     console.print(group_means_table(result))
     console.print(inter_bias_table(result))
     console.print(exposure_table(result))
+    popularity = popularity_bias_table(result)
+    if popularity is not None:
+        console.print(popularity)
     console.print(
         f"excluded users without test items: {result.n_users_excluded}; "
         f"evaluated users without a list (scored 0): {result.n_users_without_recs}"

@@ -33,6 +33,11 @@ ID_COLUMNS = ("user_id", "item_id")
 RECBOLE_SUFFIXES = (".inter", ".user", ".item", ".tsv")
 N_VALUES_MSG = "`--n` takes integers (e.g. `--n 5 10 15` or `--n 5,10,15`), got {value!r}"
 EXTRA_ARGS_MSG = "unexpected arguments {args}: only `--n` takes several values"
+POPULARITY_GROUP_COLUMN = "popularity_group"
+POPULARITY_GROUP_MSG = (
+    "`--attribute popularity_group` needs `--train` (the groups are computed from the "
+    "training interactions), or a `popularity_group` column in `--users`"
+)
 
 
 def _read_table(path: Path, name: str) -> pd.DataFrame:
@@ -95,7 +100,8 @@ def evaluate_command(
     test: Annotated[Path, typer.Option(help="Held-out items: user_id,item_id.")],
     users: Annotated[Path, typer.Option(help="user_id plus attribute columns.")],
     attribute: Annotated[
-        str, typer.Option(help="Attribute column; comma-separated for intersections.")
+        str, typer.Option(help="Attribute column; comma-separated for intersections; "
+                          "`popularity_group` is computed from --train.")
     ],
     protected: Annotated[
         str, typer.Option(help="Protected value; comma-separated, one per attribute.")
@@ -107,7 +113,8 @@ def evaluate_command(
     items: Annotated[Path | None, typer.Option(help="Item catalog with item_id.")] = None,
     n_items: Annotated[int | None, typer.Option(help="Catalog size |I|.")] = None,
     train: Annotated[
-        Path | None, typer.Option(help="Training interactions (item popularity).")
+        Path | None, typer.Option(help="Training interactions user_id,item_id (popularity "
+                                  "figures, popularity-bias metrics, popularity groups).")
     ] = None,
     n_boot: Annotated[int, typer.Option(
         help="Bootstrap resamples of each CI (0 = no CIs).")] = 1000,
@@ -124,7 +131,12 @@ def evaluate_command(
     ] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Per-group top-N metrics, item coverage, RD/NRD/IB with CIs and p-values."""
+    """Per-group top-N metrics, item coverage, RD/NRD/IB with CIs and p-values.
+
+    With --train: the popularity figures and ARP, APLT, ACLT, PopRSP, PopREO and
+    novelty overall and per group with CIs (`popularity_bias` in --json), and the
+    `popularity_group` attribute (niche / diverse / blockbuster users).
+    """
     from ..fairness import EvaluateOptions, evaluate
 
     options = EvaluateOptions(
@@ -135,11 +147,16 @@ def evaluate_command(
         confidence_level=confidence_level,
         resample_coverage=resample_coverage,
     )
+    attributes = [a.strip() for a in attribute.split(",")]
+    users_table = _read_table(users, "users")
+    needs_train = POPULARITY_GROUP_COLUMN in attributes
+    if needs_train and train is None and POPULARITY_GROUP_COLUMN not in users_table.columns:
+        raise InputError(POPULARITY_GROUP_MSG)
     result = evaluate(
         _read_table(recs, "recs"),
         _read_table(test, "test"),
-        _read_table(users, "users"),
-        attribute=[a.strip() for a in attribute.split(",")],
+        users_table,
+        attribute=attributes,
         protected=[v.strip() for v in protected.split(",")],
         n_items=n_items,
         items=None if items is None else _read_table(items, "items"),

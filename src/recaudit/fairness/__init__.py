@@ -14,6 +14,13 @@ Metrics: per-user Precision/Recall/Hit/MRR/NDCG (:func:`ranking_metrics`,
 :func:`normalized_relative_difference`, :func:`inter_bias`) and the whole evaluation
 with user-level uncertainty (:func:`evaluate`, its options :class:`EvaluateOptions`,
 its result :class:`FairnessEvaluation` with ``to_dict``/``from_dict``).
+
+Popularity bias: ARP, APLT, ACLT, PopRSP, PopREO and novelty
+(:func:`popularity_metrics`, :func:`per_user_popularity`, the head
+:func:`head_items`; inside :func:`evaluate` as :class:`PopularityBias` when ``train``
+has ``user_id``) and user popularity groups (:func:`user_popularity_groups`,
+:func:`add_popularity_groups`; ``evaluate(..., attribute="popularity_group",
+train=train)`` adds the column itself).
 """
 
 from __future__ import annotations
@@ -55,7 +62,16 @@ from ._loaders import (
 )
 from ._metrics import METRICS, per_user_metrics, ranking_metrics
 from ._options import EvaluateOptions
-from ._results import FairnessEvaluation, GroupMetrics, InterBias
+from ._popularity import (
+    POPULARITY_METRICS,
+    PopularityCounts,
+    PopularityPerUser,
+    head_items,
+    per_user_popularity,
+    popularity_metrics,
+    popularity_parity,
+)
+from ._results import FairnessEvaluation, GroupMetrics, InterBias, PopularityBias
 from ._study import (
     DatasetConfig,
     ModelConfig,
@@ -66,6 +82,7 @@ from ._study import (
     run_study,
 )
 from ._study_results import DatasetResult, ModelResult, StudyResult
+from ._user_groups import add_popularity_groups, user_popularity_groups
 
 __all__ = [
     # data (_dataset, _loaders)
@@ -115,4 +132,15 @@ __all__ = [
     "popularity_profile",
     "ranking_metrics",
     "relative_difference",
+    # popularity bias and popularity groups (_popularity, _user_groups)
+    "POPULARITY_METRICS",
+    "PopularityBias",
+    "PopularityCounts",
+    "PopularityPerUser",
+    "add_popularity_groups",
+    "head_items",
+    "per_user_popularity",
+    "popularity_metrics",
+    "popularity_parity",
+    "user_popularity_groups",
 ]

@@ -32,7 +32,7 @@ from ._exposure import (
     item_coverage,
     popularity_profile,
 )
-from ._inputs import _evaluate_iv
+from ._inputs import _evaluate_iv, _Inputs
 from ._interbias import (
     UNDEFINED_RD_REASON,
     inter_bias,
@@ -41,6 +41,7 @@ from ._interbias import (
 )
 from ._metrics import METRICS, TopNLists, ranking_metrics
 from ._options import EvaluateOptions
+from ._popularity_bias import PopularityBias, _PopularityReplicates, _PopularityValues
 from ._resampling import _bootstrap, _permutation_pvalues
 from ._results import COVERAGE_FIXED, NO_BOOT, FairnessEvaluation, GroupMetrics, InterBias
 
@@ -108,7 +109,12 @@ def evaluate(
         train (``catalog_source="observed"``).
     train : pandas.DataFrame, optional
         Training interactions (``item_id`` column, one row per interaction): item
-        popularity for ARP, the long-tail share and the popularity profile.
+        popularity for ARP, the long-tail share and the popularity profile. With a
+        ``user_id`` column also ARP, APLT, ACLT, PopRSP, PopREO and novelty overall and
+        per group with CIs (``popularity_bias``; see :mod:`._popularity_bias`), and the
+        ``popularity_group`` attribute: when ``attribute`` names it and ``users`` has no
+        such column, it is added with
+        :func:`~recaudit.fairness.add_popularity_groups` ``(users, train)``.
     options : EvaluateOptions, optional
         Cut-offs ``n``, ``n_boot``, ``n_resamples``, ``min_group_size``,
         ``confidence_level`` and ``resample_coverage`` (default
@@ -160,8 +166,10 @@ def evaluate(
     members = [np.flatnonzero(codes == g) for g in range(names.size)]
     is_protected = inp.groups == inp.protected
     ic = item_coverage(lists.items, n_items=inp.n_items, n=ns)
+    pop = (None if inp.popularity_source is None else _PopularityReplicates.of(
+        _PopularityValues.of(inp.popularity_source, lists, ns), members))
     boot = _Replicates(
-        _bootstrap(x, lists, members, is_protected, ns, cut_of_key, ic, inp),
+        _bootstrap(x, lists, members, is_protected, ns, cut_of_key, ic, inp, pop),
         inp.options.confidence_level,
     )
     pvalues = _permutation_pvalues(x, is_protected, inp)
@@ -184,6 +192,8 @@ def evaluate(
         avg_popularity_normalized=arp_norm,
         long_tail_share=tail,
         popularity=profile,
+        popularity_bias=_popularity_results(pop, inp, names, order, boot),
+        popularity_bias_reason=inp.popularity_reason,
         n_users=int(lists.n_relevant.size),
         n_users_excluded=inp.n_users_excluded,
         n_users_without_recs=int((~lists.has_list).sum()),
@@ -215,9 +225,9 @@ class _Replicates:
         reps = None if self.reps is None else self.reps[name][:, k]
         return Estimate(float(value), self.interval(reps))
 
-    def group_estimate(self, value: float, g: int, k: int) -> Estimate:
-        """Like :meth:`estimate` for group ``g``'s mean of key ``k``."""
-        reps = None if self.reps is None else self.reps["groups"][:, g, k]
+    def group_estimate(self, value: float, g: int, k: int, name: str = "groups") -> Estimate:
+        """Like :meth:`estimate` for group ``g``'s value of key ``k`` (replicates ``name``)."""
+        reps = None if self.reps is None else self.reps[name][:, g, k]
         return Estimate(float(value), self.interval(reps))
 
     def n_undefined(self, k: int) -> int:
@@ -310,6 +320,32 @@ def _popularity_figures(
         _by_cutoff(ns, average_popularity(lists.items, pop, n=ns)),
         _by_cutoff(ns, average_popularity(lists.items, scaled, n=ns)),
         _by_cutoff(ns, average_popularity(lists.items, in_tail, n=ns)),
+    )
+
+
+def _popularity_results(
+    pop: _PopularityReplicates | None,
+    inp: _Inputs,
+    names: npt.NDArray[np.str_],
+    order: list[int],
+    boot: _Replicates,
+) -> PopularityBias | None:
+    """The popularity-bias metrics overall and per group with their CIs (None: not computed)."""
+    if pop is None or inp.popularity_source is None:
+        return None
+    keys = pop.everyone.keys
+    overall = pop.everyone.point()
+    groups = {}
+    for g in order:
+        point = pop.groups[g].point()
+        groups[str(names[g])] = {
+            key: boot.group_estimate(point[k], g, k, "pop_groups") for k, key in enumerate(keys)
+        }
+    return PopularityBias(
+        overall={key: boot.estimate(overall[k], "pop_overall", k) for k, key in enumerate(keys)},
+        groups=groups,
+        n_head_items=int(inp.popularity_source.is_head.sum()),
+        n_train_users=inp.popularity_source.n_train_users,
     )
 
 

@@ -21,6 +21,8 @@ from .._stats import as_generator
 from ..exceptions import InputError
 from ._metrics import TopNLists, _columns_iv, _union_index, build_top_n
 from ._options import EvaluateOptions, _int_iv
+from ._popularity_bias import _popularity_source, _PopularitySource
+from ._user_groups import GROUP_COLUMN, add_popularity_groups
 
 GROUP_SEPARATOR = " & "
 
@@ -43,6 +45,10 @@ N_ITEMS_SMALL_MSG = (
 )
 NO_EVALUATED_MSG = "no user has a test item: nothing to evaluate"
 OPTIONS_MSG = "`options` must be an EvaluateOptions, got {value!r}"
+POPULARITY_GROUP_MSG = (
+    "`attribute` '" + GROUP_COLUMN + "' is computed from the training interactions: pass "
+    "`train` (user_id, item_id), or add the column with add_popularity_groups(users, train)"
+)
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,8 @@ class _Inputs:
     n_items: int
     catalog_source: str
     popularity: npt.NDArray[np.float64] | None
+    popularity_source: _PopularitySource | None
+    popularity_reason: str | None
     n_users_excluded: int
     options: EvaluateOptions
     rng: np.random.Generator
@@ -162,6 +170,22 @@ def _popularity_iv(
     return np.bincount(codes, minlength=size).astype(np.float64)
 
 
+def _popularity_group_iv(
+    users: pd.DataFrame, attribute: str | Sequence[str], train: pd.DataFrame | None
+) -> pd.DataFrame:
+    """``users`` with the ``popularity_group`` column when it is asked for and absent.
+
+    A users table that has its own ``popularity_group`` column keeps it.
+    """
+    names = [attribute] if isinstance(attribute, str) else attribute
+    wanted = isinstance(names, Sequence) and GROUP_COLUMN in list(names)
+    if not wanted or not isinstance(users, pd.DataFrame) or GROUP_COLUMN in users.columns:
+        return users
+    if train is None:
+        raise InputError(POPULARITY_GROUP_MSG)
+    return add_popularity_groups(users, train)
+
+
 def _groups_iv(
     labels: pd.Series, evaluated: npt.NDArray[np.bool_], protected: str, min_group_size: int
 ) -> npt.NDArray[np.str_]:
@@ -201,6 +225,7 @@ def _evaluate_iv(
     if not isinstance(options, EvaluateOptions):
         raise InputError(OPTIONS_MSG.format(value=options))
     generator = as_generator(rng)
+    users = _popularity_group_iv(users, attribute, train)
     attributes = _attributes_iv(attribute, users)
     labels = _group_labels(users, attributes)
     protected_name = _protected_iv(protected, attributes)
@@ -219,6 +244,9 @@ def _evaluate_iv(
     popularity = _popularity_iv(train, item_index, size)
     evaluated = lists.n_relevant > 0
     groups = _groups_iv(labels, evaluated, protected_name, options.min_group_size)
+    pop_source, reason = _popularity_source(
+        train, test, item_index, size, lists.user_ids[evaluated]
+    )
     return _Inputs(
         lists=lists.subset(evaluated),
         groups=groups,
@@ -227,6 +255,8 @@ def _evaluate_iv(
         n_items=size,
         catalog_source=source,
         popularity=popularity,
+        popularity_source=pop_source,
+        popularity_reason=reason,
         n_users_excluded=int((~evaluated).sum()),
         options=options,
         rng=generator,

@@ -52,6 +52,7 @@ from ._metrics import _codes, _columns_iv, _n_iv, _run_starts, _union_index, bui
 __all__ = [
     "POPULARITY_METRICS",
     "PopularityCounts",
+    "PopularityPerUser",
     "head_items",
     "per_user_popularity",
     "popularity_kernel",

@@ -17,6 +17,7 @@ from ._exposure import _coverage_replicates
 from ._inputs import _Inputs
 from ._interbias import inter_bias, normalized_relative_difference, relative_difference
 from ._metrics import TopNLists
+from ._popularity_bias import _PopularityReplicates
 
 
 def _bootstrap(
@@ -28,6 +29,7 @@ def _bootstrap(
     cut_of_key: npt.NDArray[np.intp],
     ic: npt.NDArray[np.float64],
     inp: _Inputs,
+    popularity: _PopularityReplicates | None = None,
 ) -> dict[str, npt.NDArray[np.float64]] | None:
     """Replicates of every statistic under a user bootstrap stratified by group.
 
@@ -35,6 +37,9 @@ def _bootstrap(
     ``w[:, g] @ x[g] / n_g`` -- one matrix product per group and chunk of resamples.
     IC is recomputed on each resample's lists only with ``resample_coverage``;
     otherwise it is held at its observed value ``ic`` (and has no replicates).
+    With ``popularity``, the popularity-bias metrics of the same resamples are added
+    (``pop_overall``, ``pop_groups``); no extra random draws, so every other
+    replicate is the same with or without them.
     """
     if inp.options.n_boot == 0:
         return None
@@ -43,7 +48,10 @@ def _bootstrap(
         strata[idx] = g
     sizes = np.array([idx.size for idx in members], dtype=np.float64)
     prot = np.array([bool(is_protected[idx[0]]) for idx in members])
-    chunks: dict[str, list[npt.NDArray[np.float64]]] = {k: [] for k in ("groups", "overall", "ic")}
+    names = ["groups", "overall", "ic"]
+    if popularity is not None:
+        names += ["pop_overall", "pop_groups"]
+    chunks: dict[str, list[npt.NDArray[np.float64]]] = {k: [] for k in names}
     for w in bootstrap_weights(x.shape[0], inp.options.n_boot, inp.rng, strata=strata):
         wf = w.astype(np.float64)
         sums = np.stack([wf[:, idx] @ x[idx] for idx in members], axis=1)  # b x G x K
@@ -53,6 +61,9 @@ def _bootstrap(
             chunks["ic"].append(_coverage_replicates(lists.items, inp.n_items, ns, w))
         else:
             chunks["ic"].append(np.full((w.shape[0], len(ns)), np.nan))
+        if popularity is not None:
+            for name, reps in popularity.chunk(wf).items():
+                chunks[name].append(reps)
     out = {k: np.concatenate(v) for k, v in chunks.items()}
     coverage = out["ic"] if inp.options.resample_coverage else np.broadcast_to(ic, out["ic"].shape)
     all_sums = out["groups"] * sizes[None, :, None]

@@ -19,8 +19,9 @@ from .._stats import Estimate
 from ..exceptions import InputError
 from . import _from_json as js
 from ._exposure import PopularityProfile
+from ._popularity_bias import PopularityBias
 
-__all__ = ["FairnessEvaluation", "GroupMetrics", "InterBias"]
+__all__ = ["FairnessEvaluation", "GroupMetrics", "InterBias", "PopularityBias"]
 
 COVERAGE_FIXED = "held fixed (resample_coverage=False)"
 NO_BOOT = "not computed (n_boot=0)"
@@ -205,6 +206,12 @@ class FairnessEvaluation:
         share of recommended slots holding long-tail items; ``None`` without ``train``.
     popularity : PopularityProfile or None
         Long-tail profile of training popularity over the catalog.
+    popularity_bias : PopularityBias or None
+        ARP, APLT, ACLT, PopRSP, PopREO and novelty at every cut-off, overall and per
+        group, with CIs; ``None`` without a ``train`` table with ``user_id`` (and when
+        read from a JSON without them).
+    popularity_bias_reason : str or None
+        Why ``popularity_bias`` is ``None`` (``None`` when it is computed).
     n_users : int
         Evaluated users (in ``users`` and with at least one test item).
     n_users_excluded : int
@@ -243,6 +250,8 @@ class FairnessEvaluation:
     avg_popularity_normalized: Mapping[int, float] | None
     long_tail_share: Mapping[int, float] | None
     popularity: PopularityProfile | None
+    popularity_bias: PopularityBias | None
+    popularity_bias_reason: str | None
     n_users: int
     n_users_excluded: int
     n_users_without_recs: int
@@ -272,6 +281,10 @@ class FairnessEvaluation:
         }
         out |= self._figures_by_n()
         out["popularity"] = None if self.popularity is None else self.popularity.to_dict()
+        out["popularity_bias"] = (
+            None if self.popularity_bias is None else self.popularity_bias.to_dict()
+        )
+        out["popularity_bias_reason"] = self.popularity_bias_reason
         sections: dict[str, dict[str, Any]] = {"rd": {}, "nrd": {}, "ib": {}}
         for key, ib in self.inter_bias.items():
             for name, entry in ib.to_dict().items():
@@ -352,6 +365,8 @@ class FairnessEvaluation:
         coverage = _coverage_from(obj, overall_raw, where, level,
                                   missing if settings["resample_coverage"] else COVERAGE_FIXED)
         popularity = js.find(obj, "popularity")
+        bias = js.find(obj, "popularity_bias")
+        reason = js.find(obj, "popularity_bias_reason")
         unprotected = js.find(obj, "unprotected")
         n_users = js.find(obj, "n_users")
         return cls(
@@ -372,6 +387,9 @@ class FairnessEvaluation:
             long_tail_share=_floats_by_n(obj, {}, ("long_tail_share",)),
             popularity=(PopularityProfile.from_dict(popularity)
                         if isinstance(popularity, Mapping) else None),
+            popularity_bias=(None if bias is None else PopularityBias.from_dict(
+                bias, level=level, missing=missing, where=f"{where}.popularity_bias")),
+            popularity_bias_reason=None if reason is None else str(reason),
             n_users=(sum(g.n_users for g in groups.values()) if n_users is None
                      else int(n_users)),
             n_users_excluded=int(js.find(obj, "n_users_excluded") or 0),
@@ -387,47 +405,32 @@ class FairnessEvaluation:
 
         Columns ``quantity`` (``mean``, ``overall``, ``rd``, ``nrd``, ``ib``,
         ``item_coverage``, ``gini_exposure``, ``avg_popularity``,
-        ``avg_popularity_normalized``, ``long_tail_share``), ``group``, ``metric``,
-        ``n``, ``value``, ``ci_low``, ``ci_high``, ``pvalue``, ``pvalue_holm``.
+        ``avg_popularity_normalized``, ``long_tail_share``, ``popularity_bias``:
+        ``group`` empty for the overall value), ``group``, ``metric``, ``n``,
+        ``value``, ``ci_low``, ``ci_high``, ``pvalue``, ``pvalue_holm``.
         """
         rows: list[dict[str, Any]] = []
-
-        def add(
-            quantity: str,
-            group: str | None,
-            metric: str | None,
-            c: int,
-            est: Estimate | float,
-            **extra: float,
-        ) -> None:
-            if isinstance(est, Estimate):
-                values = {"value": est.value, "ci_low": est.ci.low, "ci_high": est.ci.high}
-            else:
-                values = {"value": est, "ci_low": np.nan, "ci_high": np.nan}
-            rows.append(
-                {"quantity": quantity, "group": group, "metric": metric, "n": c} | values | extra
-            )
-
         for g in self.groups.values():
-            for key, est in g.metrics.items():
-                metric, cut = key.split("@")
-                add("mean", g.name, metric, int(cut), est)
-        for key, est in self.overall.items():
-            metric, cut = key.split("@")
-            add("overall", None, metric, int(cut), est)
+            rows += _keyed_rows("mean", g.name, g.metrics)
+        rows += _keyed_rows("overall", None, self.overall)
         for ib in self.inter_bias.values():
-            add("rd", None, ib.metric, ib.n, ib.rd, pvalue=ib.pvalue, pvalue_holm=ib.pvalue_holm)
-            add("nrd", None, ib.metric, ib.n, ib.nrd)
-            add("ib", None, ib.metric, ib.n, ib.ib)
+            rows.append(_row("rd", None, ib.metric, ib.n, ib.rd,
+                             pvalue=ib.pvalue, pvalue_holm=ib.pvalue_holm))
+            rows.append(_row("nrd", None, ib.metric, ib.n, ib.nrd))
+            rows.append(_row("ib", None, ib.metric, ib.n, ib.ib))
         for c in self.n:
             if c in self.item_coverage:
-                add("item_coverage", None, None, c, self.item_coverage[c])
+                rows.append(_row("item_coverage", None, None, c, self.item_coverage[c]))
             if c in self.exposure_gini:
-                add("gini_exposure", None, None, c, self.exposure_gini[c])
+                rows.append(_row("gini_exposure", None, None, c, self.exposure_gini[c]))
             for name in _POPULARITY_FIGURES:
                 table = getattr(self, name)
                 if table is not None and c in table:
-                    add(name, None, None, c, table[c])
+                    rows.append(_row(name, None, None, c, table[c]))
+        if self.popularity_bias is not None:
+            bias = self.popularity_bias
+            for group, section in [(None, bias.overall), *bias.groups.items()]:
+                rows += _keyed_rows("popularity_bias", group, section)
         columns = [
             "quantity",
             "group",
@@ -442,6 +445,28 @@ class FairnessEvaluation:
         return pd.DataFrame(rows).reindex(columns=columns)
 
 
+
+def _row(
+    quantity: str, group: str | None, metric: str | None, c: int, est: Estimate | float,
+    **extra: float,
+) -> dict[str, Any]:
+    """One row of :meth:`FairnessEvaluation.to_dataframe` (a bare number has no CI)."""
+    if isinstance(est, Estimate):
+        values = {"value": est.value, "ci_low": est.ci.low, "ci_high": est.ci.high}
+    else:
+        values = {"value": est, "ci_low": np.nan, "ci_high": np.nan}
+    return {"quantity": quantity, "group": group, "metric": metric, "n": c} | values | extra
+
+
+def _keyed_rows(
+    quantity: str, group: str | None, section: Mapping[str, Estimate]
+) -> list[dict[str, Any]]:
+    """The rows of a ``<metric>@<N>`` section."""
+    rows = []
+    for key, est in section.items():
+        metric, cut = key.split("@")
+        rows.append(_row(quantity, group, metric, int(cut), est))
+    return rows
 
 
 # ------------------------------------------------------------ reading JSON back

@@ -1,0 +1,188 @@
+"""Popularity-bias metrics inside `evaluate`: against `_popularity.py`, CIs, groups, reasons.
+
+The independent path is `popularity_metrics` on the same recs/train/test tables (all users
+for the overall values, the group's users for a group's), itself checked against Elliot
+in test_popularity.py.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from recaudit import InputError
+from recaudit.fairness import (
+    POPULARITY_METRICS,
+    EvaluateOptions,
+    FairnessEvaluation,
+    add_popularity_groups,
+    evaluate,
+    popularity_metrics,
+)
+from recaudit.fairness._inputs import POPULARITY_GROUP_MSG
+from recaudit.fairness._popularity_bias import NO_TRAIN_REASON, NO_TRAIN_USER_REASON
+from recaudit.fairness._synthetic import simulate_interbias
+
+N_ITEMS = 400
+CUTS = (5, 10, 20)
+
+
+def _data(seed: int = 0, n_users: int = 240, **kw: float) -> tuple[pd.DataFrame, ...]:
+    d = simulate_interbias(n_users, rng=np.random.default_rng(seed), n_items=N_ITEMS, **kw)
+    return d.recs, d.test, d.train, d.users
+
+
+def _evaluate(recs, test, train, users, *, n_boot=200, **kw) -> FairnessEvaluation:
+    options = EvaluateOptions(n=CUTS, n_boot=n_boot, n_resamples=0, min_group_size=5)
+    return evaluate(recs, test, users, attribute=kw.pop("attribute", "gender"),
+                    protected=kw.pop("protected", "F"), n_items=N_ITEMS, train=train,
+                    options=options, rng=3, **kw)
+
+
+def _assert_equal_to_reference(values, reference) -> None:
+    assert list(values) == [f"{m}@{c}" for m in POPULARITY_METRICS for c in CUTS]
+    for key, est in values.items():
+        assert est.value == pytest.approx(reference[key], rel=1e-12, abs=1e-12, nan_ok=True), key
+
+
+def test_against_popularity_metrics_overall_and_per_group() -> None:
+    recs, test, train, users = _data()
+    # a few users without a list: ARP and novelty are nan for them, APLT and ACLT 0
+    dropped = users.user_id[:7]
+    recs = recs[~recs.user_id.isin(dropped)]
+    result = _evaluate(recs, test, train, users)
+    bias = result.popularity_bias
+    assert bias is not None and result.popularity_bias_reason is None
+    _assert_equal_to_reference(
+        bias.overall, popularity_metrics(recs, test, train, n=CUTS, n_items=N_ITEMS)
+    )
+    assert list(bias.groups) == list(result.groups)
+    for name in ("F", "M"):
+        ids = users.user_id[users.gender == name]
+        reference = popularity_metrics(
+            recs[recs.user_id.isin(ids)], test[test.user_id.isin(ids)], train,
+            n=CUTS, n_items=N_ITEMS,
+        )
+        _assert_equal_to_reference(bias.groups[name], reference)
+    assert bias.n_head_items == math.ceil(0.2 * N_ITEMS)
+    assert bias.n_train_users == train.user_id.nunique()
+
+
+def test_cis_contain_the_estimate() -> None:
+    """User means and PopRSP (here ~0.8, far from 0) are inside their percentile CIs.
+
+    PopREO's true value is 0 in this simulation (hits do not depend on popularity):
+    std/mean of two rates is folded at 0, so its percentile CI lies above 0 and need not
+    contain an estimate near 0 (docs/fairness-metrics.md); only its bounds are checked.
+    """
+    recs, test, train, users = _data(seed=1)
+    bias = _evaluate(recs, test, train, users).popularity_bias
+    assert bias is not None
+    for section in (bias.overall, *bias.groups.values()):
+        for key, est in section.items():
+            assert 0 <= est.ci.low < est.ci.high, key  # the bootstrap did move
+            if not key.startswith("popreo"):
+                assert est.ci.low <= est.value <= est.ci.high, key
+
+
+def test_no_boot_gives_nan_bounds_and_the_same_values() -> None:
+    recs, test, train, users = _data(seed=1)
+    with_ci = _evaluate(recs, test, train, users).popularity_bias
+    without = _evaluate(recs, test, train, users, n_boot=0).popularity_bias
+    assert with_ci is not None and without is not None
+    for key, est in without.overall.items():
+        assert est.value == with_ci.overall[key].value
+        assert math.isnan(est.ci.low) and math.isnan(est.ci.high)
+
+
+def test_planted_popularity_gap_between_groups() -> None:
+    """F's lists are filled uniformly (fill exponent 0), M's by popularity squared."""
+    parts = []
+    for offset, (gender, beta) in enumerate((("F", 0.0), ("M", 2.0))):
+        recs, test, train, _ = _data(seed=10 + offset, n_users=150, fill_exponent=beta)
+        shift = offset * 10_000
+        parts.append([t.assign(user_id=t.user_id + shift) for t in (recs, test, train)])
+        parts[-1].append(pd.DataFrame({"user_id": train.user_id.unique() + shift,
+                                       "gender": gender}))
+    recs, test, train, users = (pd.concat(p, ignore_index=True) for p in zip(*parts, strict=True))
+    bias = _evaluate(recs, test, train, users).popularity_bias
+    assert bias is not None
+    f, m = bias.groups["F"], bias.groups["M"]
+    for c in CUTS:
+        # more popular, fewer long-tail, less novel items for M: the CIs are disjoint
+        assert f[f"arp@{c}"].ci.high < m[f"arp@{c}"].ci.low
+        assert f[f"aplt@{c}"].ci.low > m[f"aplt@{c}"].ci.high
+        assert f[f"novelty@{c}"].ci.low > m[f"novelty@{c}"].ci.high
+        assert f[f"poprsp@{c}"].ci.high < m[f"poprsp@{c}"].ci.low
+        low, high = sorted((f[f"arp@{c}"].value, m[f"arp@{c}"].value))
+        assert low < bias.overall[f"arp@{c}"].value < high
+
+
+def test_absent_without_train_or_without_user_id() -> None:
+    recs, test, train, users = _data(seed=2, n_users=120)
+    none = _evaluate(recs, test, None, users, n_boot=20)
+    assert none.popularity_bias is None and none.popularity_bias_reason == NO_TRAIN_REASON
+    items_only = _evaluate(recs, test, train[["item_id"]], users, n_boot=20)
+    assert items_only.popularity_bias is None
+    assert items_only.popularity_bias_reason == NO_TRAIN_USER_REASON
+    assert items_only.avg_popularity is not None  # the item-popularity figures stay
+    d = items_only.to_dict()
+    assert d["popularity_bias"] is None and d["popularity_bias_reason"] == NO_TRAIN_USER_REASON
+
+
+def test_other_figures_unchanged_by_the_popularity_metrics() -> None:
+    """Same seed: every other figure is the same with or without the new metrics (no draws)."""
+    recs, test, train, users = _data(seed=4, n_users=120)
+    options = EvaluateOptions(n=CUTS, n_boot=50, n_resamples=49, min_group_size=5)
+    kw = dict(attribute="gender", protected="F", n_items=N_ITEMS, options=options, rng=5)
+    full = evaluate(recs, test, users, train=train, **kw).to_dict()
+    plain = evaluate(recs, test, users, train=train[["item_id"]], **kw).to_dict()
+    for d in (full, plain):
+        del d["popularity_bias"], d["popularity_bias_reason"]
+    assert full == plain or repr(full) == repr(plain)
+
+
+def test_to_dataframe_rows() -> None:
+    recs, test, train, users = _data(seed=2, n_users=120)
+    frame = _evaluate(recs, test, train, users, n_boot=20).to_dataframe()
+    rows = frame[frame.quantity == "popularity_bias"]
+    assert len(rows) == 3 * len(POPULARITY_METRICS) * len(CUTS)  # overall, F, M
+    assert set(rows.group.dropna()) == {"F", "M"}
+
+
+# ------------------------------------------------------------ popularity_group attribute
+def test_popularity_group_attribute_from_train() -> None:
+    recs, test, train, users = _data(seed=5)
+    auto = _evaluate(recs, test, train, users, n_boot=20, attribute="popularity_group",
+                     protected="niche")
+    by_hand = _evaluate(recs, test, train, add_popularity_groups(users, train), n_boot=20,
+                        attribute="popularity_group", protected="niche")
+    assert set(auto.groups) == {"niche", "diverse", "blockbuster"}
+    assert repr(auto.to_dict()) == repr(by_hand.to_dict())
+
+
+def test_popularity_group_in_an_intersection() -> None:
+    recs, test, train, users = _data(seed=5)
+    result = _evaluate(recs, test, train, users, n_boot=0,
+                       attribute=["gender", "popularity_group"], protected=("F", "niche"))
+    assert result.protected == "F & niche" and len(result.groups) == 6
+    assert result.popularity_bias is not None and "F & niche" in result.popularity_bias.groups
+
+
+def test_popularity_group_without_train_is_an_error() -> None:
+    recs, test, _, users = _data(seed=5, n_users=60)
+    with pytest.raises(InputError, match="pass `train`"):
+        _evaluate(recs, test, None, users, attribute="popularity_group", protected="niche")
+    assert "`train`" in POPULARITY_GROUP_MSG
+
+
+def test_users_own_popularity_group_column_is_kept() -> None:
+    recs, test, train, users = _data(seed=5, n_users=60)
+    own = users.assign(popularity_group=np.where(users.user_id % 2 == 0, "even", "odd"))
+    for t in (train, None):
+        result = _evaluate(recs, test, t, own, n_boot=0, attribute="popularity_group",
+                           protected="even")
+        assert set(result.groups) == {"even", "odd"}
