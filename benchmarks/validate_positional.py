@@ -166,7 +166,8 @@ def table(args: argparse.Namespace) -> None:
     rows = [json.loads(line) for line in Path(args.results).read_text().splitlines()]
     rows.sort(key=lambda r: (MODELS.index(r["model"]), r["k"], r["queries"], r["p_bias"]))
     print("Bias in percentage points (Monte-Carlo s.e. in brackets); coverage of the 95 % CI "
-          "(s.e. in brackets); `0 in CI` = share of CIs containing 0.\n")
+          "(s.e. in brackets); the last table: share of CIs containing 0 when the truth is 0."
+          "\n")
     if any(_stale(r, args.current) for r in rows):
         print(f"† computed before the code version `{args.current}` (run tag).\n")
     groups = (("PB", ("pb", "pb_plugin")), ("PS", ("ps", "ps_modal")),
@@ -198,6 +199,21 @@ def table(args: argparse.Namespace) -> None:
         lb = r["L_below_tv"]
         print(f"| {_model(r, args.current)} | {r['k']} | {r['queries']} | {r['p_bias']:g} | "
               f"{lb['rate']:.3f} ({lb['se']:.3f}) | {r['position_coverage']:.3f} |")
+    _zero_table(rows, args.current)
+
+
+def _zero_table(rows: list[dict[str, Any]], current: str | None) -> None:
+    """Share of the intervals that contain 0 when the truth is 0 (p_bias 0)."""
+    names = ("pb", "spb", "spb_soft", "positional_share")
+    print("\n#### Share of the 95 % CIs containing 0 at p_bias 0 (truth 0)\n")
+    print("| model | k | n | " + " | ".join(names) + " |")
+    print("|" + "---|" * (3 + len(names)))
+    for r in rows:
+        if r["p_bias"] != 0:
+            continue
+        shares = [r["estimators"][name].get("contains_0") for name in names]
+        print(f"| {_model(r, current)} | {r['k']} | {r['queries']} | "
+              + " | ".join("–" if c is None else f"{c:.3f}" for c in shares) + " |")
 
 
 #: the estimators the goals of issue 14 item 5 concern
