@@ -109,25 +109,41 @@ def _key(r: dict[str, Any]) -> tuple[str, int, int, float, int]:
     return (r["model"], r["k"], r["queries"], r["p_bias"], r["seed"])
 
 
+def _cell_key(c: tuple[str, int, int, float, int, int]) -> tuple[str, int, int, float, int]:
+    return (c[0], c[1], c[2], c[3], c[5])
+
+
+def _store(out: Path, res: dict[str, Any]) -> None:
+    """Append ``res``, or replace the line of the same cell in place."""
+    lines = out.read_text().splitlines() if out.exists() else []
+    kept = [line for line in lines if _key(json.loads(line)) != _key(res)]
+    if len(kept) == len(lines):
+        with out.open("a") as fh:
+            fh.write(json.dumps(res) + "\n")
+        return
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text("".join(line + "\n" for line in [*kept, json.dumps(res)]))
+    tmp.replace(out)
+
+
 def run(args: argparse.Namespace) -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     cells = [(m, k, n, p, args.reps, args.seed) for m in args.models for k in args.k
              for n in args.queries for p in args.p_bias]
-    if args.replace and out.exists():  # drop the grid's cells, to rerun them
-        grid = {(c[0], c[1], c[2], c[3], c[5]) for c in cells}
-        kept = [line for line in out.read_text().splitlines()
-                if _key(json.loads(line)) not in grid]
-        out.write_text("".join(line + "\n" for line in kept))
     lines = out.read_text().splitlines() if out.exists() else []
-    done = {_key(json.loads(line)) for line in lines}
-    todo = [c for c in cells if (c[0], c[1], c[2], c[3], c[5]) not in done]
+    # a cell is skipped when it is in the file -- with --replace, only when its line
+    # carries this run's --tag (so an interrupted rerun resumes)
+    done = {_key(r) for r in map(json.loads, lines)
+            if not args.replace or (args.tag is not None and r.get("run") == args.tag)}
+    todo = [c for c in cells if _cell_key(c) not in done]
     # the largest cells first, so that two workers finish together
     todo.sort(key=lambda c: -c[1] * c[2])
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool, out.open("a") as fh:
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for res in pool.map(_cell, todo):
-            fh.write(json.dumps(res) + "\n")
-            fh.flush()
+            if args.tag is not None:
+                res["run"] = args.tag
+            _store(out, res)
             print(f"{res['model']} k={res['k']} n={res['queries']} p={res['p_bias']}: "
                   f"spb bias {res['estimators']['spb'].get('bias', float('nan')):+.4f}",
                   file=sys.stderr, flush=True)
@@ -137,11 +153,23 @@ def _pct(x: float | None, digits: int = 2) -> str:
     return "–" if x is None else f"{100 * x:+.{digits}f}"
 
 
+def _stale(r: dict[str, Any], current: str | None) -> bool:
+    """Whether the cell was computed before the code version tagged ``current``."""
+    return current is not None and r.get("run") != current
+
+
+def _model(r: dict[str, Any], current: str | None) -> str:
+    return r["model"] + (" †" if _stale(r, current) else "")
+
+
 def table(args: argparse.Namespace) -> None:
     rows = [json.loads(line) for line in Path(args.results).read_text().splitlines()]
     rows.sort(key=lambda r: (MODELS.index(r["model"]), r["k"], r["queries"], r["p_bias"]))
     print("Bias in percentage points (Monte-Carlo s.e. in brackets); coverage of the 95 % CI "
-          "(s.e. in brackets); `0 in CI` = share of CIs containing 0.\n")
+          "(s.e. in brackets); the last table: share of CIs containing 0 when the truth is 0."
+          "\n")
+    if any(_stale(r, args.current) for r in rows):
+        print(f"† computed before the code version `{args.current}` (run tag).\n")
     groups = (("PB", ("pb", "pb_plugin")), ("PS", ("ps", "ps_modal")),
               ("sPB", ("spb", "spb_paper")), ("soft / position-driven share",
                                              ("spb_soft", "positional_share")))
@@ -153,7 +181,8 @@ def table(args: argparse.Namespace) -> None:
         print("| " + " | ".join(head) + " |")
         print("|" + "---|" * len(head))
         for r in rows:
-            cells = [r["model"], str(r["k"]), str(r["queries"]), f"{r['p_bias']:g}"]
+            cells = [_model(r, args.current), str(r["k"]), str(r["queries"]),
+                     f"{r['p_bias']:g}"]
             for name in names:
                 e = r["estimators"][name]
                 bias = "–" if "bias" not in e else (
@@ -168,45 +197,120 @@ def table(args: argparse.Namespace) -> None:
     print("|---|---|---|---|---|---|")
     for r in rows:
         lb = r["L_below_tv"]
-        print(f"| {r['model']} | {r['k']} | {r['queries']} | {r['p_bias']:g} | "
+        print(f"| {_model(r, args.current)} | {r['k']} | {r['queries']} | {r['p_bias']:g} | "
               f"{lb['rate']:.3f} ({lb['se']:.3f}) | {r['position_coverage']:.3f} |")
+    _zero_table(rows, args.current)
+
+
+def _zero_table(rows: list[dict[str, Any]], current: str | None) -> None:
+    """Share of the intervals that contain 0 when the truth is 0 (p_bias 0)."""
+    names = ("pb", "spb", "spb_soft", "positional_share")
+    print("\n#### Share of the 95 % CIs containing 0 at p_bias 0 (truth 0)\n")
+    print("| model | k | n | " + " | ".join(names) + " |")
+    print("|" + "---|" * (3 + len(names)))
+    for r in rows:
+        if r["p_bias"] != 0:
+            continue
+        shares = [r["estimators"][name].get("contains_0") for name in names]
+        print(f"| {_model(r, current)} | {r['k']} | {r['queries']} | "
+              + " | ".join("–" if c is None else f"{c:.3f}" for c in shares) + " |")
+
+
+#: the estimators the goals of issue 14 item 5 concern
+GOAL_ESTIMATORS = ("pb", "ps", "spb")
+
+
+def _where(r: dict[str, Any]) -> str:
+    return f"k={r['k']}, n={r['queries']}, p={r['p_bias']:g}"
+
+
+def _summary_row(name: str, model: str, cells: list[dict[str, Any]]) -> str:
+    est = [r["estimators"][name] for r in cells]
+    worst = max(range(len(cells)), key=lambda i: abs(est[i]["bias"]))
+    over = sum(abs(e["bias"]) > 0.01 for e in est)
+    with_ci = [(e, r) for e, r in zip(est, cells, strict=True) if "coverage" in e]
+    if not with_ci:
+        return (f"| {name} | {model} | {len(cells)} | {100 * abs(est[worst]['bias']):.2f} "
+                f"({_where(cells[worst])}) | {over} | no CI | – | – | – |")
+    cov = [e["coverage"] for e, _ in with_ci]
+    short = sum(e["coverage"] < 0.95 - 2 * max(e["coverage_se"], np.sqrt(
+        0.95 * 0.05 / r["reps"])) for e, r in with_ci)
+    low, high = sum(c < 0.92 for c in cov), sum(c > 0.97 for c in cov)
+    zero = [e["contains_0"] for e, r in with_ci
+            if r["p_bias"] == 0 and abs(e["truth"]) < 1e-9]
+    return (f"| {name} | {model} | {len(cells)} | {100 * abs(est[worst]['bias']):.2f} "
+            f"({_where(cells[worst])}) | {over} | {min(cov):.3f}-{max(cov):.3f} | "
+            f"{low} / {high} | {short} | {f'{min(zero):.3f}' if zero else '–'} |")
+
+
+def _misses(rows: list[dict[str, Any]]) -> list[str]:
+    """The cells where PB, PS or sPB miss a goal other than over-coverage."""
+    out = []
+    for name in GOAL_ESTIMATORS:
+        for r in rows:
+            e = r["estimators"][name]
+            why = []
+            if "bias" in e and abs(e["bias"]) > 0.01:
+                why.append(f"bias {_pct(e['bias'])} pp ({100 * (e['bias_se'] or 0):.2f})")
+            if "coverage" in e and e["coverage"] < 0.92:
+                why.append(f"coverage {e['coverage']:.3f} ({e['coverage_se']:.3f})")
+            if ("coverage" in e and r["p_bias"] == 0 and abs(e["truth"]) < 1e-9
+                    and e["contains_0"] < 0.95):
+                why.append(f"0 in CI {e['contains_0']:.3f}")
+            if why:
+                out.append(f"- {name}, {r['model']} {_where(r)} ({r['reps']} data sets): "
+                           + "; ".join(why))
+    return out
+
+
+def _pooled(rows: list[dict[str, Any]]) -> list[str]:
+    """Coverage pooled over the cells whose truth is not 0, per estimator and n."""
+    out = []
+    for name in GOAL_ESTIMATORS:
+        parts = []
+        for n in sorted({r["queries"] for r in rows}):
+            cells = [r for r in rows if r["queries"] == n and "coverage" in
+                     r["estimators"][name] and abs(r["estimators"][name]["truth"]) > 1e-9]
+            total = sum(r["reps"] for r in cells)
+            if total:
+                c = sum(r["estimators"][name]["coverage"] * r["reps"] for r in cells) / total
+                parts.append(f"{c:.3f} (s.e. {np.sqrt(c * (1 - c) / total):.3f}, "
+                             f"{total} data sets) at {n} queries")
+        if parts:
+            out.append(f"- {name}: " + "; ".join(parts))
+    return out
 
 
 def summary(args: argparse.Namespace) -> None:
     """Per estimator and model: the worst bias, the coverage range, and how many cells
-    fall short of 0.95 by more than two Monte-Carlo standard errors."""
+    fall outside 0.92-0.97 or short of 0.95 by more than two Monte-Carlo standard
+    errors; then every cell where PB, PS or sPB miss a goal (over-coverage aside)."""
     rows = [json.loads(line) for line in Path(args.results).read_text().splitlines()]
+    rows.sort(key=lambda r: (MODELS.index(r["model"]), r["k"], r["queries"], r["p_bias"]))
     print("| estimator | model | cells | max abs bias, pp (cell) | cells with abs bias > 1 pp "
-          "| coverage range | cells below 0.95 by > 2 s.e. | min share of CIs with 0 at "
-          "p_bias 0 |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| coverage range | cells < 0.92 / > 0.97 | cells below 0.95 by > 2 s.e. "
+          "| min share of CIs with 0 at p_bias 0 |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name in ESTIMATORS:
         for model in MODELS:
             cells = [r for r in rows if r["model"] == model and "bias" in r["estimators"][name]]
-            if not cells:
-                continue
-            est = [r["estimators"][name] for r in cells]
-            worst = max(range(len(cells)), key=lambda i: abs(est[i]["bias"]))
-            w = cells[worst]
-            where = f"k={w['k']}, n={w['queries']}, p={w['p_bias']:g}"
-            over = sum(abs(e["bias"]) > 0.01 for e in est)
-            cov = [e["coverage"] for e in est if "coverage" in e]
-            short = sum(e["coverage"] < 0.95 - 2 * max(e["coverage_se"], np.sqrt(
-                0.95 * 0.05 / r["reps"])) for e, r in zip(est, cells, strict=True)
-                if "coverage" in e)
-            zero = [e["contains_0"] for e, r in zip(est, cells, strict=True)
-                    if "coverage" in e and r["p_bias"] == 0 and abs(e["truth"]) < 1e-9]
-            cov_txt = f"{min(cov):.3f}-{max(cov):.3f}" if cov else "no CI"
-            print(f"| {name} | {model} | {len(cells)} | {100 * abs(est[worst]['bias']):.2f} "
-                  f"({where}) | {over} | {cov_txt} | {short if cov else '–'} | "
-                  f"{min(zero):.3f} |" if zero else
-                  f"| {name} | {model} | {len(cells)} | {100 * abs(est[worst]['bias']):.2f} "
-                  f"({where}) | {over} | {cov_txt} | {short if cov else '–'} | – |")
+            if cells:
+                print(_summary_row(name, model, cells))
     lb = [r["L_below_tv"]["rate"] for r in rows]
     print(f"\nPOB-UNBP: P(L <= TV) {min(lb):.3f}-{max(lb):.3f} over {len(rows)} cells; "
           f"position-distribution CIs: mean coverage "
           f"{min(r['position_coverage'] for r in rows):.3f}-"
           f"{max(r['position_coverage'] for r in rows):.3f}.")
+    print("\nCoverage pooled over the cells whose truth is not 0:\n")
+    print("\n".join(_pooled(rows)))
+    misses = _misses(rows)
+    print(f"\nCells where {', '.join(GOAL_ESTIMATORS)} miss a goal (|bias| > 1 pp, coverage "
+          f"< 0.92, 0 in < 95 % of null CIs): {len(misses)}\n")
+    print("\n".join(misses))
+    stale = [r for r in rows if _stale(r, args.current)]
+    if stale:
+        names = ", ".join(f"{r['model']} {_where(r)}" for r in stale)
+        print(f"\n{len(stale)} of {len(rows)} cells computed before `{args.current}`: {names}.")
 
 
 def main() -> None:
@@ -222,9 +326,15 @@ def main() -> None:
     r.add_argument("--jobs", type=int, default=1)
     r.add_argument("--out", default="benchmarks/results/validate_positional.jsonl")
     r.add_argument("--replace", action="store_true",
-                   help="rerun the grid's cells already in --out (their lines are dropped)")
+                   help="rerun the grid's cells already in --out (each line is replaced "
+                        "when its cell is done), except those already carrying --tag")
+    r.add_argument("--tag", default=None,
+                   help="stored as the lines' 'run' field (names the code version)")
     for name in ("table", "summary"):
-        sub.add_parser(name).add_argument("results")
+        t = sub.add_parser(name)
+        t.add_argument("results")
+        t.add_argument("--current", default=None,
+                       help="mark the cells whose 'run' tag is not this one")
     args = parser.parse_args()
     {"run": run, "table": table, "summary": summary}[args.command](args)
 
