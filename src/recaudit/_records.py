@@ -1,5 +1,10 @@
 """Reading result JSON back: the helpers every result type's ``from_dict`` shares.
 
+Two kinds: strict readers of a result's own JSON (``need``, ``number``, ...), and
+tolerant key lookup for JSON written by other tools or older versions (``norm_key``,
+``find_key``, ``need_key``, ``json_float``: case- and separator-insensitive keys,
+aliases), used by the fairness results' ``from_dict`` and the report's loaders.
+
 A result's ``to_dict()`` gives plain JSON values (``nan`` becomes ``null`` once written
 with :func:`recaudit._io.to_jsonable`); ``from_dict`` reads either form back. A missing
 key or a value of the wrong kind raises :class:`~recaudit.InputError` naming the key
@@ -9,6 +14,7 @@ and the type being read (``MSG_MISSING``, ``MSG_NOT_NUMBER``).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,7 +27,13 @@ __all__ = [
     "MSG_MISSING",
     "MSG_NOT_NUMBER",
     "MSG_NOT_OBJECT",
+    "MSG_KEY_WRITTEN_BY",
+    "MSG_NOT_A_NUMBER",
     "as_mapping",
+    "find_key",
+    "json_float",
+    "need_key",
+    "norm_key",
     "float_array",
     "need",
     "number",
@@ -33,6 +45,43 @@ __all__ = [
 MSG_MISSING = "{what}: missing key `{key}` (is this the JSON of its `to_dict()`?)"
 MSG_NOT_NUMBER = "{what}: `{key}` must be a number or null, got {value!r}"
 MSG_NOT_OBJECT = "{what} must be a JSON object, got {kind}"
+MSG_KEY_WRITTEN_BY = "{where}: missing key `{key}`; it is written by {command}"
+MSG_NOT_A_NUMBER = "expected a number, got {value!r}"
+
+
+def norm_key(key: str) -> str:
+    """A key compared case- and separator-insensitively: lower case, spaces and dashes
+    as underscores (``"Item-Coverage"`` -> ``"item_coverage"``)."""
+    return re.sub(r"[\s\-]+", "_", str(key).strip().lower())
+
+
+def find_key(obj: Mapping[str, Any], *aliases: str) -> Any:
+    """``obj[key]`` for the first key whose normalised form is an alias, else ``None``."""
+    wanted = {norm_key(a) for a in aliases}
+    for key, value in obj.items():
+        if norm_key(key) in wanted:
+            return value
+    return None
+
+
+def need_key(obj: Mapping[str, Any], where: str, command: str, *aliases: str) -> Any:
+    """:func:`find_key`, but a key absent under every alias (not merely ``null``) is an
+    :class:`~recaudit.InputError` naming it and the ``command`` that writes it."""
+    wanted = {norm_key(a) for a in aliases}
+    if not any(norm_key(k) in wanted for k in obj):
+        raise InputError(MSG_KEY_WRITTEN_BY.format(where=where, key=aliases[0],
+                                                   command=command))
+    return find_key(obj, *aliases)
+
+
+def json_float(value: Any) -> float:
+    """A JSON number or ``null`` (-> ``nan``) as a float."""
+    if value is None:
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError) as exc:
+        raise InputError(MSG_NOT_A_NUMBER.format(value=value)) from exc
 
 
 def as_mapping(obj: Any, what: str) -> Mapping[str, Any]:

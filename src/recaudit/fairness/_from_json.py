@@ -15,6 +15,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._records import (
+    find_key,
+    json_float,
+    need_key,
+    norm_key,
+)
 from .._stats import Estimate
 from ..exceptions import InputError
 
@@ -26,42 +32,19 @@ COVERAGE_ALIASES = ("item_coverage", "coverage", "ic")
 NOT_METRICS = frozenset(POPULARITY_ALIASES + COVERAGE_ALIASES)
 _METRIC_KEY = re.compile(r"^([a-z][a-z_]*?)[@_\-]?(\d+)$")
 
-MISSING_KEY_MSG = "{where}: missing key `{key}`; it is written by {command}"
-NUMBER_MSG = "expected a number, got {value!r}"
 SECTION_MSG = "{where} must be a JSON object of `<metric>@<N>` entries"
 NO_METRIC_MSG = "{where}: no `<metric>@<N>` entry; it is written by {command}"
 
 
-def norm(key: str) -> str:
-    """A key compared case- and separator-insensitively (``"Item-Coverage"``)."""
-    return re.sub(r"[\s\-]+", "_", str(key).strip().lower())
-
-
-def find(obj: Mapping[str, Any], *aliases: str) -> Any:
-    """``obj[key]`` for the first key whose normalised form is an alias, else ``None``."""
-    wanted = {norm(a) for a in aliases}
-    for key, value in obj.items():
-        if norm(key) in wanted:
-            return value
-    return None
+#: Case- and separator-insensitive lookup and JSON numbers, shared with the report.
+norm = norm_key
+find = find_key
+number = json_float
 
 
 def need(obj: Mapping[str, Any], where: str, *aliases: str) -> Any:
     """Like :func:`find`, but a key absent under every alias is an error."""
-    wanted = {norm(a) for a in aliases}
-    if not any(norm(k) in wanted for k in obj):
-        raise InputError(MISSING_KEY_MSG.format(where=where, key=aliases[0], command=FAIRNESS_CMD))
-    return find(obj, *aliases)
-
-
-def number(value: Any) -> float:
-    """A JSON number or ``null`` (-> ``nan``) as a float."""
-    if value is None:
-        return math.nan
-    try:
-        return float(value)
-    except (TypeError, ValueError) as exc:
-        raise InputError(NUMBER_MSG.format(value=value)) from exc
+    return need_key(obj, where, FAIRNESS_CMD, *aliases)
 
 
 def metric_key(key: str) -> tuple[str, int] | None:

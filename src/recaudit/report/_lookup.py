@@ -8,50 +8,22 @@ that writes it.
 
 from __future__ import annotations
 
-import math
-import re
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from .._read import read_json, read_table
-from ..exceptions import InputError
+from .._records import find_key, json_float, need_key, norm_key
 
 __all__ = ["find", "first_file", "need", "norm", "read_json_file", "read_table_file", "to_float"]
 
 
-def norm(key: str) -> str:
-    """A key in lower case with spaces and dashes as underscores."""
-    return re.sub(r"[\s\-]+", "_", str(key).strip().lower())
-
-
-def find(obj: Mapping[str, Any], *aliases: str) -> Any:
-    """Return ``obj[key]`` for the first key whose normalised form is an alias."""
-    wanted = {norm(a) for a in aliases}
-    for key, value in obj.items():
-        if norm(key) in wanted:
-            return value
-    return None
-
-
-def need(obj: Mapping[str, Any], where: str, command: str, *aliases: str) -> Any:
-    """:func:`find`, but a key that is absent (not merely ``null``) is an error."""
-    value = find(obj, *aliases)
-    if value is None and not any(norm(k) in {norm(a) for a in aliases} for k in obj):
-        raise InputError(f"{where}: missing key `{aliases[0]}`; it is written by {command}")
-    return value
-
-
-def to_float(value: Any) -> float:
-    """JSON number or ``null`` -> float (``null`` -> nan)."""
-    if value is None:
-        return math.nan
-    try:
-        return float(value)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"expected a number, got {value!r}") from exc
+#: The tolerant readers are shared with the fairness results' ``from_dict``.
+norm = norm_key
+find = find_key
+need = need_key
+to_float = json_float
 
 
 def first_file(folder: Path, *names: str) -> Path | None:
