@@ -124,3 +124,18 @@ def test_ordinary_prompts_give_no_warning(tmp_path: Path, retriever, emb_cache) 
         warnings.simplefilter("error", RecauditWarning)
         assert run_audit(load_config(config), out_dir=tmp_path / "run",
                          retriever=retriever).planned == 6
+
+
+def test_a_line_break_inside_a_data_value_does_not_split_the_message(tmp_path):
+    """Hypothesis found it: a header cell "\\x1cuery_id" (a line boundary for
+    str.splitlines) printed raw gave a two-line error. It is escaped."""
+    from typer.testing import CliRunner
+
+    from recaudit.cli import app
+
+    path = tmp_path / "evals.csv"
+    path.write_text("\x1cuery_id,order,selected_position\nq,1 2 3,1\n", encoding="utf-8")
+    res = CliRunner().invoke(app, ["positional", "analyze", str(path)])
+    assert res.exit_code == 2
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and "\\x1cuery_id" in lines[0], res.output

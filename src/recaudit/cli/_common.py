@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from collections.abc import Callable
 from functools import wraps
@@ -31,9 +32,17 @@ def print_json(obj: Any) -> None:
     typer.echo(json.dumps(to_jsonable(obj), indent=2, allow_nan=False))
 
 
+#: The characters ``str.splitlines`` breaks at: escaped in a printed message, so that a
+#: value from the user's data (a column name with a \\x1c in it) cannot split it.
+_LINE_BREAKS = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
 def _safe(text: str) -> str:
-    """Text any terminal can print: what no encoding can show (a lone surrogate an
-    endpoint sent) becomes a \\uXXXX escape, never a UnicodeEncodeError."""
+    """Text any terminal can print on one line: what no encoding can show (a lone
+    surrogate an endpoint sent) and every line break become escapes (\\uXXXX, \\x1c),
+    never a UnicodeEncodeError or a second line."""
+    text = _LINE_BREAKS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"),
+                            text)
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
