@@ -25,6 +25,14 @@ train=train)`` adds the column itself).
 
 from __future__ import annotations
 
+from ._config import (
+    DatasetConfig,
+    ModelConfig,
+    StudyConfig,
+    default_config_path,
+    load_config,
+    parse_config,
+)
 from ._dataset import (
     InteractionData,
     LongTailStats,
@@ -72,15 +80,7 @@ from ._popularity import (
     popularity_parity,
 )
 from ._results import FairnessEvaluation, GroupMetrics, InterBias, PopularityBias
-from ._study import (
-    DatasetConfig,
-    ModelConfig,
-    StudyConfig,
-    default_config_path,
-    load_config,
-    parse_config,
-    run_study,
-)
+from ._study import run_study
 from ._study_results import DatasetResult, ModelResult, StudyResult
 from ._user_groups import add_popularity_groups, user_popularity_groups
 

@@ -50,9 +50,6 @@ from ._config import (
     DatasetConfig,
     ModelConfig,
     StudyConfig,
-    default_config_path,
-    load_config,
-    parse_config,
 )
 from ._dataset import (
     ITEM_ID,
@@ -73,15 +70,7 @@ from ._study_results import DatasetResult, ModelResult, StudyResult
 from .models._baselines import most_popular, random_items
 from .models._recbole import recommend, train_model, write_atomic_split
 
-__all__ = [
-    "DatasetConfig",
-    "ModelConfig",
-    "StudyConfig",
-    "default_config_path",
-    "load_config",
-    "parse_config",
-    "run_study",
-]
+__all__ = ["run_study"]
 
 MSG_OTHER_RUN = (
     "output folder {path} holds a run of a different config (study.json differs); "
