@@ -253,3 +253,39 @@ def test_pairwise_scoring_in_chunks_gives_the_same_lists(study, tmp_path, monkey
     monkeypatch.setattr(_recbole, "PAIRS_PER_CALL", 1000)  # 3 users per predict call
     chunked = recommend(trained, users, n=10, exclude=split.known, items=items)
     pd.testing.assert_frame_equal(whole, chunked)
+
+
+def test_every_grid_point_records_its_convergence_and_the_best_checkpoint_is_kept(study):
+    models = study["result"].to_dict()["datasets"]["ml-small"]["models"]
+    for name in MODELS:
+        for point in models[name]["grid"]:
+            assert 1 <= point["best_epoch"] <= point["epochs_run"] <= point["epoch_budget"]
+            assert point["stopped_early"] == (point["epochs_run"] < point["epoch_budget"])
+        assert Path(models[name]["checkpoint"]).is_file()
+        assert Path(models[name]["checkpoint"]).name == "best.pth"
+    assert models["ItemKNN"]["grid"][0]["epoch_budget"] == 1  # no iterative training
+
+
+def test_early_stopping_ends_training_before_the_budget(study, tmp_path):
+    from recaudit.fairness import split_per_user, to_implicit
+    from recaudit.fairness.models import train_model, write_atomic_split
+    from recaudit.fairness.models._recbole_compat import load_checkpoint
+
+    split = split_per_user(to_implicit(load_recbole_atomic(study["data"])), rng=5)
+    trained = train_model(
+        "MF",
+        write_atomic_split(split, tmp_path / "data"),
+        workdir=tmp_path / "work",
+        grid={"learning_rate": [0.05, 0.001]},
+        epochs=40,
+        settings={"stopping_step": 2, "embedding_size": 16},
+    )
+    fast = trained.grid[0]
+    assert fast.stopped_early and fast.epochs_run < 40
+    assert fast.best_epoch == fast.epochs_run - 3  # RecBole stops after stopping_step + 1 misses
+    kept = load_checkpoint(trained.checkpoint)
+    best_index = max(range(2), key=lambda i: trained.grid[i].valid_score)
+    assert kept["epoch"] + 1 == trained.grid[best_index].best_epoch
+    state = trained.model.state_dict()
+    assert all((kept["state_dict"][k] == v).all() for k, v in state.items())
+    assert sorted(p.name for p in (tmp_path / "work").rglob("*.pth")) == ["best.pth"]

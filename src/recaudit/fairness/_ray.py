@@ -112,7 +112,7 @@ class RayGridTrainer:
             name=best.name, recbole_name=best.recbole_name, params=best.params,
             valid_metric=best.valid_metric, grid=tuple(p.grid[0] for p in points),
             train_seconds=sum(p.train_seconds for p in points),
-            model=best.model, dataset=best.dataset,
+            model=best.model, dataset=best.dataset, checkpoint=best.checkpoint,
         )
 
     @staticmethod

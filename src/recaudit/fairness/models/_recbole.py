@@ -55,6 +55,8 @@ DATASET_NAME = "study"
 #: Largest number of (user, item) pairs scored in one ``predict`` call.
 PAIRS_PER_CALL = 65_536
 PARTS = ("train", "valid", "test")
+#: The chosen grid point's RecBole checkpoint, kept in the model's folder.
+BEST_CHECKPOINT = "best.pth"
 MSG_UNKNOWN_MODEL = "unknown model {name!r}; choose one of {names} (MF is RecBole's BPR)"
 MSG_UNKNOWN_PARAM = (
     "hyperparameter {key!r} is not a RecBole 1.2.1 setting of {model}; "
@@ -132,12 +134,36 @@ def write_atomic_split(split: Split, folder: Path) -> Path:
 
 @dataclass(frozen=True)
 class GridPoint:
-    """One trained grid point: its hyperparameters and validation result."""
+    """One trained grid point: its hyperparameters, validation result and convergence.
+
+    Attributes
+    ----------
+    params : dict
+        The grid point's hyperparameters.
+    valid_score, valid_result
+        Validation metric of the best epoch, and every validation figure of it.
+    seconds : float
+        Wall-clock seconds of this point (data preparation, training, validation).
+    epochs_run : int
+        Epochs trained before RecBole stopped (the budget, or early stopping).
+    epoch_budget : int
+        The most epochs RecBole would train: ``epochs``, or 1 for a model with no
+        iterative training (ItemKNN, whose one "epoch" computes the similarities).
+    best_epoch : int
+        The epoch (1-based) whose checkpoint is kept: the best validation score.
+    stopped_early : bool
+        Whether early stopping ended training before the epoch budget; ``False``
+        means the budget ran out first and the model may not have converged.
+    """
 
     params: dict[str, Any]
     valid_score: float
     valid_result: dict[str, float]
     seconds: float
+    epochs_run: int = 0
+    epoch_budget: int = 0
+    best_epoch: int = 0
+    stopped_early: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -146,6 +172,10 @@ class GridPoint:
             "valid_score": self.valid_score,
             "valid_result": self.valid_result,
             "seconds": self.seconds,
+            "epochs_run": self.epochs_run,
+            "epoch_budget": self.epoch_budget,
+            "best_epoch": self.best_epoch,
+            "stopped_early": self.stopped_early,
         }
 
 
@@ -170,6 +200,9 @@ class TrainedModel:
         and validation of every grid point).
     model, dataset : object
         The RecBole model (best epoch of the best grid point) and its dataset.
+    checkpoint : pathlib.Path or None
+        RecBole's checkpoint of that model (``best.pth`` in the grid point's folder),
+        kept so a finished model can be scored again without retraining.
     """
 
     name: str
@@ -180,6 +213,7 @@ class TrainedModel:
     train_seconds: float
     model: Any = field(repr=False)
     dataset: Any = field(repr=False)
+    checkpoint: Path | None = None
 
     @property
     def valid_score(self) -> float:
@@ -196,6 +230,7 @@ class TrainedModel:
             "valid_score": self.valid_score,
             "train_seconds": self.train_seconds,
             "grid": [p.to_dict() for p in self.grid],
+            "checkpoint": None if self.checkpoint is None else str(self.checkpoint),
         }
 
 
@@ -271,6 +306,7 @@ def train_model(
     }
     results: list[GridPoint] = []
     best: tuple[float, Any, Any, dict[str, Any]] | None = None
+    kept = workdir / BEST_CHECKPOINT
     started = time.perf_counter()
     with recbole_session(workdir, num_threads=num_threads) as logger:
         known = Config(model=cls, dataset=DATASET_NAME, config_dict=base).final_config_dict
@@ -292,19 +328,27 @@ def train_model(
             score, result = trainer.fit(
                 train_data, valid_data, verbose=False, saved=True, show_progress=False
             )
-            checkpoint = load_checkpoint(Path(trainer.saved_model_file))
+            saved = Path(trainer.saved_model_file)
+            checkpoint = load_checkpoint(saved)
             model.load_state_dict(checkpoint["state_dict"])
             model.load_other_parameter(checkpoint.get("other_parameter"))
-            Path(trainer.saved_model_file).unlink()
+            epochs_run = len(trainer.train_loss_dict)
             point = GridPoint(
                 params=dict(params),
                 valid_score=float(score),
                 valid_result={str(k): float(v) for k, v in dict(result).items()},
                 seconds=time.perf_counter() - t0,
+                epochs_run=epochs_run,
+                best_epoch=int(checkpoint.get("epoch", epochs_run - 1)) + 1,
+                epoch_budget=int(trainer.epochs),
+                stopped_early=epochs_run < trainer.epochs,
             )
             results.append(point)
             if best is None or point.valid_score > best[0]:  # ties: the first wins
                 best = (point.valid_score, model, dataset, dict(params))
+                saved.replace(kept)
+            else:
+                saved.unlink()
     if best is None:  # every grid point failed to produce a validation score
         raise ConfigError(f"no grid point of {name} produced a validation score")
     return TrainedModel(
@@ -316,6 +360,7 @@ def train_model(
         train_seconds=time.perf_counter() - started,
         model=best[1],
         dataset=best[2],
+        checkpoint=kept,
     )
 
 
