@@ -158,11 +158,12 @@ def _from_study(results: Mapping[str, Any], folder: Path | None) -> tuple[
     list[tuple[ModelResult, Mapping[str, Any]]], Path | None
 ]:
     """The evaluated models of the first dataset of a ``results.json`` (its folder
-    holds the long-tail table), each with its raw evaluation JSON."""
+    holds the long-tail table), each with its raw evaluation JSON (and the model's
+    ``evaluations`` under every protocol, when it has them)."""
     study = StudyResult.from_dict(results, output=folder)
     name, dataset = next(iter(study.datasets.items()))
     raw_models = js.find(next(iter(results["datasets"].values())), "models") or {}
-    models = [
+    models: list[tuple[ModelResult, Mapping[str, Any]]] = [
         (m, {**js.find(raw_models[m.name], "evaluation"),
              "evaluations": js.find(raw_models[m.name], "evaluations")})
         for m in dataset.models.values()
