@@ -186,3 +186,108 @@ def test_users_own_popularity_group_column_is_kept() -> None:
         result = _evaluate(recs, test, t, own, n_boot=0, attribute="popularity_group",
                            protected="even")
         assert set(result.groups) == {"even", "odd"}
+
+
+# ------------------------------------- the users' own side and the popularity groups
+def _labels_by_pandas(train: pd.DataFrame) -> pd.Series:
+    """niche / diverse / blockbuster from the head ratio, computed directly (the rule of
+    Abdollahpouri et al.: ceil(20 %) head items, ceil(20 %) users at each end)."""
+    pairs = train[["user_id", "item_id"]].drop_duplicates()
+    pop = pairs.groupby("item_id").size().rename("pop").reset_index()
+    pop = pop.sort_values(["pop", "item_id"], ascending=[False, True])
+    head = set(pop.item_id[: math.ceil(0.2 * len(pop))])
+    ratio = pairs.assign(h=pairs.item_id.isin(head)).groupby("user_id").h.mean().reset_index()
+    ratio = ratio.sort_values(["h", "user_id"]).reset_index(drop=True)
+    k = math.ceil(0.2 * len(ratio))
+    label = np.where(ratio.index < k, "niche",
+                     np.where(ratio.index >= len(ratio) - k, "blockbuster", "diverse"))
+    return pd.Series(label, index=ratio.user_id)
+
+
+def _profile_by_pandas(train, test, ids, is_head) -> dict[str, float]:  # noqa: ANN001
+    """Mean over the users ``ids`` of their profile popularity and tail shares."""
+    pairs = train[["user_id", "item_id"]].drop_duplicates()
+    pop = pairs.groupby("item_id").size()
+    mine = pairs[pairs.user_id.isin(ids)]
+    t = test[["user_id", "item_id"]].drop_duplicates()
+    t = t[t.user_id.isin(ids)]
+    return {
+        "profile_popularity": mine.item_id.map(pop).groupby(mine.user_id).mean().mean(),
+        "profile_tail_share": (~mine.item_id.map(is_head)).groupby(mine.user_id).mean().mean(),
+        "test_tail_share": (~t.item_id.map(is_head)).groupby(t.user_id).mean().mean(),
+    }
+
+
+def _mixed_tastes(seed: int = 6) -> tuple[pd.DataFrame, ...]:
+    """Users whose lists and profiles differ in popularity (fill exponents 0, 1, 2)."""
+    parts = []
+    for offset, beta in enumerate((0.0, 1.0, 2.0)):
+        recs, test, train, users = _data(seed=seed + offset, n_users=80, fill_exponent=beta)
+        shift = offset * 10_000
+        parts.append([t.assign(user_id=t.user_id + shift) for t in (recs, test, train, users)])
+    return tuple(pd.concat(p, ignore_index=True) for p in zip(*parts, strict=True))
+
+
+def test_against_pandas_user_popularity_groups_and_profiles() -> None:
+    recs, test, train, users = _mixed_tastes()
+    bias = _evaluate(recs, test, train, users).popularity_bias
+    assert bias is not None
+    pop = train.drop_duplicates().groupby("item_id").size().reindex(range(N_ITEMS), fill_value=0)
+    order = pop.reset_index().sort_values([0, "item_id"], ascending=[False, True]).item_id
+    is_head = pd.Series(False, index=range(N_ITEMS))
+    is_head[order.to_numpy()[: math.ceil(0.2 * N_ITEMS)]] = True
+    labels = _labels_by_pandas(train)
+    assert list(bias.user_popularity_groups) == ["niche", "diverse", "blockbuster"]
+    for name, group in bias.user_popularity_groups.items():
+        ids = labels.index[labels == name]
+        assert group.n_users == len(ids)
+        for key, value in _profile_by_pandas(train, test, ids, is_head).items():
+            assert group.profile[key].value == pytest.approx(value, rel=1e-12), (name, key)
+        reference = popularity_metrics(recs[recs.user_id.isin(ids)], test[test.user_id.isin(ids)],
+                                       train, n=CUTS, n_items=N_ITEMS)
+        _assert_equal_to_reference(group.metrics, reference)
+        for c in CUTS:  # ARP@N directly: mean over users of the mean popularity of L_u@N
+            top = recs[recs.user_id.isin(ids) & (recs["rank"] <= c)]
+            arp = top.item_id.map(pop).groupby(top.user_id).mean().mean()
+            assert group.metrics[f"arp@{c}"].value == pytest.approx(arp, rel=1e-12)
+    for name, ids in [("overall", users.user_id), *(
+        (g, users.user_id[users.gender == g]) for g in ("F", "M")
+    )]:
+        got = bias.profile_overall if name == "overall" else bias.profile_groups[name]
+        for key, value in _profile_by_pandas(train, test, ids, is_head).items():
+            assert got[key].value == pytest.approx(value, rel=1e-12), (name, key)
+            assert got[key].ci.low <= got[key].value <= got[key].ci.high, (name, key)
+    niche, blockbuster = (bias.user_popularity_groups[g] for g in ("niche", "blockbuster"))
+    assert (niche.profile["profile_popularity"].ci.high
+            < blockbuster.profile["profile_popularity"].ci.low)
+
+
+def test_popularity_groups_as_attribute_match_the_subsection() -> None:
+    """With attribute popularity_group the attribute groups are the subsection's groups."""
+    recs, test, train, users = _mixed_tastes()
+    bias = _evaluate(recs, test, train, users, n_boot=0, attribute="popularity_group",
+                     protected="niche").popularity_bias
+    assert bias is not None
+    for name, group in bias.user_popularity_groups.items():
+        assert {k: e.value for k, e in group.metrics.items()} == pytest.approx(
+            {k: e.value for k, e in bias.groups[name].items()}, nan_ok=True)
+        assert {k: e.value for k, e in group.profile.items()} == pytest.approx(
+            {k: e.value for k, e in bias.profile_groups[name].items()})
+
+
+def test_profile_and_popularity_groups_round_trip_and_older_json() -> None:
+    recs, test, train, users = _data(seed=2, n_users=120)
+    result = _evaluate(recs, test, train, users, n_boot=20)
+    back = FairnessEvaluation.from_dict(result.to_dict())
+    x, y = result.popularity_bias, back.popularity_bias
+    assert x is not None and y is not None
+    assert repr(y.to_dict()) == repr(x.to_dict())
+    old = result.to_dict()
+    for key in ("profile", "user_popularity_rule", "user_popularity_groups"):
+        del old["popularity_bias"][key]
+    older = FairnessEvaluation.from_dict(old).popularity_bias
+    assert older is not None and older.user_popularity_groups == {} and older.profile_groups == {}
+    broken = result.to_dict()
+    broken["popularity_bias"]["user_popularity_groups"]["niche"] = 3
+    with pytest.raises(InputError, match="user_popularity_groups.niche"):
+        FairnessEvaluation.from_dict(broken)

@@ -13,6 +13,7 @@ from report_synth import (
     IMG_PAYLOAD,
     SCRIPT_PAYLOAD,
     fairness_results,
+    fairness_study,
     long_tail_frame,
     positional_run,
 )
@@ -38,6 +39,18 @@ def sequential_dir(positional_dir: Path) -> Path:
 def fairness_dir(tmp_path: Path) -> Path:
     """A copy of the committed fairness run folder."""
     return Path(shutil.copytree(FIXTURES / "fairness_run", tmp_path / "fairness_run"))
+
+
+@pytest.fixture
+def fairness_study_dir(tmp_path: Path) -> Path:
+    """A `fairness run` folder: results.json of one dataset whose models carry the
+    popularity-bias section and evaluations under `full` and `uni100` (with the
+    sampled-metrics warning), and the dataset's long_tail.parquet."""
+    folder = tmp_path / "fairness_study"
+    (folder / "ml-100k").mkdir(parents=True)
+    (folder / "results.json").write_text(json.dumps(fairness_study()))
+    long_tail_frame().to_parquet(folder / "ml-100k" / "long_tail.parquet", index=False)
+    return folder
 
 
 @pytest.fixture

@@ -29,7 +29,10 @@ PAYLOADS = (SCRIPT_PAYLOAD, IMG_PAYLOAD)
 
 __all__ = [
     "MODELS",
+    "SAMPLED_WARNING",
     "fairness_results",
+    "fairness_study",
+    "popularity_bias",
     "long_tail_frame",
     "positional_run",
     "simulation_rows",
@@ -323,6 +326,86 @@ def long_tail_frame(*, n_items: int = 1200, seed: int = 5) -> pd.DataFrame:
             "n_interactions": counts,
         }
     )
+
+
+# ------------------------------------------------- popularity bias and protocols
+POPULARITY_GROUPS = {"niche": 0.2, "diverse": 0.6, "blockbuster": 0.2}  # share of users
+SAMPLED_WARNING = (
+    "protocol uni100 is sampled ranking: RD, NRD and IB of sampled metrics are not "
+    "comparable with full ranking"
+)
+
+
+def _popularity_metrics(pop: float, lean: float, rng: np.random.Generator) -> dict[str, Any]:
+    """``<metric>@<N>`` of the popularity-bias section; ``lean`` > 0: more popular lists."""
+    out = {}
+    for n in (5, 10, 15):
+        aplt = max(0.01, (1 - pop) * 0.5 - 0.1 * lean + 0.01 * rng.standard_normal())
+        out[f"arp@{n}"] = _interval(300 * pop * (1 + lean) * (1.1 - n / 60), 4.0, 0, 1e9)
+        out[f"aplt@{n}"] = _interval(aplt, 0.01)
+        out[f"aclt@{n}"] = _interval(aplt * n, 0.1, 0, n)
+        out[f"poprsp@{n}"] = _interval(min(0.99, pop + 0.1 * lean), 0.01)
+        out[f"popreo@{n}"] = _interval(0.3 * pop, 0.04)
+        out[f"novelty@{n}"] = _interval(3 + 3 * (1 - pop), 0.05, 0, 50)
+    return out
+
+
+def _profile(lean: float) -> dict[str, Any]:
+    return {
+        "profile_popularity": _interval(150 * (1 + lean), 3.0, 0, 1e9),
+        "profile_tail_share": _interval(max(0.02, 0.3 - 0.25 * lean), 0.01),
+        "test_tail_share": _interval(max(0.02, 0.32 - 0.25 * lean), 0.012),
+    }
+
+
+def popularity_bias(
+    pop: float, groups: dict[str, int], *, seed: int = 3
+) -> dict[str, Any]:
+    """The ``popularity_bias`` section of ``fairness evaluate --train --json`` (its
+    ``to_dict`` shape): overall, per group, profiles and the popularity groups."""
+    rng = np.random.default_rng(seed)
+    n_users = sum(groups.values())
+    return {
+        "head": "ceil(20 %) most popular catalog items by distinct training users",
+        "n_head_items": 240,
+        "n_train_users": n_users,
+        "overall": _popularity_metrics(pop, 0.0, rng),
+        "groups": {g: _popularity_metrics(pop, 0.1 * j, rng) for j, g in enumerate(groups)},
+        "profile": {"overall": _profile(0.0),
+                    "groups": {g: _profile(0.1 * j) for j, g in enumerate(groups)}},
+        "user_popularity_rule": "niche / diverse / blockbuster by head share",
+        "user_popularity_groups": {
+            g: {"n_users": round(share * n_users), **_profile(lean),
+                **_popularity_metrics(pop, lean, rng)}
+            for (g, share), lean in zip(POPULARITY_GROUPS.items(), (-0.6, 0.0, 0.6),
+                                        strict=True)
+        },
+    }
+
+
+def fairness_study(*, sampled_gain: float = 2.5, seed: int = 11) -> dict[str, Any]:
+    """A ``fairness run`` ``results.json``: one dataset, every model of
+    :func:`fairness_results` with its popularity bias, evaluated under ``full`` and
+    ``uni100`` (sampled metrics ``sampled_gain`` times higher, with the warning)."""
+    full = fairness_results(seed=seed)
+    models = {}
+    for j, (name, ev) in enumerate(full.items()):
+        n_users = {g: v["n_users"] for g, v in ev["groups"].items()}
+        ev["popularity_bias"] = popularity_bias(FAIRNESS_MODELS[name][1], n_users, seed=j)
+        ev["popularity_bias_reason"] = None
+        ev["n_items"] = 1682
+        ev["protocol"] = "full"
+        sampled = json.loads(json.dumps(ev))
+        sampled["protocol"] = "uni100"
+        sampled["warnings"] = [SAMPLED_WARNING]
+        for key, est in sampled["overall"].items():
+            sampled["overall"][key] = {k: min(1.0, v * sampled_gain) for k, v in est.items()}
+        for key, est in sampled["rd"].items():  # a smaller gap under sampled metrics
+            sampled["rd"][key] = {k: v * 0.6 if k.startswith(("value", "ci_")) else v
+                                  for k, v in est.items()}
+        models[name] = {"train_seconds": 1.0, "evaluation": ev,
+                        "evaluations": {"full": ev, "uni100": sampled}}
+    return {"config": {"seed": 1}, "datasets": {"ml-100k": {"models": models}}}
 
 
 def write_fairness_run(folder: Path, **kw: Any) -> dict[str, Any]:

@@ -169,3 +169,26 @@ def test_planted_payloads_do_not_run(
     body = driver.execute_script("return document.body.innerText")
     assert '<script>window.__pwned=1;document.title="pwned"</script>' in body  # shown as text
     assert driver.execute_script("return document.images.length") == 0
+
+
+def test_fairness_study_report_with_protocols_and_popularity(  # noqa: ANN001
+    driver, fairness_study_dir: Path, tmp_path: Path
+) -> None:
+    """A study under full and uni100 ranking with popularity bias: the new sections lay
+    out, the sampled-metrics warning is visible, the protocol table sorts."""
+    from selenium.webdriver.common.by import By
+
+    _check_page(driver, *_open(driver, fairness_study_dir, tmp_path))
+    verdict = driver.find_element(By.CSS_SELECTOR, "p.verdict").text
+    assert "full ranking over 1,682 items" in verdict and "uni100" in verdict
+    warning = driver.find_element(By.ID, "protocol-warnings")
+    assert warning.is_displayed() and "Warning: sampled metrics" in warning.text
+    for fig in ("fig-head-tail", "fig-popularity-groups"):
+        svg = driver.find_element(By.CSS_SELECTOR, f'svg.plot[aria-labelledby="{fig}-cap"]')
+        assert svg.size["width"] > 100 and svg.size["height"] > 50
+        assert driver.find_element(By.ID, f"{fig}-cap").text.strip()
+    header = driver.find_elements(By.CSS_SELECTOR, "#tab-protocols thead th")[2]  # ndcg@10
+    header.click()
+    values = _column(driver, "#tab-protocols", 2)
+    assert values == sorted(values) and len(values) == 18
+    _screenshot(driver, tmp_path / "fairness-study.png")

@@ -346,6 +346,7 @@ def _popularity_results(
         groups=groups,
         n_head_items=int(inp.popularity_source.is_head.sum()),
         n_train_users=inp.popularity_source.n_train_users,
+        **pop.summaries(boot.group_estimate, [str(name) for name in names], order),
     )
 
 

@@ -13,13 +13,21 @@ stratified bootstrap as the top-N metrics:
   every user once, or a chunk of bootstrap weight rows) into every ``<metric>@<N>``
   at once (user means nan-aware: ARP and novelty are ``nan`` for a user without a
   list and left out of the mean);
-- :class:`PopularityBias`: the result, with ``to_dict``/``from_dict``.
+- the users' own side, beside what they are recommended: per user the mean popularity
+  of their distinct training items and the tail share of their training and test items
+  (:data:`PROFILE_FIGURES`, overall and per group), and the users grouped by the
+  popularity of their training items (niche / diverse / blockbuster,
+  :func:`~recaudit.fairness.user_popularity_groups` over every ``train`` user, the
+  ``popularity_group`` attribute's definition) with every metric per such group, the
+  plot of Abdollahpouri et al. (2021): profile popularity beside ARP per user group;
+- :class:`PopularityBias`: the result, with ``to_dict``/``from_dict``
+  (:class:`UserPopularityGroup`: one popularity group's figures).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,14 +41,14 @@ from ._metrics import TopNLists, _codes, _columns_iv
 from ._popularity import (
     POPULARITY_METRICS,
     USER_MEAN_METRICS,
-    PopularityCounts,
     _parity_of_sums,
     _per_user_group_counts,
     head_items,
     popularity_kernel,
 )
+from ._user_groups import ABDOLLAHPOURI_LABELS, user_popularity_groups
 
-__all__ = ["PopularityBias"]
+__all__ = ["PROFILE_FIGURES", "PopularityBias", "UserPopularityGroup"]
 
 NO_TRAIN_REASON = "not computed: no `train` table (pass `train` / `--train` with user_id, item_id)"
 NO_TRAIN_USER_REASON = (
@@ -53,6 +61,14 @@ HEAD_RULE = (
     "(ties to the smaller item_id); tail = every other catalog item"
 )
 SECTION_WHERE = "popularity_bias"
+#: The users' own side, user means: mean popularity of the distinct training items,
+#: tail share of the distinct training items, tail share of the distinct test items.
+PROFILE_FIGURES = ("profile_popularity", "profile_tail_share", "test_tail_share")
+USER_GROUP_RULE = (
+    "users of `train` by the share of head items among their distinct training items "
+    "(user_popularity_groups, method 'abdollahpouri'): the ceil(20 %) lowest niche, the "
+    "ceil(20 %) highest blockbuster, the rest diverse"
+)
 
 
 @dataclass(frozen=True)
@@ -67,6 +83,8 @@ class _PopularitySource:
     train_tail: npt.NDArray[np.int64]
     test_head: npt.NDArray[np.int64]
     test_tail: npt.NDArray[np.int64]
+    profile: npt.NDArray[np.float64]
+    popularity_group: npt.NDArray[np.intp] | None
 
 
 def _sortable(ids: npt.NDArray[Any]) -> npt.NDArray[Any]:
@@ -117,8 +135,45 @@ def _popularity_source(
         train_tail=train_tail,
         test_head=test_head,
         test_tail=test_tail,
+        profile=_profile(users, items, popularity, (train_head, train_tail),
+                         (test_head, test_tail)),
+        popularity_group=_popularity_group_codes(train, user_ids),
     )
     return source, None
+
+
+def _profile(
+    users: npt.NDArray[np.int64],
+    items: npt.NDArray[np.int64],
+    popularity: npt.NDArray[np.float64],
+    train: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]],
+    test: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]],
+) -> npt.NDArray[np.float64]:
+    """``(users, len(PROFILE_FIGURES))``; ``nan`` where a user has no training (test) item."""
+    keep = users >= 0
+    width = max(popularity.size, 1)
+    keys = np.unique(users[keep] * width + items[keep])
+    n_train, n_test = train[0] + train[1], test[0] + test[1]
+    total = np.bincount(keys // width, weights=popularity[keys % width], minlength=n_train.size)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        columns = [total / n_train, train[1] / n_train, test[1] / n_test]
+    return np.column_stack([np.where(d > 0, c, np.nan) for c, d in
+                            zip(columns, (n_train, n_train, n_test), strict=True)])
+
+
+def _popularity_group_codes(
+    train: pd.DataFrame, user_ids: pd.Index
+) -> npt.NDArray[np.intp] | None:
+    """Each evaluated user's index in :data:`ABDOLLAHPOURI_LABELS` (-1: not in ``train``);
+    ``None`` when ``train`` has fewer than 3 users (no groups)."""
+    if train["user_id"].nunique() < 3:
+        return None
+    labels = user_popularity_groups(train)
+    pos = _codes(pd.Series(labels.index.to_numpy()), user_ids)
+    codes = np.full(len(user_ids), -1, dtype=np.intp)
+    code_of = {name: j for j, name in enumerate(ABDOLLAHPOURI_LABELS)}
+    codes[pos[pos >= 0]] = [code_of[v] for v in labels.to_numpy()[pos >= 0]]
+    return codes
 
 
 @dataclass(frozen=True)
@@ -126,13 +181,17 @@ class _PopularityValues:
     """Per-user columns of one set of users (internal).
 
     ``means``: ``(users, len(USER_MEAN_METRICS) * n_cuts)``, metric-major; ``rsp`` and
-    ``reo``: the stacked count vectors of :meth:`PopularityCounts.stacked`.
+    ``reo``: the stacked count vectors of :meth:`PopularityCounts.stacked`; ``profile``:
+    ``(users, len(PROFILE_FIGURES))``; ``pop_group``: the popularity-group codes
+    (:func:`_popularity_group_codes`).
     """
 
     means: npt.NDArray[np.float64]
     rsp: npt.NDArray[np.float64]
     reo: npt.NDArray[np.float64]
     ns: tuple[int, ...]
+    profile: npt.NDArray[np.float64]
+    pop_group: npt.NDArray[np.intp] | None
 
     @classmethod
     def of(
@@ -145,15 +204,9 @@ class _PopularityValues:
             train_head=source.train_head, train_tail=source.train_tail,
             test_head=source.test_head, test_tail=source.test_tail, n=ns,
         )
-        return cls._from(per_user, counts, ns)
-
-    @classmethod
-    def _from(
-        cls, per_user: dict[str, npt.NDArray[np.float64]], counts: PopularityCounts,
-        ns: tuple[int, ...],
-    ) -> _PopularityValues:
         rsp, reo = counts.stacked()
-        return cls(np.hstack([per_user[m] for m in USER_MEAN_METRICS]), rsp, reo, ns)
+        means = np.hstack([per_user[m] for m in USER_MEAN_METRICS])
+        return cls(means, rsp, reo, ns, source.profile, source.popularity_group)
 
     @property
     def keys(self) -> list[str]:
@@ -162,7 +215,9 @@ class _PopularityValues:
 
     def subset(self, idx: npt.NDArray[np.intp]) -> _PopularityValues:
         """The rows of the users ``idx``."""
-        return _PopularityValues(self.means[idx], self.rsp[idx], self.reo[idx], self.ns)
+        group = None if self.pop_group is None else self.pop_group[idx]
+        return _PopularityValues(self.means[idx], self.rsp[idx], self.reo[idx], self.ns,
+                                 self.profile[idx], group)
 
     def statistics(self, weights: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """Every metric under user weights ``(b, users)``: ``(b, len(keys))``.
@@ -171,9 +226,7 @@ class _PopularityValues:
         when none); PopRSP/PopREO are std/mean of the weighted ratios of sums.
         """
         n_cuts = len(self.ns)
-        finite = np.isfinite(self.means)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            means = (weights @ np.where(finite, self.means, 0.0)) / (weights @ finite)
+        means = _weighted_means(weights, self.means)
         by_name = {
             m: means[:, j * n_cuts : (j + 1) * n_cuts] for j, m in enumerate(USER_MEAN_METRICS)
         }
@@ -181,34 +234,153 @@ class _PopularityValues:
         by_name["popreo"] = _parity_of_sums(weights @ self.reo, n_cuts)
         return np.hstack([by_name[m] for m in POPULARITY_METRICS])
 
+    def profile_statistics(self, weights: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """:data:`PROFILE_FIGURES` under user weights ``(b, users)``: ``(b, 3)``."""
+        return _weighted_means(weights, self.profile)
+
     def point(self) -> npt.NDArray[np.float64]:
         """:meth:`statistics` with every user once: ``(len(keys),)``."""
         return self.statistics(np.ones((1, self.means.shape[0])))[0]
 
+    def profile_point(self) -> npt.NDArray[np.float64]:
+        """:meth:`profile_statistics` with every user once."""
+        return self.profile_statistics(np.ones((1, self.profile.shape[0])))[0]
+
+
+def _weighted_means(
+    weights: npt.NDArray[np.float64], values: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """Column means of ``values`` under ``weights``, over the finite entries (nan if none)."""
+    finite = np.isfinite(values)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out: npt.NDArray[np.float64] = (weights @ np.where(finite, values, 0.0)) / (
+            weights @ finite
+        )
+    return out
+
+
+#: ``estimate(value, g, k, replicates)``: an :class:`Estimate` with the percentile CI of
+#: column ``k`` of set ``g`` of the named bootstrap replicates (``_Replicates.group_estimate``).
+GroupEstimate = Callable[[float, int, int, str], Estimate]
+
 
 @dataclass(frozen=True)
 class _PopularityReplicates:
-    """The per-group values behind the bootstrap replicates (internal)."""
+    """The per-group values behind the bootstrap replicates (internal).
+
+    ``groups``/``members``: the attribute groups (by code); ``pop_groups``/``pop_members``:
+    the popularity groups of :data:`ABDOLLAHPOURI_LABELS` (empty without them).
+    """
 
     everyone: _PopularityValues
     groups: list[_PopularityValues]
     members: list[npt.NDArray[np.intp]]
+    pop_groups: list[_PopularityValues] = field(default_factory=list)
+    pop_members: list[npt.NDArray[np.intp]] = field(default_factory=list)
 
     @classmethod
     def of(
         cls, values: _PopularityValues, members: list[npt.NDArray[np.intp]]
     ) -> _PopularityReplicates:
-        return cls(values, [values.subset(idx) for idx in members], members)
+        pop_members = [] if values.pop_group is None else [
+            np.flatnonzero(values.pop_group == j) for j in range(len(ABDOLLAHPOURI_LABELS))
+        ]
+        return cls(values, [values.subset(idx) for idx in members], members,
+                   [values.subset(idx) for idx in pop_members], pop_members)
+
+    @property
+    def replicate_names(self) -> tuple[str, ...]:
+        """The keys of :meth:`chunk`."""
+        extra = ("pop_user_groups",) if self.pop_members else ()
+        return ("pop_overall", "pop_groups", "pop_profile", *extra)
 
     def chunk(self, wf: npt.NDArray[np.float64]) -> dict[str, npt.NDArray[np.float64]]:
-        """``{"pop_overall": (b, K), "pop_groups": (b, G, K)}`` of one chunk of weights."""
+        """One chunk of weights ``(b, users)``: ``pop_overall`` ``(b, K)``, ``pop_groups``
+        ``(b, G, K)``, ``pop_profile`` ``(b, 1 + G, P)`` (everyone, then each group) and,
+        with popularity groups, ``pop_user_groups`` ``(b, 3, K + P)``."""
         groups = [
             v.statistics(wf[:, idx]) for v, idx in zip(self.groups, self.members, strict=True)
         ]
-        return {
+        profile = [self.everyone.profile_statistics(wf)] + [
+            v.profile_statistics(wf[:, idx])
+            for v, idx in zip(self.groups, self.members, strict=True)
+        ]
+        out = {
             "pop_overall": self.everyone.statistics(wf),
             "pop_groups": np.stack(groups, axis=1),
+            "pop_profile": np.stack(profile, axis=1),
         }
+        if self.pop_members:
+            out["pop_user_groups"] = np.stack([
+                np.hstack([v.statistics(wf[:, idx]), v.profile_statistics(wf[:, idx])])
+                for v, idx in zip(self.pop_groups, self.pop_members, strict=True)
+            ], axis=1)
+        return out
+
+    def summaries(
+        self, estimate: GroupEstimate, names: list[str], order: list[int]
+    ) -> dict[str, Any]:
+        """``profile_overall``, ``profile_groups`` and ``user_popularity_groups`` of
+        :class:`PopularityBias`, with CIs by ``estimate``; ``names[g]`` is the name of
+        attribute group ``g``, ``order`` the reporting order of the groups."""
+        def profile(values: _PopularityValues, g: int) -> dict[str, Estimate]:
+            point = values.profile_point()
+            return {f: estimate(point[k], g, k, "pop_profile")
+                    for k, f in enumerate(PROFILE_FIGURES)}
+
+        keys = [*self.everyone.keys, *PROFILE_FIGURES]
+        user_groups = {}
+        for j, values in enumerate(self.pop_groups):
+            point = np.concatenate([values.point(), values.profile_point()])
+            ests = {key: estimate(point[k], j, k, "pop_user_groups") for k, key in enumerate(keys)}
+            user_groups[ABDOLLAHPOURI_LABELS[j]] = UserPopularityGroup(
+                n_users=int(self.pop_members[j].size),
+                profile={f: ests.pop(f) for f in PROFILE_FIGURES},
+                metrics=ests,
+            )
+        return {
+            "profile_overall": profile(self.everyone, 0),
+            "profile_groups": {names[g]: profile(self.groups[g], 1 + g) for g in order},
+            "user_popularity_groups": user_groups,
+        }
+
+
+@dataclass(frozen=True)
+class UserPopularityGroup:
+    """One popularity group of users (niche, diverse or blockbuster) in an evaluation.
+
+    Attributes
+    ----------
+    n_users : int
+        Evaluated users in the group.
+    profile : Mapping[str, Estimate]
+        :data:`PROFILE_FIGURES` (user means over the group, with CIs).
+    metrics : Mapping[str, Estimate]
+        ``<metric>@<N>`` of every popularity-bias metric over the group's users.
+    """
+
+    n_users: int
+    profile: Mapping[str, Estimate]
+    metrics: Mapping[str, Estimate]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"n_users", <profile figures>, <metric>@<N>...}``, one flat object."""
+        return {
+            "n_users": self.n_users,
+            **{key: est.to_dict() for key, est in self.profile.items()},
+            **{key: est.to_dict() for key, est in self.metrics.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, obj: Any, *, where: str, level: float, missing: str) -> UserPopularityGroup:
+        """Read :meth:`to_dict`'s JSON back."""
+        if not isinstance(obj, Mapping):
+            raise InputError(js.SECTION_MSG.format(where=where))
+        return cls(
+            n_users=int(js.need(obj, where, "n_users")),
+            profile=_profile_section(obj, where, level, missing),
+            metrics=_section(obj, where, level, missing),
+        )
 
 
 @dataclass(frozen=True)
@@ -232,23 +404,43 @@ class PopularityBias:
         Size of the head.
     n_train_users : int
         Distinct users of ``train`` (novelty's normaliser).
+    profile_overall, profile_groups : Mapping
+        The users' own side (:data:`PROFILE_FIGURES`: mean popularity of their distinct
+        training items, tail share of their training and of their test items; user
+        means with CIs) over every evaluated user and per group (empty when read from
+        a JSON written before them).
+    user_popularity_groups : Mapping[str, UserPopularityGroup]
+        ``niche``, ``diverse``, ``blockbuster`` (:data:`USER_GROUP_RULE`): the
+        evaluated users of each, their profile and every metric (empty with fewer than
+        3 training users, or from an older JSON).
     """
 
     overall: Mapping[str, Estimate]
     groups: Mapping[str, Mapping[str, Estimate]]
     n_head_items: int
     n_train_users: int
+    profile_overall: Mapping[str, Estimate] = field(default_factory=dict)
+    profile_groups: Mapping[str, Mapping[str, Estimate]] = field(default_factory=dict)
+    user_popularity_groups: Mapping[str, UserPopularityGroup] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"head", "n_head_items", "n_train_users", "overall": {...}, "groups": {...}}``."""
+        """``{"head", "n_head_items", "n_train_users", "overall", "groups", "profile":
+        {"overall", "groups"}, "user_popularity_rule", "user_popularity_groups"}``."""
         return {
             "head": HEAD_RULE,
             "n_head_items": self.n_head_items,
             "n_train_users": self.n_train_users,
-            "overall": {key: est.to_dict() for key, est in self.overall.items()},
-            "groups": {
-                name: {key: est.to_dict() for key, est in table.items()}
-                for name, table in self.groups.items()
+            "overall": _estimates_dict(self.overall),
+            "groups": {name: _estimates_dict(table) for name, table in self.groups.items()},
+            "profile": {
+                "overall": _estimates_dict(self.profile_overall),
+                "groups": {
+                    name: _estimates_dict(table) for name, table in self.profile_groups.items()
+                },
+            },
+            "user_popularity_rule": USER_GROUP_RULE,
+            "user_popularity_groups": {
+                name: group.to_dict() for name, group in self.user_popularity_groups.items()
             },
         }
 
@@ -256,12 +448,16 @@ class PopularityBias:
     def from_dict(
         cls, obj: Any, *, level: float, missing: str, where: str = SECTION_WHERE
     ) -> PopularityBias:
-        """Read :meth:`to_dict`'s JSON back (``level``/``missing``: as for the groups)."""
+        """Read :meth:`to_dict`'s JSON back (``level``/``missing``: as for the groups;
+        ``profile`` and ``user_popularity_groups`` may be absent)."""
         if not isinstance(obj, Mapping):
             raise InputError(f"{where} must be a JSON object or null")
-        groups = js.need(obj, where, "groups")
-        if not isinstance(groups, Mapping):
-            raise InputError(f"{where}.groups must be a JSON object")
+        groups = _object(js.need(obj, where, "groups"), f"{where}.groups")
+        profile = _object(js.find(obj, "profile") or {}, f"{where}.profile")
+        profile_groups = _object(profile.get("groups") or {}, f"{where}.profile.groups")
+        user_groups = _object(
+            js.find(obj, "user_popularity_groups") or {}, f"{where}.user_popularity_groups"
+        )
         return cls(
             overall=_section(js.need(obj, where, "overall"), f"{where}.overall", level, missing),
             groups={
@@ -270,7 +466,41 @@ class PopularityBias:
             },
             n_head_items=int(js.need(obj, where, "n_head_items")),
             n_train_users=int(js.need(obj, where, "n_train_users")),
+            profile_overall=_profile_section(
+                profile.get("overall") or {}, f"{where}.profile.overall", level, missing
+            ),
+            profile_groups={
+                str(name): _profile_section(table, f"{where}.profile.groups.{name}", level,
+                                            missing)
+                for name, table in profile_groups.items()
+            },
+            user_popularity_groups={
+                str(name): UserPopularityGroup.from_dict(
+                    table, where=f"{where}.user_popularity_groups.{name}", level=level,
+                    missing=missing,
+                )
+                for name, table in user_groups.items()
+            },
         )
+
+
+def _estimates_dict(table: Mapping[str, Estimate]) -> dict[str, Any]:
+    return {key: est.to_dict() for key, est in table.items()}
+
+
+def _object(obj: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(obj, Mapping):
+        raise InputError(f"{where} must be a JSON object")
+    return obj
+
+
+def _profile_section(obj: Any, where: str, level: float, missing: str) -> dict[str, Estimate]:
+    """The :data:`PROFILE_FIGURES` of a JSON object (those present, in their order)."""
+    if not isinstance(obj, Mapping):
+        raise InputError(js.SECTION_MSG.format(where=where))
+    return {
+        f: js.estimate(obj[f], f"{where}.{f}", level, missing) for f in PROFILE_FIGURES if f in obj
+    }
 
 
 def _section(obj: Any, where: str, level: float, missing: str) -> dict[str, Estimate]:

@@ -38,7 +38,8 @@ def _bootstrap(
     IC is recomputed on each resample's lists only with ``resample_coverage``;
     otherwise it is held at its observed value ``ic`` (and has no replicates).
     With ``popularity``, the popularity-bias metrics of the same resamples are added
-    (``pop_overall``, ``pop_groups``); no extra random draws, so every other
+    (``pop_overall``, ``pop_groups``, ``pop_profile``, ``pop_user_groups``: its
+    ``replicate_names``); no extra random draws, so every other
     replicate is the same with or without them.
     """
     if inp.options.n_boot == 0:
@@ -50,7 +51,7 @@ def _bootstrap(
     prot = np.array([bool(is_protected[idx[0]]) for idx in members])
     names = ["groups", "overall", "ic"]
     if popularity is not None:
-        names += ["pop_overall", "pop_groups"]
+        names += popularity.replicate_names
     chunks: dict[str, list[npt.NDArray[np.float64]]] = {k: [] for k in names}
     for w in bootstrap_weights(x.shape[0], inp.options.n_boot, inp.rng, strata=strata):
         wf = w.astype(np.float64)

@@ -7,17 +7,19 @@ with :meth:`StudyResult.from_dict <recaudit.fairness.StudyResult.from_dict>`. Bo
 are as lenient as the report always was (metric aliases, ``NDCG@10`` /
 ``ndcg_10``, bare numbers, ``null``).
 
-Two things the page shows have no field in the result types and are read from the
-raw JSON here: the significance level ``alpha`` (0.05 when absent; ``evaluate``
-never writes one) and a confidence interval on the average popularity (a result
-holds its value only). The long-tail figure is read from the run folder's
+Some things the page shows are read from the raw JSON here: the significance level
+``alpha`` (0.05 when absent; ``evaluate`` never writes one), a confidence interval on
+the average popularity (a result holds its value only), and the evaluation protocol
+of each model (``protocol``, ``"full"`` when absent; ``warnings``; in a study, the
+model's ``evaluations`` under every protocol of the config), read tolerantly so that
+JSON written before them renders as before. The long-tail figure is read from the run folder's
 ``long_tail.parquet``, a table the library has no type for (:class:`LongTail`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,7 @@ from ..fairness import FairnessEvaluation, ModelResult, StudyResult
 from ..fairness import _from_json as js
 from ._lookup import first_file, norm, read_table_file
 
-__all__ = ["FAIRNESS_CMD", "METRIC_ORDER", "FairnessRun", "HeadItem", "LongTail",
+__all__ = ["FAIRNESS_CMD", "FULL", "METRIC_ORDER", "FairnessRun", "HeadItem", "LongTail",
            "load_fairness"]
 
 FAIRNESS_CMD = js.FAIRNESS_CMD
@@ -37,6 +39,9 @@ NO_EVALUATION_MSG = "results.json: dataset {name!r} has no evaluated model; " + 
 NOT_RESULTS_MSG = "{source}: expected a mapping of model name -> output of " + FAIRNESS_CMD
 #: The method named for an average-popularity interval read from a JSON.
 POPULARITY_CI = "as given in the JSON"
+#: The protocol of an evaluation that names none (JSON written before protocols).
+FULL = "full"
+EVALUATIONS_MSG = "{where}: `evaluations` must map protocol names to evaluations"
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,13 @@ class FairnessRun:
         The dataset's interactions per item, when the run folder has them.
     missing : tuple of str
         Companion files that were absent and what they would have drawn.
+    protocols : Mapping[str, str]
+        Model -> protocol of its evaluation (``"full"``, ``"uni100"``, ...).
+    warnings : Mapping[str, tuple of str]
+        Model -> the warnings of its evaluation(s), every protocol's, without repeats.
+    by_protocol : Mapping[str, Mapping[str, FairnessEvaluation]]
+        Model -> protocol -> evaluation, for the models of a study with several
+        protocols (``results.json`` ``evaluations``); empty otherwise.
     """
 
     source: str
@@ -84,6 +96,9 @@ class FairnessRun:
     popularity: Mapping[str, Mapping[int, Estimate]]
     long_tail: LongTail | None
     missing: tuple[str, ...]
+    protocols: Mapping[str, str] = field(default_factory=dict)
+    warnings: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    by_protocol: Mapping[str, Mapping[str, FairnessEvaluation]] = field(default_factory=dict)
 
     @property
     def evaluations(self) -> dict[str, FairnessEvaluation]:
@@ -143,12 +158,14 @@ def _from_study(results: Mapping[str, Any], folder: Path | None) -> tuple[
     list[tuple[ModelResult, Mapping[str, Any]]], Path | None
 ]:
     """The evaluated models of the first dataset of a ``results.json`` (its folder
-    holds the long-tail table), each with its raw evaluation JSON."""
+    holds the long-tail table), each with its raw evaluation JSON (and the model's
+    ``evaluations`` under every protocol, when it has them)."""
     study = StudyResult.from_dict(results, output=folder)
     name, dataset = next(iter(study.datasets.items()))
     raw_models = js.find(next(iter(results["datasets"].values())), "models") or {}
-    models = [
-        (m, js.find(raw_models[m.name], "evaluation"))
+    models: list[tuple[ModelResult, Mapping[str, Any]]] = [
+        (m, {**js.find(raw_models[m.name], "evaluation"),
+             "evaluations": js.find(raw_models[m.name], "evaluations")})
         for m in dataset.models.values()
         if m.evaluation is not None
     ]
@@ -208,4 +225,48 @@ def load_fairness(results: Any, *, source: str, folder: Path | None = None) -> F
         popularity={name: p for name, p in popularity.items() if p},
         long_tail=long_tail,
         missing=tuple(missing),
+        protocols={m.name: _protocol(raw) for m, raw in models},
+        warnings={m.name: _warnings(raw) for m, raw in models},
+        by_protocol={
+            m.name: evaluations for m, raw in models
+            if len(evaluations := _evaluations(raw, m.name)) > 1
+        },
     )
+
+
+def _protocol(raw: Mapping[str, Any]) -> str:
+    """The evaluation's protocol (``"full"`` when the JSON names none)."""
+    found = js.find(raw, "protocol")
+    others = js.find(raw, "evaluations")
+    if found is None and isinstance(others, Mapping) and others:
+        found = next(iter(others))  # the study's first protocol is its `evaluation`
+    return FULL if found is None else str(found)
+
+
+def _warnings(raw: Mapping[str, Any]) -> tuple[str, ...]:
+    """The evaluation's ``warnings`` and those of its other protocols, without repeats."""
+    found: list[str] = []
+    others = js.find(raw, "evaluations")
+    for source in [raw, *(others.values() if isinstance(others, Mapping) else ())]:
+        listed = js.find(source, "warnings") if isinstance(source, Mapping) else None
+        if isinstance(listed, str):
+            listed = [listed]
+        found += [str(w) for w in listed or () if str(w) not in found]
+    return tuple(found)
+
+
+def _evaluations(raw: Mapping[str, Any], name: str) -> dict[str, FairnessEvaluation]:
+    """A study model's evaluation under every protocol (``{}`` when it has no
+    ``evaluations``), in the order of the JSON."""
+    found = js.find(raw, "evaluations")
+    if found is None:
+        return {}
+    where = f"results.json model {name!r}"
+    if not isinstance(found, Mapping):
+        raise InputError(EVALUATIONS_MSG.format(where=where))
+    return {
+        str(protocol): FairnessEvaluation.from_dict(
+            ev, where=f"{where}, evaluations.{protocol}"
+        )
+        for protocol, ev in found.items()
+    }

@@ -34,10 +34,12 @@ from ._sections_fairness import (
     fairness_data,
     fairness_verdict,
     groups_section,
+    headline,
     inter_bias_section,
     long_tail_section,
     tradeoff_section,
 )
+from ._sections_popularity import popularity_bias_section, popularity_groups_section
 from ._sections_positional import (
     discards_section,
     distribution_section,
@@ -48,6 +50,7 @@ from ._sections_positional import (
     positional_verdict,
     power_section,
 )
+from ._sections_protocol import protocols_section
 from ._sections_sequential import sequential_sections
 from ._sections_study import study_sections
 
@@ -108,10 +111,17 @@ def positional_page(run: PositionalRun) -> tuple[dict[str, Any], list[Section], 
 
 def fairness_page(run: FairnessRun) -> tuple[dict[str, Any], list[Section], Markup]:
     """The fairness report's sidecar data, sections (in page order) and verdict."""
-    sections = [tradeoff_section(run), inter_bias_section(run), groups_section(run)]
-    long_tail = long_tail_section(run)
-    if long_tail is not None:
-        sections.append(long_tail)
+    metric, main_n = headline(run)
+    optional = [
+        protocols_section(run, metric, main_n),
+        tradeoff_section(run),
+        inter_bias_section(run),
+        groups_section(run),
+        popularity_bias_section(run, main_n),
+        popularity_groups_section(run, main_n),
+        long_tail_section(run),
+    ]
+    sections = [s for s in optional if s is not None]
     return fairness_data(run), sections, fairness_verdict(run)
 
 

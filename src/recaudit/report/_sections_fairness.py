@@ -21,6 +21,8 @@ from ..fairness import FairnessEvaluation
 from . import _plots
 from ._load_fairness import METRIC_ORDER, FairnessRun
 from ._page import NAN_ESTIMATE, Cell, Fig, Section, Table, ci_cell, ci_num, fmt, num, p_cell
+from ._sections_popularity import popularity_data
+from ._sections_protocol import protocol_clause, protocol_data, protocol_warnings
 
 __all__ = [
     "fairness_data",
@@ -106,9 +108,10 @@ def fairness_verdict(run: FairnessRun) -> Markup:
     ranked = sorted(range(len(ib)), key=lambda i: ib[i].value)
     best, worst = ranked[0], ranked[-1]
     parts = [
-        Markup("We compared {} model{} on the user groups {}{}. ").format(
+        Markup("We compared {} model{} on the user groups {}{}, {}. ").format(
             len(names), "s" if len(names) != 1 else "", groups,
             Markup(" (protected group: {})").format(run.protected) if run.protected else "",
+            protocol_clause(run),
         ),
         _gap_sentence(run, metric, n),
         Markup(
@@ -312,7 +315,7 @@ def _n_users(evaluation: FairnessEvaluation) -> dict[str, int]:
 
 
 def _model_dict(
-    name: str, ev: FairnessEvaluation, popularity: Mapping[int, Estimate]
+    name: str, ev: FairnessEvaluation, popularity: Mapping[int, Estimate], extra: dict[str, Any]
 ) -> dict[str, Any]:
     """One model in the sidecar (``models`` items): metric keys ``"ndcg@10"``."""
     def keyed(d: Mapping[str, Estimate]) -> dict[str, Any]:
@@ -332,6 +335,9 @@ def _model_dict(
         },
         "nrd": {key: ib.nrd.to_dict() for key, ib in inter_bias},
         "ib": {key: ib.ib.to_dict() for key, ib in inter_bias},
+        "n_items": ev.n_items,
+        **popularity_data(ev),
+        **extra,
     }
 
 
@@ -349,8 +355,11 @@ def fairness_data(run: FairnessRun) -> dict[str, Any]:
         "protected_group": run.protected,
         "headline": {"metric": metric, "n": main_n},
         "models": [
-            _model_dict(name, ev, run.popularity.get(name, {})) for name, ev in models.items()
+            _model_dict(name, ev, run.popularity.get(name, {}),
+                        protocol_data(run, name, f"{metric}@{main_n}"))
+            for name, ev in models.items()
         ],
+        "warnings": list(protocol_warnings(run)),
         "pareto_front": {
             f"{metric}@{n}": [names[i] for i in f] for n, f in _fronts(run).items()
         },
