@@ -18,6 +18,7 @@ from recaudit.fairness import (
     run_study,
     split_per_user,
 )
+from recaudit.fairness.models import _candidates as cb
 from recaudit.fairness.models import _recbole as rb
 
 OPTIONS = EvaluateOptions(n=(5, 10), n_boot=0, n_resamples=0, min_group_size=1)
@@ -78,7 +79,7 @@ def _recbole_sampled_run(split, work: Path, mode: str) -> tuple[dict, pd.DataFra
     pairs = np.concatenate(drawn)
     cand = pd.DataFrame({"user_id": dataset.field2id_token["user_id"][pairs[:, 0]],
                          "item_id": dataset.field2id_token["item_id"][pairs[:, 1]]})
-    return result, cand.drop_duplicates(), rb.LoadedModel("BPR", model, dataset)
+    return result, cand.drop_duplicates(), cb.LoadedModel("BPR", model, dataset)
 
 
 @pytest.mark.parametrize("mode", ["uni20", "pop20"])
@@ -89,7 +90,7 @@ def test_against_recbole_sampled_evaluation(recbole, tmp_path, mode):
     known = set(map(tuple, inter.to_numpy()))
     test = set(map(tuple, split.test[["user_id", "item_id"]].to_numpy()))
     assert not (set(map(tuple, cand.to_numpy())) - test) & known  # RecBole's rule too
-    recs = rb.recommend_candidates(model, cand, n=10)
+    recs = cb.recommend_candidates(model, cand, n=10)
     ev = evaluate(recs, split.test, users, attribute="gender", protected="F",
                   items=pd.DataFrame({"item_id": inter["item_id"].unique()}),
                   options=OPTIONS, rng=0, candidates=cand, protocol=mode)
@@ -102,14 +103,14 @@ def test_pairwise_scoring_gives_the_full_sort_lists(recbole, tmp_path, monkeypat
     inter, users = toy(seed=4)
     split = split_per_user(InteractionData(interactions=inter, users=users, name="t"), rng=1)
     _, cand, model = _recbole_sampled_run(split, tmp_path, "uni20")
-    whole = rb.recommend_candidates(model, cand, n=10, batch_size=7)
+    whole = cb.recommend_candidates(model, cand, n=10, batch_size=7)
 
     def not_implemented(interaction):
         raise NotImplementedError
 
     monkeypatch.setattr(model.model, "full_sort_predict", not_implemented)  # as NeuMF
     monkeypatch.setattr(rb, "PAIRS_PER_CALL", 500)
-    pairwise = rb.recommend_candidates(model, cand, n=10)
+    pairwise = cb.recommend_candidates(model, cand, n=10)
     pd.testing.assert_frame_equal(whole, pairwise, atol=1e-5)
     assert set(map(tuple, whole[["user_id", "item_id"]].to_numpy())) <= set(
         map(tuple, cand.to_numpy()))

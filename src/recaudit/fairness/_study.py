@@ -80,13 +80,8 @@ from .models._baselines import (
     random_candidates,
     random_items,
 )
-from .models._recbole import (
-    load_model,
-    recommend,
-    recommend_candidates,
-    train_model,
-    write_atomic_split,
-)
+from .models._candidates import load_model, recommend_candidates
+from .models._recbole import recommend, train_model, write_atomic_split
 
 __all__ = ["run_study"]
 

@@ -14,16 +14,14 @@ from ._baselines import (
     random_candidates,
     random_items,
 )
+from ._candidates import LoadedModel, load_model, recommend_candidates
 from ._recbole import (
     MODELS,
     GridPoint,
-    LoadedModel,
     TrainedModel,
     expand_grid,
-    load_model,
     recbole_class,
     recommend,
-    recommend_candidates,
     train_model,
     write_atomic_split,
 )
