@@ -339,11 +339,12 @@ class FairnessEvaluation:
         bare numbers, ``null`` as ``nan``, item coverage and average popularity at
         the top level or inside ``overall`` (``coverage@N``, ``ic@N``, ``arp@N``,
         ...), the protected group as ``protected``, ``protected_group`` or
-        ``minority``. Required: ``groups`` (at least two, each with ``n_users``),
-        ``overall``, ``item_coverage@<N>``, ``rd`` (each entry with ``pvalue``),
-        ``nrd`` and ``ib``. What the JSON does not say is filled in: the cut-offs
-        from the keys, ``unprotected`` from the groups, ``n_users`` as their sum,
-        the settings as 0 resamples, level 0.95, ``min_group_size`` 1; the
+        ``minority``, ``protocol`` (``"full"`` when absent) and ``warnings``.
+        Required: ``groups`` (at least two, each with ``n_users``), ``overall``,
+        ``item_coverage@<N>``, ``rd`` (each entry with ``pvalue``), ``nrd`` and
+        ``ib``. What the JSON does not say is filled in: the cut-offs from the
+        keys, ``unprotected`` from the groups, ``n_users`` as their sum, the
+        settings as 0 resamples, level 0.95, ``min_group_size`` 1; the
         ``per_user`` table (not in the JSON) is ``None`` and a popularity
         profile's per-item arrays are empty.
 
