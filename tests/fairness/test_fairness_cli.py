@@ -189,3 +189,57 @@ def test_resample_coverage_flag(files: dict[str, Path]) -> None:
     d = json.loads(res.stdout)
     assert d["settings"]["resample_coverage"] is True
     assert d["item_coverage@5"]["ci_high"] <= d["item_coverage@5"]["value"]
+
+
+@pytest.fixture(scope="module")
+def candidates(files: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every user's recommended and test items: a candidate table holding both."""
+    recs, test = pd.read_csv(files["recs"]), pd.read_parquet(files["test"])
+    path = tmp_path_factory.mktemp("candidates") / "uni100.csv"
+    pairs = pd.concat([recs[["user_id", "item_id"]], test[["user_id", "item_id"]]])
+    pairs.drop_duplicates().to_csv(path, index=False)
+    return path
+
+
+def test_sampled_protocol_warns_on_stderr_and_in_json(
+    files: dict[str, Path], candidates: Path
+) -> None:
+    args = [*_base(files), "--candidates", str(candidates), "--protocol", "uni100", "--json"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert d["protocol"] == "uni100"
+    assert any("Krichene & Rendle" in w for w in d["warnings"])
+    assert "warning: sampled ranking (uni100)" in res.stderr
+    assert "Krichene & Rendle, KDD 2020" in res.stderr
+    plain = runner.invoke(app, [*_base(files), "--json"])
+    full = json.loads(plain.stdout)
+    assert full["protocol"] == "full" and "warnings" not in full
+    assert "warning" not in plain.stderr
+    # same lists, same numbers: only the label and the warnings differ
+    assert d["rd"] == full["rd"]
+
+
+def test_sampled_protocol_table_names_it(files: dict[str, Path], candidates: Path) -> None:
+    res = runner.invoke(app, [*_base(files), "--candidates", str(candidates),
+                              "--protocol", "pop100"])
+    assert res.exit_code == 0, res.output
+    assert "protocol: pop100" in res.stdout
+
+
+@pytest.mark.parametrize(("extra", "fragment"), [
+    (["--candidates", "CAND"], "`candidates` need `protocol`"),
+    (["--protocol", "uni100"], "'uni100' ranks within sampled candidates"),
+    (["--candidates", "CAND", "--protocol", "full"], "'full' ranks the whole catalog"),
+    (["--protocol", "uni"], "`protocol` must be 'full', 'uniN' or 'popN'"),
+    (["--candidates", "SMALL", "--protocol", "uni100"], "is not among the user's candidates"),
+])
+def test_bad_protocol_combinations_exit_2(
+    files: dict[str, Path], candidates: Path, tmp_path: Path, extra: list[str], fragment: str
+) -> None:
+    small = tmp_path / "small.csv"
+    pd.read_csv(candidates).iloc[1:].to_csv(small, index=False)
+    extra = [{"CAND": str(candidates), "SMALL": str(small)}.get(a, a) for a in extra]
+    res = runner.invoke(app, [*_base(files), *extra])
+    assert res.exit_code == 2
+    assert fragment in res.output and len(res.output.strip().splitlines()) == 1

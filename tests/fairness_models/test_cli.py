@@ -61,3 +61,31 @@ def test_data_override_needs_existing_path(tmp_path):
     )
     assert result.exit_code == 2
     assert "table not found" in result.output
+
+
+def test_run_with_protocols_prints_how_models_move(tmp_path):
+    config = write_config(tmp_path, 'protocols = ["full", "uni5", "pop5"]')
+    result = CliRunner().invoke(app, ["fairness", "run", config, "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert "Protocols: NDCG@10, RD-NDCG@10, IB-NDCG@10" in result.stdout
+    for name in ("uni5", "pop5", "MostPop", "Random"):
+        assert name in result.stdout
+    result = CliRunner().invoke(app, ["fairness", "run", config, "--json", "--quiet"])
+    out = json.loads(result.stdout)
+    shifts = out["protocol_shifts"]
+    assert len(shifts) == 2 * 3
+    assert {r["protocol"] for r in shifts} == {"full", "uni5", "pop5"}
+    assert all(r["delta_ndcg"] == 0 for r in shifts if r["protocol"] == "full")
+    most_pop = out["datasets"]["toy"]["models"]["MostPop"]
+    assert list(most_pop["evaluations"]) == ["full", "uni5", "pop5"]
+    assert most_pop["evaluation"] == most_pop["evaluations"]["full"]
+    assert most_pop["evaluations"]["uni5"]["warnings"]
+    folder = tmp_path / "run" / "toy"
+    assert (folder / "candidates" / "uni5.parquet").exists()
+    assert (folder / "recs" / "pop5" / "MostPop.parquet").exists()
+
+
+def test_run_without_protocols_has_no_shift_table(tmp_path):
+    result = CliRunner().invoke(app, ["fairness", "run", write_config(tmp_path), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert "Protocols:" not in result.stdout

@@ -138,3 +138,27 @@ def test_import_does_not_load_recbole():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_protocols_default_and_forms():
+    assert parse_config(base()).protocols == ("full",)
+    raw = base()
+    raw["study"]["protocols"] = ["full", "uni100", "pop100", "uni7"]
+    assert parse_config(raw).protocols == ("full", "uni100", "pop100", "uni7")
+    assert parse_config(raw).to_dict()["protocols"] == ["full", "uni100", "pop100", "uni7"]
+
+
+@pytest.mark.parametrize(("value", "pattern"), [
+    (["uni0"], r"`protocols` in \[study\] of config must list 'full', 'uniN' or 'popN' "
+               r"\(N a positive integer, e\.g\. 'uni100', 'pop100'\), got 'uni0'"),
+    (["full", "sampled"], r"must list 'full', 'uniN' or 'popN' .*got 'sampled'"),
+    ([100], r"must list 'full', 'uniN' or 'popN' .*got 100"),
+    ([], r"`protocols` in \[study\] of config must be a non-empty list of protocol names"),
+    ("uni100", r"must be a non-empty list of protocol names, got 'uni100'"),
+    (["uni100", "uni100"], r"`protocols` in \[study\] of config must be distinct"),
+])
+def test_bad_protocols(value, pattern):
+    raw = base()
+    raw["study"]["protocols"] = value
+    with pytest.raises(ConfigError, match=pattern):
+        parse_config(raw)

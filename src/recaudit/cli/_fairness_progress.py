@@ -16,7 +16,8 @@ class StudyProgress:
     """A :data:`~recaudit.fairness._study.Progress` callback drawing rich bars.
 
     One bar of models per dataset and one of grid points per model being trained;
-    a resumed model and every finished one get a line.
+    a resumed model, one scored again under a new protocol and every finished one get
+    a line.
 
     Parameters
     ----------
@@ -45,6 +46,7 @@ class StudyProgress:
             "model": self._model,
             "grid": self._grid,
             "done": self._done,
+            "rescore": self._rescore,
         }
 
     def __enter__(self) -> StudyProgress:
@@ -87,6 +89,10 @@ class StudyProgress:
             self.bars.update(self.grid, completed=self.bars.tasks[self.grid].total)
         self._advance_models()
         self.bars.console.print(f"  {fields['name']}: {fields['seconds']:.1f} s")
+
+    def _rescore(self, fields: dict[str, Any]) -> None:
+        protocols = ", ".join(fields["protocols"])
+        self.bars.console.print(f"  {fields['name']}: lists for {protocols} from its checkpoint")
 
     def _advance_models(self) -> None:
         if self.models is not None:

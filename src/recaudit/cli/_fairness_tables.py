@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -12,7 +13,7 @@ if TYPE_CHECKING:  # the library is imported by the command: `recaudit --help` s
     from .._stats import Estimate
     from ..fairness import FairnessEvaluation
 
-__all__ = ["print_evaluation"]
+__all__ = ["print_evaluation", "protocol_shift_table"]
 
 #: Exposure columns, each shown when the evaluation has it (popularity needs --train).
 EXPOSURE_COLUMNS = ("item_coverage", "gini_exposure", "avg_popularity", "long_tail_share")
@@ -105,8 +106,34 @@ def popularity_bias_table(result: FairnessEvaluation) -> Table | None:
     return table
 
 
+def protocol_shift_table(rows: Sequence[Mapping[str, Any]]) -> Table:
+    """How each model's NDCG, RD-NDCG and IB-NDCG move between protocols.
+
+    ``rows`` from :meth:`~recaudit.fairness.StudyResult.protocol_shifts`; the change
+    is from the config's first protocol, the rank is by NDCG among the models.
+    """
+    c = rows[0]["n"] if rows else 10
+    table = Table(title=f"Protocols: NDCG@{c}, RD-NDCG@{c}, IB-NDCG@{c} (change from the "
+                  "first protocol; rank by NDCG)")
+    for column in ("dataset", "model", "protocol", "NDCG", "rank", "RD", "IB"):
+        table.add_column(column)
+
+    def cell(row: Mapping[str, Any], key: str) -> str:
+        if row["delta_" + key] == 0 or math.isnan(row["delta_" + key]):
+            return fmt(row[key])
+        return f"{fmt(row[key])} ({row['delta_' + key]:+.4f})"
+
+    for row in rows:
+        table.add_row(str(row["dataset"]), str(row["model"]), str(row["protocol"]),
+                      cell(row, "ndcg"), str(row["ndcg_rank"]), cell(row, "rd_ndcg"),
+                      cell(row, "ib_ndcg"))
+    return table
+
+
 def print_evaluation(result: FairnessEvaluation, console: Console) -> None:
     """The tables and the exclusion counts."""
+    if result.protocol != "full":
+        console.print(f"protocol: {result.protocol} (ranked within sampled candidates)")
     console.print(group_means_table(result))
     console.print(inter_bias_table(result))
     console.print(exposure_table(result))

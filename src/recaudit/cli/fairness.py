@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -15,10 +16,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from ..exceptions import ConfigError, InputError
+from ..exceptions import ConfigError, InputError, RecauditWarning
 from ._common import err_console, exit_on_error, print_json
 from ._fairness_progress import StudyProgress
-from ._fairness_tables import print_evaluation
+from ._fairness_tables import print_evaluation, protocol_shift_table
 
 if TYPE_CHECKING:  # pandas and the library are imported by the commands: `--help` stays fast
     import pandas as pd
@@ -129,15 +130,25 @@ def evaluate_command(
             "--resample-coverage", help="Recompute item coverage in each bootstrap resample."
         ),
     ] = False,
+    candidates: Annotated[Path | None, typer.Option(
+        help="Each user's candidates user_id,item_id under a sampled --protocol: every "
+        "recommended and every test item must be one.")] = None,
+    protocol: Annotated[str | None, typer.Option(
+        help="How --recs were ranked: full (default, the whole catalog) or uniN / popN "
+        "(e.g. uni100: within --candidates).")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Per-group top-N metrics, item coverage, RD/NRD/IB with CIs and p-values.
 
     With --train: the popularity figures and ARP, APLT, ACLT, PopRSP, PopREO and
     novelty overall and per group with CIs (`popularity_bias` in --json), and the
-    `popularity_group` attribute (niche / diverse / blockbuster users).
+    `popularity_group` attribute (niche / diverse / blockbuster users). With
+    --candidates and a sampled --protocol (uni100, pop100, ...): the lists were ranked
+    within each user's candidates; the sampled-metrics warning goes to stderr and to
+    `warnings` in --json.
     """
-    from ..fairness import EvaluateOptions, evaluate
+    from ..fairness import EvaluateOptions, evaluate, parse_protocol
+    from ..fairness._protocol import _protocol_iv
 
     options = EvaluateOptions(
         n=tuple(_parse_n(n, list(ctx.args))),
@@ -147,6 +158,8 @@ def evaluate_command(
         confidence_level=confidence_level,
         resample_coverage=resample_coverage,
     )
+    used_protocol = _protocol_iv(None if protocol is None else parse_protocol(protocol),
+                                 candidates)
     attributes = [a.strip() for a in attribute.split(",")]
     users_table = _read_table(users, "users")
     needs_train = POPULARITY_GROUP_COLUMN in attributes
@@ -163,7 +176,11 @@ def evaluate_command(
         train=None if train is None else _read_table(train, "train"),
         options=options,
         rng=seed,
+        candidates=None if candidates is None else _read_table(candidates, "candidates"),
+        protocol=used_protocol,
     )
+    for warning in result.warnings:
+        warnings.warn(warning, RecauditWarning, stacklevel=1)
     if json_output:
         print_json(result.to_dict())
     else:
@@ -193,14 +210,22 @@ def run(
         "--ray-address", help="Ray cluster address with --executor ray (default: start "
         "a local cluster).")] = None,
 ) -> None:
-    """Train the study's models, write top-N lists and results (resumable)."""
+    """Train the study's models, write top-N lists and results (resumable).
+
+    With more than one `[study] protocols`, a table of how each model's NDCG@10,
+    RD-NDCG@10 and IB-NDCG@10 move between them (`protocol_shifts` in --json).
+    """
     from ..fairness import default_config_path, load_config, run_study
 
     study = _override(load_config(config or default_config_path()), data, output)
     n_models = len(study.models) + len(study.baselines)
     with StudyProgress(err_console, n_models=n_models, disable=quiet) as progress:
         result = run_study(study, progress=progress, executor=executor, ray_address=ray_address)
+    shifts = result.protocol_shifts()
     if json_output:
-        print_json(result.to_dict())
-    elif not quiet:
+        print_json(result.to_dict() | ({"protocol_shifts": shifts} if shifts else {}))
+        return
+    if shifts:
+        Console().print(protocol_shift_table(shifts))
+    if not quiet:
         err_console.print(f"results: {Path(study.output) / 'results.json'}")

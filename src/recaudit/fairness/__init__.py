@@ -21,6 +21,11 @@ Popularity bias: ARP, APLT, ACLT, PopRSP, PopREO and novelty
 has ``user_id``) and user popularity groups (:func:`user_popularity_groups`,
 :func:`add_popularity_groups`; ``evaluate(..., attribute="popularity_group",
 train=train)`` adds the column itself).
+
+Evaluation protocols: full ranking (the default) or RecBole's sampled ranking
+(``"uni100"``, ``"pop100"``: :func:`parse_protocol`, :class:`Protocol`), whose
+candidates :func:`sample_candidates` draws; ``evaluate(..., candidates=...,
+protocol="uni100")`` and the study's ``[study] protocols``.
 """
 
 from __future__ import annotations
@@ -79,6 +84,7 @@ from ._popularity import (
     popularity_metrics,
     popularity_parity,
 )
+from ._protocol import FULL, Protocol, parse_protocol, sample_candidates
 from ._results import FairnessEvaluation, GroupMetrics, InterBias, PopularityBias
 from ._study import run_study
 from ._study_results import DatasetResult, ModelResult, StudyResult
@@ -123,6 +129,11 @@ __all__ = [
     "PopularityProfile",
     "average_popularity",
     "evaluate",
+    # evaluation protocols (_protocol)
+    "FULL",
+    "Protocol",
+    "parse_protocol",
+    "sample_candidates",
     "exposure_gini",
     "gini_index",
     "inter_bias",

@@ -17,8 +17,9 @@ from typing import Any
 
 from .._config_schema import MSG_VALUE, Where, check_keys, get_typed, int_list
 from .._toml import read_toml
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, InputError
 from ._loaders import FORMATS
+from ._protocol import parse_protocol
 from .models._baselines import BASELINES
 from .models._recbole import recbole_class
 
@@ -76,14 +77,20 @@ class StudyConfig:
     num_threads: int = 1
     n_boot: int = 1000
     n_resamples: int = 999
+    protocols: tuple[str, ...] = ("full",)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (paths as text)."""
         return json.loads(json.dumps(asdict(self), default=str))
 
 
+MSG_PROTOCOL = (
+    "{name} must list 'full', 'uniN' or 'popN' (N a positive integer, e.g. 'uni100', "
+    "'pop100'), got {value!r}"
+)
+
 _STUDY_KEYS = ("output", "baselines", "n", "list_length", "epochs", "valid_metric", "seed",
-               "num_threads", "n_boot", "n_resamples")
+               "num_threads", "n_boot", "n_resamples", "protocols")
 _DATASET_KEYS = ("name", "path", "format", "attribute", "protected", "users", "columns",
                  "sample", "threshold", "drop_missing", "min_group_size", "seed")
 _MODEL_KEYS = ("grid", "epochs", "settings")
@@ -125,7 +132,27 @@ def _study(study: Any, where: Where, under: Resolve) -> dict[str, Any]:
         if value < 0:
             raise ConfigError(MSG_VALUE.format(name=where.name(key),
                                                kind="a non-negative integer", value=value))
+    out["protocols"] = _protocols(study, where)
     return out
+
+
+def _protocols(study: Any, where: Where) -> tuple[str, ...]:
+    """``protocols``: distinct names ``full``, ``uniN`` or ``popN`` (default ``["full"]``)."""
+    names = get_typed(study, "protocols", where, list, "a non-empty list of protocol names",
+                      ["full"])
+    if not names:
+        raise ConfigError(MSG_VALUE.format(name=where.name("protocols"),
+                                           kind="a non-empty list of protocol names",
+                                           value=names))
+    for name in names:
+        try:
+            parse_protocol(name)
+        except InputError:
+            raise ConfigError(MSG_PROTOCOL.format(name=where.name("protocols"),
+                                                  value=name)) from None
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{where.name('protocols')} must be distinct, got {names}")
+    return tuple(names)
 
 
 def _dataset(table: Any, where: Where, under: Resolve, seed: int) -> DatasetConfig:

@@ -42,6 +42,7 @@ from ._interbias import (
 from ._metrics import METRICS, TopNLists, ranking_metrics
 from ._options import EvaluateOptions
 from ._popularity_bias import PopularityBias, _PopularityReplicates, _PopularityValues
+from ._protocol import Protocol, _candidates_iv
 from ._resampling import _bootstrap, _permutation_pvalues
 from ._results import COVERAGE_FIXED, NO_BOOT, FairnessEvaluation, GroupMetrics, InterBias
 
@@ -60,6 +61,8 @@ def evaluate(
     train: pd.DataFrame | None = None,
     options: EvaluateOptions | None = None,
     rng: np.random.Generator | int | None = None,
+    candidates: pd.DataFrame | None = None,
+    protocol: str | Protocol | None = None,
 ) -> FairnessEvaluation:
     r"""Group fairness and inter-bias of any recommender's top-N lists.
 
@@ -127,6 +130,19 @@ def evaluate(
         Source of randomness of the bootstrap and the permutation test (an int seeds
         a new generator, ``None`` draws OS entropy; a generator is used as is and
         advanced). The same options and seed give the same figures.
+    candidates : pandas.DataFrame, optional
+        ``user_id, item_id``: each user's candidate set under a sampled protocol
+        (from :func:`~recaudit.fairness.sample_candidates`); every recommended item
+        and every test item must be among its user's candidates. Given exactly when
+        ``protocol`` is sampled.
+    protocol : str or Protocol, optional
+        How the lists were ranked: ``"full"`` (default, the whole catalog) or a
+        sampled protocol (``"uni100"``, ``"pop100"``, ...; see
+        :func:`~recaudit.fairness.parse_protocol`). It is recorded as
+        ``protocol``; a sampled one adds its warnings (sampled metrics can reorder
+        models and change group gaps; coverage and popularity figures are those of
+        lists drawn from the candidates) to ``warnings``. The metrics are computed
+        the same way under every protocol.
 
     Returns
     -------
@@ -144,7 +160,9 @@ def evaluate(
     InputError
         On malformed tables (naming the column and row), unknown users or items,
         duplicated or gapped ranks, NaN attributes, an absent protected group, or a
-        group smaller than ``options.min_group_size``.
+        group smaller than ``options.min_group_size``; a sampled protocol without
+        candidates (or the reverse), or a recommended or test item outside its
+        user's candidates.
 
     References
     ----------
@@ -157,6 +175,7 @@ def evaluate(
         items=items, train=train, options=EvaluateOptions() if options is None else options,
         rng=rng,
     )
+    used_protocol = _candidates_iv(protocol, candidates, recs, test)
     ns, lists = inp.ns, inp.lists
     values = ranking_metrics(lists.hits, lists.n_relevant, n=ns)
     keys = [f"{m}@{c}" for m in METRICS for c in ns]
@@ -205,6 +224,8 @@ def evaluate(
         min_group_size=opts.min_group_size,
         resample_coverage=opts.resample_coverage,
         per_user=_per_user_table(lists, inp.groups, keys, x),
+        protocol=used_protocol.name,
+        warnings=used_protocol.warnings(),
     )
 
 

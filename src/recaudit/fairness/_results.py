@@ -235,6 +235,13 @@ class FairnessEvaluation:
         One row per evaluated user: ``user_id``, ``group``, ``n_relevant`` and every
         ``<metric>@<N>``; ``None`` when read back by :meth:`from_dict` (the JSON
         holds no per-user rows).
+    protocol : str
+        The evaluation protocol: ``"full"`` (ranked over the whole catalog) or a
+        sampled one (``"uni100"``, ``"pop100"``, ...; see
+        :func:`~recaudit.fairness.parse_protocol`); ``"full"`` when read from a JSON
+        without it.
+    warnings : tuple of str
+        What the reader must know to read the figures (a sampled protocol's warnings).
     """
 
     attributes: tuple[str, ...]
@@ -263,10 +270,13 @@ class FairnessEvaluation:
     min_group_size: int
     resample_coverage: bool
     per_user: pd.DataFrame | None
+    protocol: str = "full"
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """Every figure as plain JSON-ready values (``nan`` kept; the CLI writes null)."""
         out: dict[str, Any] = {
+            "protocol": self.protocol,
             "attribute": list(self.attributes),
             "protected": self.protected,
             "unprotected": list(self.unprotected),
@@ -299,6 +309,8 @@ class FairnessEvaluation:
             "ci_method": CI_METHOD,
             "pvalue_method": PVALUE_METHOD,
         }
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
         return out
 
     def _figures_by_n(self) -> dict[str, Any]:
@@ -327,11 +339,12 @@ class FairnessEvaluation:
         bare numbers, ``null`` as ``nan``, item coverage and average popularity at
         the top level or inside ``overall`` (``coverage@N``, ``ic@N``, ``arp@N``,
         ...), the protected group as ``protected``, ``protected_group`` or
-        ``minority``. Required: ``groups`` (at least two, each with ``n_users``),
-        ``overall``, ``item_coverage@<N>``, ``rd`` (each entry with ``pvalue``),
-        ``nrd`` and ``ib``. What the JSON does not say is filled in: the cut-offs
-        from the keys, ``unprotected`` from the groups, ``n_users`` as their sum,
-        the settings as 0 resamples, level 0.95, ``min_group_size`` 1; the
+        ``minority``, ``protocol`` (``"full"`` when absent) and ``warnings``.
+        Required: ``groups`` (at least two, each with ``n_users``), ``overall``,
+        ``item_coverage@<N>``, ``rd`` (each entry with ``pvalue``), ``nrd`` and
+        ``ib``. What the JSON does not say is filled in: the cut-offs from the
+        keys, ``unprotected`` from the groups, ``n_users`` as their sum, the
+        settings as 0 resamples, level 0.95, ``min_group_size`` 1; the
         ``per_user`` table (not in the JSON) is ``None`` and a popularity
         profile's per-item arrays are empty.
 
@@ -397,6 +410,8 @@ class FairnessEvaluation:
             n_items=int(js.find(obj, "n_items") or 0),
             catalog_source=str(js.find(obj, "catalog_source") or "unknown"),
             per_user=None,
+            protocol=str(js.find(obj, "protocol") or "full"),
+            warnings=_warnings_from(obj, where),
             **settings,
         )
 
@@ -444,6 +459,16 @@ class FairnessEvaluation:
         ]
         return pd.DataFrame(rows).reindex(columns=columns)
 
+
+
+def _warnings_from(obj: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    """The ``warnings`` list of the JSON (absent: none)."""
+    raw = js.find(obj, "warnings")
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(w, str) for w in raw):
+        raise InputError(f"{where}: `warnings` must be a list of strings")
+    return tuple(raw)
 
 
 def _row(

@@ -20,11 +20,17 @@ and writes everything into the run folder::
         recbole/study/*.inter    the split as RecBole benchmark files
         models/MODEL/            RecBole logs and checkpoints of one model
         models/MODEL/done.json   completion marker, written atomically last
-        recs/MODEL.{parquet,csv} user_id, item_id, rank, score, model
-        summary.csv              one row per model: time, IB, group NDCG, coverage
+        candidates/PROTOCOL.parquet   user_id, item_id: each test user's candidates
+                                 under a sampled protocol ([study] protocols)
+        recs/MODEL.{parquet,csv} user_id, item_id, rank, score, model (full ranking)
+        recs/PROTOCOL/MODEL.{parquet,csv}   the lists ranked within the candidates
+        summary.csv              one row per model and protocol: time, IB, group
+                                 NDCG, coverage
 
 A model whose ``done.json`` exists (with the same model settings) is not trained
-again, so an interrupted run resumes where it stopped.
+again, so an interrupted run resumes where it stopped; a finished model that lacks
+the lists of a protocol added since is scored again from its kept checkpoint
+(``done.json["checkpoint"]``), never retrained.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,9 +71,16 @@ from ._dataset import (
 from ._evaluate import evaluate
 from ._loaders import load_dataset
 from ._options import EvaluateOptions
+from ._protocol import Protocol, parse_protocol, sample_candidates
 from ._results import FairnessEvaluation
 from ._study_results import DatasetResult, ModelResult, StudyResult
-from .models._baselines import most_popular, random_items
+from .models._baselines import (
+    most_popular,
+    most_popular_candidates,
+    random_candidates,
+    random_items,
+)
+from .models._candidates import load_model, recommend_candidates
 from .models._recbole import recommend, train_model, write_atomic_split
 
 __all__ = ["run_study"]
@@ -78,9 +91,18 @@ MSG_OTHER_RUN = (
 )
 
 
+#: Settings of study.json that may differ between runs of one folder.
+_MAY_CHANGE = ("models", "protocols")
+
+
 def _fingerprint(obj: Any) -> str:
     text = json.dumps(obj, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
+    """``path`` (Parquet), written to a temporary name first."""
+    write_atomic(path, lambda p: frame.to_parquet(p, index=False))
 
 
 def _write_table(frame: pd.DataFrame, stem: Path) -> None:
@@ -89,7 +111,8 @@ def _write_table(frame: pd.DataFrame, stem: Path) -> None:
     write_atomic(stem.with_suffix(".csv"), lambda p: frame.to_csv(p, index=False))
 
 
-#: Progress callback: (event, fields) with events "dataset", "model", "grid", "done".
+#: Progress callback: (event, fields) with events "dataset", "model", "grid", "done",
+#: "rescore" (a finished model scored under a new protocol) and "evaluate".
 Progress = Callable[[str, dict[str, Any]], None]
 
 
@@ -105,9 +128,10 @@ def _run_iv(config: StudyConfig) -> Path:
         if not isinstance(previous, dict):
             raise InputError(f"{stamp} is not a study.json written by `recaudit fairness "
                              "run`; choose another output folder")
-        # models may be added or changed between runs; data settings may not
-        same = {k: v for k, v in previous.items() if k != "models"} == {
-            k: v for k, v in resolved.items() if k != "models"
+        # models and protocols may be added or changed between runs; data settings
+        # may not
+        same = {k: v for k, v in previous.items() if k not in _MAY_CHANGE} == {
+            k: v for k, v in resolved.items() if k not in _MAY_CHANGE
         }
         if not same:
             raise ConfigError(MSG_OTHER_RUN.format(path=output))
@@ -167,10 +191,17 @@ class _Prepared:
     items: npt.NDArray[Any]
     summary: dict[str, Any]
     random_seed: np.random.SeedSequence
+    protocols: tuple[Protocol, ...] = ()
+    candidates: Mapping[str, pd.DataFrame] = field(default_factory=dict)
 
     @property
     def test_users(self) -> list[Any]:
         return list(self.split.test[USER_ID].unique())
+
+    @property
+    def sampled(self) -> tuple[Protocol, ...]:
+        """The sampled protocols, in config order."""
+        return tuple(p for p in self.protocols if p.sampled)
 
 
 def _run_dataset(
@@ -179,15 +210,15 @@ def _run_dataset(
 ) -> DatasetResult:
     """Prepare one dataset, train its models, run the baselines, evaluate them all."""
     folder.mkdir(parents=True, exist_ok=True)
-    prepared = _prepare(dconf, folder)
+    prepared = _with_candidates(_prepare(dconf, folder), config, dconf, folder)
     (folder / "recs").mkdir(exist_ok=True)
     records = _train_models(config, prepared, folder, report, trainer)
     records |= _run_baselines(config, prepared, folder / "recs", report)
     models = _evaluate_models(config, dconf, prepared, records, report)
     rows = [
-        _summary_row(name, m.record, m.evaluation, dconf.protected, config.n)
+        _summary_row(name, m.record, ev, dconf.protected, config.n)
         for name, m in models.items()
-        if m.evaluation is not None
+        for ev in m.evaluations.values()
     ]
     pd.DataFrame(rows).to_csv(folder / "summary.csv", index=False)
     return DatasetResult(name=dconf.name, models=models, **prepared.summary)
@@ -235,6 +266,89 @@ def _prepare(dconf: DatasetConfig, folder: Path) -> _Prepared:
     )
 
 
+def _candidates_rng(dconf: DatasetConfig, protocol: Protocol) -> np.random.Generator:
+    """The generator of one protocol's candidates: ``default_rng((seed, 2, kind, N))``
+    from the dataset's seed, so every model (and every run) gets the same ones."""
+    kind = 1 if protocol.kind == "uniform" else 2
+    return np.random.default_rng((dconf.seed, 2, kind, protocol.negatives))
+
+
+def _with_candidates(
+    prepared: _Prepared, config: StudyConfig, dconf: DatasetConfig, folder: Path
+) -> _Prepared:
+    """``prepared`` with the config's protocols and every sampled one's candidates.
+
+    Drawn once per dataset and protocol into ``candidates/PROTOCOL.parquet``; a run
+    that finds the file reads it back (the lists already made were ranked within it).
+    """
+    protocols = tuple(parse_protocol(p) for p in config.protocols)
+    split = prepared.split
+    interactions = pd.concat([split.train, split.valid, split.test], ignore_index=True)
+    candidates = {}
+    for protocol in protocols:
+        if not protocol.sampled:
+            continue
+        path = folder / "candidates" / f"{protocol.name}.parquet"
+        if path.exists():
+            candidates[protocol.name] = pd.read_parquet(path)
+            continue
+        table = sample_candidates(protocol, split.test, interactions, prepared.items,
+                                  rng=_candidates_rng(dconf, protocol))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_parquet(table, path)
+        candidates[protocol.name] = table
+    return replace(prepared, protocols=protocols, candidates=candidates)
+
+
+def _sampled_recs_path(recs_dir: Path, protocol: Protocol, name: str) -> Path:
+    """Where the lists of ``name`` ranked within ``protocol``'s candidates go."""
+    return recs_dir / protocol.name / f"{name}.parquet"
+
+
+def _sampled_paths(prepared: _Prepared, recs_dir: Path, name: str) -> dict[str, str]:
+    """Protocol name -> the file of ``name``'s lists, for every sampled protocol."""
+    return {p.name: str(_sampled_recs_path(recs_dir, p, name)) for p in prepared.sampled}
+
+
+def _write_sampled(
+    prepared: _Prepared, recs_dir: Path, name: str,
+    rank: Callable[[pd.DataFrame], pd.DataFrame], protocols: tuple[Protocol, ...],
+) -> None:
+    """Rank ``name`` within each of ``protocols``' candidates (``rank``) and write it."""
+    for protocol in protocols:
+        path = _sampled_recs_path(recs_dir, protocol, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_table(rank(prepared.candidates[protocol.name]), path.with_suffix(""))
+
+
+def _rescored(
+    config: StudyConfig, mconf: ModelConfig, prepared: _Prepared, folder: Path,
+    info: dict[str, Any], report: Progress,
+) -> dict[str, Any] | None:
+    """A finished model's record with the lists of every protocol, scoring the missing
+    ones from its kept checkpoint; ``None`` when it has none (then it is trained again).
+    """
+    recs_dir = folder / "recs"
+    missing = tuple(p for p in prepared.sampled
+                    if not _sampled_recs_path(recs_dir, p, mconf.name).exists())
+    record = {**info, "resumed": True, "recs_sampled": _sampled_paths(prepared, recs_dir,
+                                                                       mconf.name)}
+    if not missing:
+        return record
+    checkpoint = info.get("checkpoint")
+    if not checkpoint or not Path(checkpoint).is_file():
+        return None
+    report("rescore", {"name": mconf.name, "protocols": [p.name for p in missing]})
+    loaded = load_model(Path(checkpoint), name=mconf.name,
+                        workdir=folder / "models" / mconf.name, num_threads=config.num_threads)
+
+    def rank(candidates: pd.DataFrame) -> pd.DataFrame:
+        return recommend_candidates(loaded, candidates, n=config.list_length)
+
+    _write_sampled(prepared, recs_dir, mconf.name, rank, missing)
+    return record | {"rescored": [p.name for p in missing]}
+
+
 def _train_models(
     config: StudyConfig, prepared: _Prepared, folder: Path, report: Progress, trainer: Any
 ) -> dict[str, dict[str, Any]]:
@@ -250,9 +364,10 @@ def _train_models(
         done = folder / "models" / mconf.name / "done.json"
         if done.exists():
             info = _resumable(config, mconf, folder) or {}
-            if info:
+            record = _rescored(config, mconf, prepared, folder, info, report) if info else None
+            if record is not None:
                 report("model", {"name": mconf.name, "skipped": True, "n_grid": 0})
-                records[mconf.name] = {**info, "resumed": True}
+                records[mconf.name] = record
                 continue
             done.unlink()
         train = train_model if trainer is None else trainer
@@ -286,11 +401,17 @@ def _train_one(
     recommend_seconds = time.perf_counter() - t0
     recs_path = folder / "recs" / f"{mconf.name}.parquet"
     _write_table(recs, recs_path.with_suffix(""))
+
+    def rank(candidates: pd.DataFrame) -> pd.DataFrame:
+        return recommend_candidates(trained, candidates, n=config.list_length)
+
+    _write_sampled(prepared, folder / "recs", mconf.name, rank, prepared.sampled)
     info = {
         **trained.to_dict(),
         "recommend_seconds": recommend_seconds,
         "fingerprint": _fingerprint(_model_settings(config, mconf)),
         "recs": str(recs_path),
+        "recs_sampled": _sampled_paths(prepared, folder / "recs", mconf.name),
     }
     text = json.dumps(info, indent=2, default=str)
     write_text_atomic(folder / "models" / mconf.name / "done.json", text)
@@ -319,6 +440,8 @@ def _run_baselines(
                 rng=np.random.default_rng(prepared.random_seed),
             )
         _write_table(recs, recs_dir / name)
+        _write_sampled(prepared, recs_dir, name,
+                       _baseline_ranker(name, prepared, config.list_length), prepared.sampled)
         seconds = time.perf_counter() - t0
         report("done", {"name": name, "seconds": seconds})
         records[name] = {
@@ -326,8 +449,20 @@ def _run_baselines(
             "baseline": True,
             "train_seconds": seconds,
             "recs": str(recs_dir / f"{name}.parquet"),
+            "recs_sampled": _sampled_paths(prepared, recs_dir, name),
         }
     return records
+
+
+def _baseline_ranker(
+    name: str, prepared: _Prepared, n: int
+) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """How baseline ``name`` ranks a user's candidates (MostPop: training popularity;
+    Random: a random order seeded as its full-ranking lists)."""
+    if name == "MostPop":
+        return lambda candidates: most_popular_candidates(candidates, prepared.split.train, n=n)
+    return lambda candidates: random_candidates(
+        candidates, n=n, rng=np.random.default_rng(prepared.random_seed))
 
 
 def _evaluate_options(config: StudyConfig, dconf: DatasetConfig) -> EvaluateOptions:
@@ -361,18 +496,26 @@ def _evaluate_models(
     out = {}
     for name, record in records.items():
         report("evaluate", {"name": name})
-        evaluation = evaluate(
-            pd.read_parquet(record["recs"]),
-            prepared.split.test,
-            users,
-            attribute=dconf.attribute,
-            protected=dconf.protected,
-            items=catalogue,
-            train=prepared.split.train,
-            options=options,
-            rng=_evaluation_rng(dconf),
-        )
-        out[name] = ModelResult(name=name, record=record, evaluation=evaluation)
+        evaluations = {}
+        for protocol in prepared.protocols:
+            recs = (record["recs"] if not protocol.sampled
+                    else record["recs_sampled"][protocol.name])
+            evaluations[protocol.name] = evaluate(
+                pd.read_parquet(recs),
+                prepared.split.test,
+                users,
+                attribute=dconf.attribute,
+                protected=dconf.protected,
+                items=catalogue,
+                train=prepared.split.train,
+                options=options,
+                rng=_evaluation_rng(dconf),
+                candidates=prepared.candidates.get(protocol.name),
+                protocol=protocol,
+            )
+        out[name] = ModelResult(name=name, record=record,
+                                evaluation=next(iter(evaluations.values())),
+                                evaluations=evaluations)
     return out
 
 
@@ -421,9 +564,10 @@ def _summary_row(
     name: str, info: Mapping[str, Any], ev: FairnessEvaluation, protected: str,
     ns: tuple[int, ...],
 ) -> dict[str, Any]:
-    """One line of ``summary.csv``: the paper's Table 1 figures plus time."""
+    """One line of ``summary.csv``: the paper's Table 1 figures of one protocol, time."""
     unprotected = [g for g in ev.groups if g != protected]
-    row: dict[str, Any] = {"model": name, "train_seconds": info.get("train_seconds")}
+    row: dict[str, Any] = {"model": name, "protocol": ev.protocol,
+                           "train_seconds": info.get("train_seconds")}
     for n in ns:
         ib = ev.inter_bias[f"ndcg@{n}"].ib
         row[f"IB-NDCG@{n}"] = ib.value

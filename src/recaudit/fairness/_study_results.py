@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,30 +40,52 @@ class ModelResult:
         whether it was ``resumed``; for a baseline ``baseline``, ``train_seconds``
         and ``recs``.
     evaluation : FairnessEvaluation or None
-        Its evaluation (``None`` if the run stopped before evaluating it).
+        Its evaluation under the config's first protocol (``None`` if the run stopped
+        before evaluating it).
+    evaluations : Mapping[str, FairnessEvaluation]
+        Protocol name -> its evaluation, for every protocol of the config in config
+        order (the first is ``evaluation``); filled from ``evaluation`` when not given.
     """
 
     name: str
     record: Mapping[str, Any]
     evaluation: FairnessEvaluation | None
+    evaluations: Mapping[str, FairnessEvaluation] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.evaluations and self.evaluation is not None:
+            object.__setattr__(self, "evaluations",
+                               {self.evaluation.protocol: self.evaluation})
 
     def to_dict(self) -> dict[str, Any]:
-        """The model's entry of ``results.json``: the record, then ``evaluation``."""
+        """The model's entry of ``results.json``: the record, then ``evaluation`` and,
+        with more than one protocol, ``evaluations`` (protocol name -> evaluation)."""
         out = dict(self.record)
         if self.evaluation is not None:
             out["evaluation"] = self.evaluation.to_dict()
+        if len(self.evaluations) > 1:
+            out["evaluations"] = {p: ev.to_dict() for p, ev in self.evaluations.items()}
         return out
 
     @classmethod
     def from_dict(cls, name: str, obj: Mapping[str, Any], *, where: str) -> ModelResult:
         """Read :meth:`to_dict`'s JSON back (``where`` names it in messages)."""
+        where = f"{where}, model {name!r}"
         evaluation = js.find(obj, "evaluation")
+        by_protocol = js.find(obj, "evaluations") or {}
+        if not isinstance(by_protocol, Mapping):
+            raise InputError(f"{where}: `evaluations` must map protocol names to evaluations")
         return cls(
             name=str(name),
-            record={k: v for k, v in obj.items() if js.norm(k) != "evaluation"},
+            record={k: v for k, v in obj.items()
+                    if js.norm(k) not in (js.norm("evaluation"), js.norm("evaluations"))},
             evaluation=None if evaluation is None else FairnessEvaluation.from_dict(
-                evaluation, where=f"{where}, model {name!r}"
+                evaluation, where=where
             ),
+            evaluations={
+                str(p): FairnessEvaluation.from_dict(ev, where=f"{where}, protocol {p!r}")
+                for p, ev in by_protocol.items()
+            },
         )
 
 
@@ -143,6 +165,23 @@ class StudyResult:
     config: Mapping[str, Any]
     datasets: Mapping[str, DatasetResult]
 
+    def protocol_shifts(self, *, n: int = 10) -> list[dict[str, Any]]:
+        """How each model's NDCG@n, RD-NDCG@n and IB-NDCG@n move between protocols.
+
+        One row per dataset, model and protocol (config order): ``dataset``,
+        ``model``, ``protocol``, ``n``, ``ndcg``, ``rd_ndcg``, ``ib_ndcg``,
+        ``ndcg_rank`` (the model's rank by NDCG among the dataset's models under
+        that protocol, 1 = best: sampled metrics can reorder models) and the
+        ``delta_*`` of the three figures from the first protocol. ``n`` falls back
+        to the largest cut-off when an evaluation has no ``n``; empty when no model
+        has more than one protocol.
+        """
+        rows: list[dict[str, Any]] = []
+        for dataset in self.datasets.values():
+            models = [m for m in dataset.models.values() if len(m.evaluations) > 1]
+            rows += _shift_rows(dataset.name, models, n)
+        return rows
+
     def to_dict(self) -> dict[str, Any]:
         """The results JSON (also saved as ``OUTPUT/results.json``)."""
         return {
@@ -172,3 +211,25 @@ class StudyResult:
             config=obj.get("config") or {},
             datasets={str(n): DatasetResult.from_dict(str(n), d) for n, d in datasets.items()},
         )
+
+
+def _shift_rows(dataset: str, models: list[ModelResult], n: int) -> list[dict[str, Any]]:
+    """:meth:`StudyResult.protocol_shifts` of one dataset."""
+    rows: list[dict[str, Any]] = []
+    for model in models:
+        first: dict[str, float] | None = None
+        for protocol, ev in model.evaluations.items():
+            c = n if n in ev.n else max(ev.n)
+            key = f"ndcg@{c}"
+            values = {"ndcg": ev.overall[key].value, "rd_ndcg": ev.inter_bias[key].rd.value,
+                      "ib_ndcg": ev.inter_bias[key].ib.value}
+            first = values if first is None else first
+            rows.append({"dataset": dataset, "model": model.name, "protocol": protocol,
+                         "n": c, **values}
+                        | {f"delta_{k}": v - first[k] for k, v in values.items()})
+    for protocol in dict.fromkeys(str(r["protocol"]) for r in rows):
+        same = sorted((r for r in rows if r["protocol"] == protocol),
+                      key=lambda r: -float(r["ndcg"]))
+        for rank, row in enumerate(same, start=1):
+            row["ndcg_rank"] = rank
+    return rows

@@ -2,10 +2,19 @@
 
 Importing this package does not import RecBole or torch; they are imported when a
 model is trained (:class:`~recaudit.MissingExtraError` names the ``fairness`` extra
-when they are missing).
+when they are missing). Under a sampled protocol the lists are ranked within each
+user's candidates: :func:`recommend_candidates` (a trained model, or one read back by
+:func:`load_model`), :func:`most_popular_candidates` and :func:`random_candidates`.
 """
 
-from ._baselines import BASELINES, most_popular, random_items
+from ._baselines import (
+    BASELINES,
+    most_popular,
+    most_popular_candidates,
+    random_candidates,
+    random_items,
+)
+from ._candidates import LoadedModel, load_model, recommend_candidates
 from ._recbole import (
     MODELS,
     GridPoint,
@@ -21,12 +30,17 @@ __all__ = [
     "BASELINES",
     "MODELS",
     "GridPoint",
+    "LoadedModel",
     "TrainedModel",
     "expand_grid",
+    "load_model",
     "most_popular",
+    "most_popular_candidates",
+    "random_candidates",
     "random_items",
     "recbole_class",
     "recommend",
+    "recommend_candidates",
     "train_model",
     "write_atomic_split",
 ]

@@ -6,6 +6,10 @@
 - :func:`random_items` -- every user gets a seeded uniform random list of unknown
   items (the coverage extreme: no popularity bias).
 
+Under a sampled protocol (:func:`~recaudit.fairness.sample_candidates`) the same two
+rank each user's candidates instead: :func:`most_popular_candidates` by training
+popularity, :func:`random_candidates` in a seeded random order.
+
 Both need no optional dependency.
 """
 
@@ -21,7 +25,13 @@ from ..._stats import as_generator
 from ...exceptions import InputError
 from .._dataset import ITEM_ID, USER_ID
 
-__all__ = ["BASELINES", "most_popular", "random_items"]
+__all__ = [
+    "BASELINES",
+    "most_popular",
+    "most_popular_candidates",
+    "random_candidates",
+    "random_items",
+]
 
 #: Baseline names used in the study config.
 BASELINES = ("MostPop", "Random")
@@ -154,3 +164,83 @@ def random_items(
             "model": "Random",
         }
     )
+
+
+def _candidates_iv(candidates: pd.DataFrame, n: int) -> pd.DataFrame:
+    _baseline_iv([], candidates, None, n)
+    return candidates[[USER_ID, ITEM_ID]].drop_duplicates()
+
+
+def _top_of_candidates(
+    candidates: pd.DataFrame, score: np.ndarray, tie: np.ndarray, n: int, name: str
+) -> pd.DataFrame:
+    """Per user (in order of appearance), the ``n`` candidates of highest ``score``.
+
+    Ties in ``score`` go to the lower ``tie``.
+    """
+    user_order = pd.Index(pd.unique(candidates[USER_ID].to_numpy()))
+    order = np.lexsort((tie, -score, user_order.get_indexer(candidates[USER_ID].to_numpy())))
+    ranked = candidates.iloc[order].assign(score=score[order].astype(float))
+    ranked["rank"] = ranked.groupby(USER_ID, sort=False).cumcount() + 1
+    out = ranked.loc[ranked["rank"] <= n, [USER_ID, ITEM_ID, "rank", "score"]]
+    out = out.reset_index(drop=True)
+    out["model"] = name
+    return out
+
+
+def most_popular_candidates(
+    candidates: pd.DataFrame, train: pd.DataFrame, *, n: int = 20
+) -> pd.DataFrame:
+    """Most-popular baseline within each user's candidates (sampled ranking).
+
+    Parameters
+    ----------
+    candidates : pandas.DataFrame
+        ``user_id, item_id`` (:func:`~recaudit.fairness.sample_candidates`).
+    train : pandas.DataFrame
+        ``user_id, item_id`` training interactions (popularity counts).
+    n : int, default 20
+        List length (a user with fewer candidates gets them all).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``user_id``, ``item_id``, ``rank``, ``score`` (= training count), ``model``
+        (``"MostPop"``); ties in popularity broken by item id order, as in
+        :func:`most_popular`.
+    """
+    candidates = _candidates_iv(candidates, n)
+    _baseline_iv([], train, None, n)
+    counts = train.groupby(ITEM_ID).size()
+    score = counts.reindex(candidates[ITEM_ID].to_numpy()).fillna(0).to_numpy()
+    tie = pd.Index(counts.index.union(pd.Index(candidates[ITEM_ID].unique())))
+    return _top_of_candidates(candidates, score, tie.get_indexer(candidates[ITEM_ID]),
+                              n, "MostPop")
+
+
+def random_candidates(
+    candidates: pd.DataFrame, *, n: int = 20, rng: np.random.Generator | int | None = None
+) -> pd.DataFrame:
+    """Random baseline within each user's candidates: a seeded uniform random order.
+
+    Parameters
+    ----------
+    candidates : pandas.DataFrame
+        ``user_id, item_id`` (:func:`~recaudit.fairness.sample_candidates`).
+    n : int, default 20
+        List length.
+    rng : numpy.random.Generator, int or None
+        Source of randomness.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``user_id``, ``item_id``, ``rank``, ``score`` (= ``1/rank``), ``model``
+        (``"Random"``).
+    """
+    candidates = _candidates_iv(candidates, n)
+    gen = as_generator(rng)
+    key = gen.permutation(len(candidates)).astype(float)
+    out = _top_of_candidates(candidates, -key, np.zeros(len(candidates)), n, "Random")
+    out["score"] = 1.0 / out["rank"]
+    return out
