@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from scipy import stats
 
 from ._records import as_mapping, need, number
 from .exceptions import InputError
@@ -30,6 +31,7 @@ __all__ = [
     "holm",
     "monte_carlo_pvalue",
     "percentile_interval",
+    "t_interval",
 ]
 
 
@@ -185,6 +187,43 @@ def percentile_interval(
         return ConfidenceInterval(np.nan, np.nan, confidence_level, "percentile bootstrap")
     lo, hi = np.quantile(r, [a, 1.0 - a])
     return ConfidenceInterval(float(lo), float(hi), confidence_level, "percentile bootstrap")
+
+
+def t_interval(
+    values: npt.ArrayLike,
+    *,
+    confidence_level: float = 0.95,
+    bounds: tuple[float, float] = (-np.inf, np.inf),
+) -> ConfidenceInterval:
+    r"""Student-t interval for the mean of independent, identically distributed values.
+
+    .. math:: \bar x \pm t_{n-1,\,(1+c)/2}\; s / \sqrt n,
+              \qquad s^2 = \tfrac{1}{n-1} \textstyle\sum_i (x_i - \bar x)^2,
+
+    over the n finite values, clipped to ``bounds`` (the range of the estimand: a
+    clipped interval covers whenever the unclipped one does). Fewer than 2 finite
+    values give ``nan`` bounds (no variance estimate, so no interval). Its two-sided
+    coverage error is O(1/n) like the percentile bootstrap's, but it uses the unbiased
+    variance and t quantiles where the percentile interval uses the plug-in variance
+    and normal ones, which makes the percentile interval of a mean too short by a
+    factor of about sqrt((n - 1)/n) z/t (Efron & Tibshirani 1993, ch. 12-13;
+    DiCiccio & Efron 1996, section 2).
+
+    References
+    ----------
+    Efron, B. & Tibshirani, R. (1993). An Introduction to the Bootstrap, ch. 12.
+    DiCiccio, T. J. & Efron, B. (1996). Bootstrap confidence intervals. Statistical
+    Science 11(3), 189-228.
+    """
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    if x.size < 2:
+        return ConfidenceInterval(np.nan, np.nan, confidence_level, "student t")
+    half = float(stats.t.ppf((1.0 + confidence_level) / 2.0, x.size - 1)
+                 * x.std(ddof=1) / np.sqrt(x.size))
+    mean = float(x.mean())
+    low, high = max(bounds[0], mean - half), min(bounds[1], mean + half)
+    return ConfidenceInterval(float(low), float(high), confidence_level, "student t")
 
 
 def monte_carlo_pvalue(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 import re
 
 import numpy as np
@@ -9,10 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
+from statsmodels.stats.weightstats import DescrStatsW
 
 from recaudit import InputError
+from recaudit._stats import t_interval
 from recaudit.positional import (
+    AnalysisOptions,
     Evaluations,
+    analyze_exact,
     permutation_sensitivity,
     pob_icm,
     pob_unbp,
@@ -42,6 +48,63 @@ def test_against_scipy_bootstrap_ps(biased: Evaluations) -> None:
     assert ours.value == pytest.approx(per_query.mean())
     assert ours.ci.low == pytest.approx(ref.low, abs=0.01)
     assert ours.ci.high == pytest.approx(ref.high, abs=0.01)
+
+
+def _pairwise_ps_by_enumeration(ev: Evaluations) -> np.ndarray:
+    """PS_j by looping over every pair of query j's evaluations under different orders."""
+    out = []
+    for j in range(ev.n_queries):
+        rows = np.flatnonzero(ev.query == j)
+        pairs = disagree = 0
+        for a, b in itertools.combinations(rows, 2):
+            if not np.array_equal(ev.orders[a], ev.orders[b]):
+                pairs += 1
+                disagree += ev.item[a] != ev.item[b]
+        out.append(disagree / pairs)
+    return np.asarray(out)
+
+
+def test_against_statsmodels_t_interval_pairwise_ps(biased: Evaluations) -> None:
+    # the pairwise PS's interval is the Student-t interval of the mean of PS_j
+    # (docs/decisions.md): checked against statsmodels on independently computed PS_j
+    per_query = _pairwise_ps_by_enumeration(biased)
+    ours = permutation_sensitivity(biased, kind="pairwise", confidence_level=0.9)
+    low, high = DescrStatsW(per_query).tconfint_mean(alpha=0.1)
+    assert ours.value == pytest.approx(per_query.mean())
+    assert (ours.ci.low, ours.ci.high) == (pytest.approx(low), pytest.approx(high))
+    assert ours.ci.confidence_level == 0.9 and ours.ci.method == "student t"
+    ref = stats.t.interval(0.9, per_query.size - 1, loc=per_query.mean(),
+                           scale=stats.sem(per_query))
+    assert (ours.ci.low, ours.ci.high) == (pytest.approx(ref[0]), pytest.approx(ref[1]))
+    # no resampling: the interval does not depend on rng or n_boot
+    again = permutation_sensitivity(biased, kind="pairwise", confidence_level=0.9,
+                                    n_boot=7, rng=123)
+    assert again == ours
+
+
+def test_exact_mode_pairwise_ps_has_the_sampled_mode_interval() -> None:
+    # one-hot probability vectors at the sampled choices are the sampled choices, so
+    # exact mode's pairwise PS and its Student-t interval equal sampled mode's
+    ev = simulate_evaluations(60, k=5, n_perms=20, p_bias=0.2, rng=4)
+    df = ev.to_frame()
+    df["choice_probs"] = [json.dumps(np.eye(ev.k)[p].tolist()) for p in ev.position]
+    ex = analyze_exact(df, AnalysisOptions(n_boot=20), rng=1)
+    ref = permutation_sensitivity(ev, kind="pairwise")
+    assert ex.ps is not None and ex.ps.ci.method == ref.ci.method == "student t"
+    assert (ex.ps.value, ex.ps.ci.low, ex.ps.ci.high) == (
+        pytest.approx(ref.value), pytest.approx(ref.ci.low), pytest.approx(ref.ci.high))
+
+
+def test_t_interval_clips_to_bounds_and_needs_two_values() -> None:
+    x = np.array([0.0, 0.0, 0.0, 0.1])
+    raw = t_interval(x)
+    assert raw.low < 0 and raw.high == pytest.approx(
+        x.mean() + stats.t.ppf(0.975, 3) * stats.sem(x))
+    clipped = t_interval(x, bounds=(0.0, 1.0))
+    assert (clipped.low, clipped.high) == (0.0, raw.high)
+    for few in ([0.4], [], [np.nan, 0.2]):
+        ci = t_interval(few)
+        assert np.isnan(ci.low) and np.isnan(ci.high)
 
 
 def test_pairwise_ps_by_hand() -> None:
