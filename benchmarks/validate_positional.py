@@ -115,12 +115,12 @@ def _estimator_row(values: list[float], covered: list[bool], contains0: list[boo
 
 
 def _ps_cell(args: tuple[str, int, int, float, int, int]) -> dict[str, Any]:
-    """The pairwise PS alone, as ``analyze`` computes it, on the cell's data sets.
+    """The pairwise PS alone, exactly as ``analyze`` computes it in ``_cell``.
 
-    ``analyze`` only spawns child streams from the generator it is given, so the
-    generator's own stream is consumed by ``simulate_scenario`` alone: the first
-    data sets here are those of the full cell (``_cell``), and REPS beyond the full
-    cell's continue the same stream.
+    ``analyze`` only spawns child streams from the generator it is given (the third
+    is the pairwise PS's), so the generator's own stream is consumed by
+    ``simulate_scenario`` alone: the data sets and the PS resamples here are those of
+    the full cell, and REPS beyond the full cell's continue the same stream.
     """
     model, k, n, p_bias, reps, seed = args
     truth = scenario_truth(model, k=k, p_bias=p_bias, rng=seed).ps
@@ -128,7 +128,8 @@ def _ps_cell(args: tuple[str, int, int, float, int, int]) -> dict[str, Any]:
     values, covered, contains0 = [], [], []
     for _ in range(reps):
         ev = simulate_scenario(model, n, k=k, p_bias=p_bias, n_orders=N_ORDERS, rng=gen)
-        est = permutation_sensitivity(ev, kind="pairwise")
+        g_ps2 = gen.spawn(6)[2]  # analyze's stream for the pairwise PS
+        est = permutation_sensitivity(ev, kind="pairwise", n_boot=N_BOOT, rng=g_ps2)
         values.append(est.value)
         covered.append(est.ci.low <= truth <= est.ci.high)
         contains0.append(est.ci.low <= 0.0)

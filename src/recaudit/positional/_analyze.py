@@ -363,9 +363,7 @@ def _analyze_group(
     """One group; ``reference`` is the borrowed (keys, p-hat), a reason, or None (own)."""
     alpha, epsilon = settings.alpha, settings.epsilon
     n_boot, level = settings.n_boot, settings.confidence_level
-    # the third stream was the pairwise PS's bootstrap; its Student-t interval draws
-    # nothing, and the slot stays so that the other statistics keep their streams
-    g_icm, g_ps, _, g_pb, g_spb, g_dist = streams
+    g_icm, g_ps, g_ps2, g_pb, g_spb, g_dist = streams
     two = evals.evaluations_per_query() >= 2
     sub = _subset(evals, two)
     n_two = int(two.sum())
@@ -380,7 +378,7 @@ def _analyze_group(
     else:
         coverage.update({name: Coverage(n_two) for name in NEEDS_TWO})
         ps_modal = permutation_sensitivity(sub, rng=g_ps, n_boot=n_boot, confidence_level=level)
-        ps, coverage["ps"] = _pairwise_ps(sub, level)
+        ps, coverage["ps"] = _pairwise_ps(sub, g_ps2, n_boot, level)
         if isinstance(reference, str):
             coverage["spb_paper"] = Coverage(0, reference)
         else:
@@ -508,11 +506,13 @@ def _split_dicts(split: StrongSoftResult | None) -> dict[str, dict[str, Any]]:
             "positional_share": split.positional_share.to_dict()}
 
 
-def _pairwise_ps(evals: Evaluations, level: float) -> tuple[Estimate | None, Coverage]:
-    """Pairwise PS over pairs of different orders (Student-t interval, no resampling),
-    or None when no query has two."""
+def _pairwise_ps(
+    evals: Evaluations, gen: np.random.Generator, n_boot: int, level: float
+) -> tuple[Estimate | None, Coverage]:
+    """Pairwise PS over pairs of different orders, or None when no query has two."""
     try:
-        est = permutation_sensitivity(evals, kind="pairwise", confidence_level=level)
+        est = permutation_sensitivity(evals, kind="pairwise", rng=gen, n_boot=n_boot,
+                                      confidence_level=level)
     except InputError:
         return None, Coverage(0, REASON_ONE_ORDER)
     return est, Coverage(evals.n_queries)

@@ -17,7 +17,7 @@ noise (Rao-Blackwell). docs/exact-and-sequential.md says which guarantees hold.
 - PS (``ps``) on pairs of evaluations under different orders:
   :math:`1 - \sum_{e \ne e', \sigma_e \ne \sigma_{e'}} \pi_e \cdot \pi_{e'} / \#\text{pairs}`
   (the exact probability that the two draws disagree; as in sampled mode, pairs of one
-  order are left out, and the interval is Student t over queries); ``ps_modal``: the
+  order are left out, and the interval is bootstrap-t over queries); ``ps_modal``: the
   paper's :math:`1 - \max_i c_{ji}/l_j` on expected counts
   :math:`c_{ji} = \sum_{e \in j} \pi_e(\sigma_e(i))` (a plug-in).
 - PB: the cross-fitted TV of sampled mode (:func:`~recaudit.positional.positional_bias`)
@@ -47,7 +47,7 @@ from ._analysis_json import exact_fields
 from ._bootstrap import bootstrap_ci
 from ._crossfit import PositionalBiasResult, crossfit_shares, pb_from_shares
 from ._evaluations import _parse_orders, _with_row_numbers, read_table
-from ._metrics import N_REPEATS, _top_sets, mean_t_estimate
+from ._metrics import N_REPEATS, _top_sets, studentized_estimate
 from ._options import AnalysisOptions
 from ._unbp import PobUnbpResult, _pob_unbp_shares
 
@@ -297,7 +297,7 @@ def analyze_exact(
     (valid: the means are i.i.d. over queries with mean q_p, and under H0(0) a
     uniform random order keeps their k coordinates exchangeable). PS and sPB use the
     queries with >= 2 evaluations. Every CI is a percentile bootstrap over queries,
-    except the pairwise PS's: Student t over queries, as in sampled mode
+    except the pairwise PS's: bootstrap-t over queries, as in sampled mode
     (:func:`~recaudit.positional.permutation_sensitivity`).
 
     Parameters
@@ -321,9 +321,7 @@ def analyze_exact(
     alpha, epsilon, n_boot = opts.alpha, opts.epsilon, opts.n_boot
     confidence_level, spb_repeats = opts.confidence_level, opts.spb_repeats
     gen = as_generator(rng)
-    # the fourth stream was the pairwise PS's bootstrap (its Student-t interval draws
-    # nothing); the slot stays so that the other statistics keep their streams
-    g_pb, g_dist, g_ps, _, g_spb = gen.spawn(5)
+    g_pb, g_dist, g_ps, g_ps2, g_spb = gen.spawn(5)
     k = ev.k
     shares = ev.query_shares()
     unbp = (_pob_unbp_shares(shares, alpha, epsilon, "pooled", "both", 2)
@@ -348,7 +346,7 @@ def analyze_exact(
         ps_modal = _mean(modal, n_boot, confidence_level, g_ps)
         pair = _pairwise_across_orders_exact(ev, item, counts, squares)[two]
         if np.isfinite(pair).any():
-            ps = mean_t_estimate(pair[np.isfinite(pair)], confidence_level)
+            ps = studentized_estimate(pair[np.isfinite(pair)], n_boot, confidence_level, g_ps2)
         p_hat = min(1.0, pb.plugin / (1.0 - 1.0 / k))
         threshold = 1.0 - p_hat * (k - np.arange(1, k + 1)) / k
         outside = _cv_outside(ev, item, threshold, 5, g_spb, spb_repeats)[two]
