@@ -88,10 +88,10 @@ def permutation_sensitivity(
 
     (:math:`s^2` the sample variance of the PS_j, :math:`t^*_a` the a-quantile of the
     resampled :math:`T^*`), clipped to [0, 1]. Measured against the simulation
-    models' truth it covers 0.950 with equal misses on both sides, where the
-    percentile interval covered 0.938 at 100 queries and the Student-t interval 0.947
-    with twice as many misses on one side as on the other (the PS_j are skewed;
-    docs/positional-statistics.md, "Validation against known truth";
+    models' truth at 100 queries it covers 0.947 with nearly equal misses on both
+    sides, where the percentile interval covered 0.939 and the Student-t interval
+    0.943 with 2.4 times as many misses on one side as on the other (the PS_j are
+    skewed; docs/positional-statistics.md, "Validation against known truth";
     docs/decisions.md).
 
     References
