@@ -2,8 +2,9 @@
 
     PYTHONPATH=src python benchmarks/recheck_positional_cells.py [ps] [L] [spb] [pb]
 
-PS coverage (pairwise over orders, percentile CI with 500 resamples) in two cells with
-300 data sets each; POB-UNBP's P(L <= TV) in six cells with 1,000 data sets each;
+PS coverage (pairwise over orders, ``permutation_sensitivity``'s interval with 500
+resamples: bootstrap-t since the change measured by ``ps_interval_study.py``) in two
+cells with 300 data sets each; POB-UNBP's P(L <= TV) in six cells with 1,000 data sets each;
 sPB's coverage (the estimator and interval of ``analyze``'s ``spb``) in the graded
 k = 15 and heterogeneous k = 5 cells at 500 queries and p_bias 0.1, 200 data sets each;
 PB's (cross-fitted, ``analyze``'s ``pb``) in the heterogeneous k = 5 and decoding

@@ -17,6 +17,9 @@ each estimate is compared with the model's population truth:
     PYTHONPATH=src python benchmarks/validate_positional.py table \\
         benchmarks/results/validate_positional.jsonl > table.md
 
+``run --ps-only --tag TAG --reps R`` recomputes only the pairwise PS row of the cells
+already in the file (seconds per cell: no other estimator is fitted), on the same data
+sets as the full cell and, if R exceeds the cell's REPS, more of the same stream.
 ``summary`` prints the worst case per estimator and model. ``run`` appends one JSON
 line per grid cell (a cell already in the file, at any REPS,
 is skipped, so an interrupted run resumes and runs with different REPS per number of
@@ -36,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from recaudit.positional import AnalysisOptions, analyze
+from recaudit.positional import AnalysisOptions, analyze, permutation_sensitivity
 from recaudit.positional._scenarios import MODELS, scenario_truth, simulate_scenario
 
 #: estimator name -> (path in analyze().to_dict(), truth attribute)
@@ -87,22 +90,51 @@ def _cell(args: tuple[str, int, int, float, int, int]) -> dict[str, Any]:
     out: dict[str, Any] = {"model": model, "k": k, "queries": n, "p_bias": p_bias,
                            "reps": reps, "seed": seed, "estimators": {}}
     for name, (_, attr) in ESTIMATORS.items():
-        v = np.asarray(values[name], dtype=float)
-        t = float(getattr(truth, attr))
-        row: dict[str, Any] = {"truth": t, "n": int(v.size)}
-        if v.size:
-            row |= {"bias": float(v.mean() - t),
-                    "bias_se": float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else None,
-                    "rmse": float(np.sqrt(np.mean((v - t) ** 2)))}
-        if covered[name]:
-            c = float(np.mean(covered[name]))
-            row |= {"coverage": c, "coverage_se": float(np.sqrt(c * (1 - c) / len(covered[name]))),
-                    "contains_0": float(np.mean(contains0[name]))}
-        out["estimators"][name] = row
+        out["estimators"][name] = _estimator_row(values[name], covered[name],
+                                                 contains0[name], float(getattr(truth, attr)))
     c = float(np.mean(l_below))
     out["L_below_tv"] = {"rate": c, "se": float(np.sqrt(c * (1 - c) / len(l_below)))}
     out["position_coverage"] = float(np.mean(position_cov))
     return out
+
+
+def _estimator_row(values: list[float], covered: list[bool], contains0: list[bool],
+                   t: float) -> dict[str, Any]:
+    """Truth, bias, RMSE and coverage of one estimator in one cell."""
+    v = np.asarray(values, dtype=float)
+    row: dict[str, Any] = {"truth": t, "n": int(v.size)}
+    if v.size:
+        row |= {"bias": float(v.mean() - t),
+                "bias_se": float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else None,
+                "rmse": float(np.sqrt(np.mean((v - t) ** 2)))}
+    if covered:
+        c = float(np.mean(covered))
+        row |= {"coverage": c, "coverage_se": float(np.sqrt(c * (1 - c) / len(covered))),
+                "contains_0": float(np.mean(contains0))}
+    return row
+
+
+def _ps_cell(args: tuple[str, int, int, float, int, int]) -> dict[str, Any]:
+    """The pairwise PS alone, exactly as ``analyze`` computes it in ``_cell``.
+
+    ``analyze`` only spawns child streams from the generator it is given (the third
+    is the pairwise PS's), so the generator's own stream is consumed by
+    ``simulate_scenario`` alone: the data sets and the PS resamples here are those of
+    the full cell, and REPS beyond the full cell's continue the same stream.
+    """
+    model, k, n, p_bias, reps, seed = args
+    truth = scenario_truth(model, k=k, p_bias=p_bias, rng=seed).ps
+    gen = np.random.default_rng([seed, k, n, int(round(p_bias * 1000)), MODELS.index(model)])
+    values, covered, contains0 = [], [], []
+    for _ in range(reps):
+        ev = simulate_scenario(model, n, k=k, p_bias=p_bias, n_orders=N_ORDERS, rng=gen)
+        g_ps2 = gen.spawn(6)[2]  # analyze's stream for the pairwise PS
+        est = permutation_sensitivity(ev, kind="pairwise", n_boot=N_BOOT, rng=g_ps2)
+        values.append(est.value)
+        covered.append(est.ci.low <= truth <= est.ci.high)
+        contains0.append(est.ci.low <= 0.0)
+    return {"model": model, "k": k, "queries": n, "p_bias": p_bias, "seed": seed,
+            "ps": _estimator_row(values, covered, contains0, float(truth))}
 
 
 def _key(r: dict[str, Any]) -> tuple[str, int, int, float, int]:
@@ -126,7 +158,28 @@ def _store(out: Path, res: dict[str, Any]) -> None:
     tmp.replace(out)
 
 
+def run_ps(args: argparse.Namespace) -> None:
+    """``run --ps-only``: replace the PS row of every grid cell already in --out."""
+    out = Path(args.out)
+    rows = {_key(r): r for r in map(json.loads, out.read_text().splitlines())}
+    cells = [(m, k, n, p, args.reps, args.seed) for m in args.models for k in args.k
+             for n in args.queries for p in args.p_bias]
+    todo = [c for c in cells if _cell_key(c) in rows
+            and (args.tag is None or rows[_cell_key(c)].get("ps_run") != args.tag)]
+    for c in todo:
+        res = _ps_cell(c)
+        line = rows[_cell_key(c)]
+        line["estimators"]["ps"] = res["ps"]
+        line["ps_run"] = args.tag
+        _store(out, line)
+        print(f"{c[0]} k={c[1]} n={c[2]} p={c[3]}: ps coverage {res['ps']['coverage']:.3f} "
+              f"of {res['ps']['n']}", file=sys.stderr, flush=True)
+
+
 def run(args: argparse.Namespace) -> None:
+    if args.ps_only:
+        run_ps(args)
+        return
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     cells = [(m, k, n, p, args.reps, args.seed) for m in args.models for k in args.k
@@ -175,6 +228,8 @@ def table(args: argparse.Namespace) -> None:
                                              ("spb_soft", "positional_share")))
     for title, names in groups:
         print(f"#### {title}\n")
+        if title == "PS":
+            _ps_note(rows)
         head = ["model", "k", "n", "p_bias"]
         for name in names:
             head += [f"{name} truth", f"{name} bias pp", f"{name} coverage"]
@@ -200,6 +255,15 @@ def table(args: argparse.Namespace) -> None:
         print(f"| {_model(r, args.current)} | {r['k']} | {r['queries']} | {r['p_bias']:g} | "
               f"{lb['rate']:.3f} ({lb['se']:.3f}) | {r['position_coverage']:.3f} |")
     _zero_table(rows, args.current)
+
+
+def _ps_note(rows: list[dict[str, Any]]) -> None:
+    """Which run computed the ``ps`` columns, when ``run --ps-only`` replaced them."""
+    tags = sorted({r["ps_run"] for r in rows if r.get("ps_run")})
+    if tags:
+        sizes = sorted({r["estimators"]["ps"]["n"] for r in rows})
+        print(f"`ps` columns: recomputed by `run --ps-only` (tag {', '.join(tags)}; "
+              f"{' / '.join(map(str, sizes))} data sets per cell, the cell's own first).\n")
 
 
 def _zero_table(rows: list[dict[str, Any]], current: str | None) -> None:
@@ -234,7 +298,7 @@ def _summary_row(name: str, model: str, cells: list[dict[str, Any]]) -> str:
                 f"({_where(cells[worst])}) | {over} | no CI | – | – | – |")
     cov = [e["coverage"] for e, _ in with_ci]
     short = sum(e["coverage"] < 0.95 - 2 * max(e["coverage_se"], np.sqrt(
-        0.95 * 0.05 / r["reps"])) for e, r in with_ci)
+        0.95 * 0.05 / e["n"])) for e, r in with_ci)
     low, high = sum(c < 0.92 for c in cov), sum(c > 0.97 for c in cov)
     zero = [e["contains_0"] for e, r in with_ci
             if r["p_bias"] == 0 and abs(e["truth"]) < 1e-9]
@@ -258,7 +322,7 @@ def _misses(rows: list[dict[str, Any]]) -> list[str]:
                     and e["contains_0"] < 0.95):
                 why.append(f"0 in CI {e['contains_0']:.3f}")
             if why:
-                out.append(f"- {name}, {r['model']} {_where(r)} ({r['reps']} data sets): "
+                out.append(f"- {name}, {r['model']} {_where(r)} ({e['n']} data sets): "
                            + "; ".join(why))
     return out
 
@@ -271,9 +335,10 @@ def _pooled(rows: list[dict[str, Any]]) -> list[str]:
         for n in sorted({r["queries"] for r in rows}):
             cells = [r for r in rows if r["queries"] == n and "coverage" in
                      r["estimators"][name] and abs(r["estimators"][name]["truth"]) > 1e-9]
-            total = sum(r["reps"] for r in cells)
+            total = sum(r["estimators"][name]["n"] for r in cells)
             if total:
-                c = sum(r["estimators"][name]["coverage"] * r["reps"] for r in cells) / total
+                c = sum(r["estimators"][name]["coverage"] * r["estimators"][name]["n"]
+                        for r in cells) / total
                 parts.append(f"{c:.3f} (s.e. {np.sqrt(c * (1 - c) / total):.3f}, "
                              f"{total} data sets) at {n} queries")
         if parts:
@@ -329,7 +394,12 @@ def main() -> None:
                    help="rerun the grid's cells already in --out (each line is replaced "
                         "when its cell is done), except those already carrying --tag")
     r.add_argument("--tag", default=None,
-                   help="stored as the lines' 'run' field (names the code version)")
+                   help="stored as the lines' 'run' field (names the code version); "
+                        "with --ps-only as 'ps_run'")
+    r.add_argument("--ps-only", action="store_true",
+                   help="recompute only the pairwise PS row of the cells already in --out "
+                        "(same data sets; --reps may exceed the cell's), skipping those "
+                        "whose 'ps_run' is --tag")
     for name in ("table", "summary"):
         t = sub.add_parser(name)
         t.add_argument("results")

@@ -30,6 +30,7 @@ __all__ = [
     "holm",
     "monte_carlo_pvalue",
     "percentile_interval",
+    "studentized_interval",
 ]
 
 
@@ -185,6 +186,66 @@ def percentile_interval(
         return ConfidenceInterval(np.nan, np.nan, confidence_level, "percentile bootstrap")
     lo, hi = np.quantile(r, [a, 1.0 - a])
     return ConfidenceInterval(float(lo), float(hi), confidence_level, "percentile bootstrap")
+
+
+def studentized_interval(
+    values: npt.ArrayLike,
+    *,
+    n_boot: int,
+    rng: np.random.Generator,
+    confidence_level: float = 0.95,
+    bounds: tuple[float, float] = (-np.inf, np.inf),
+) -> ConfidenceInterval:
+    r"""Bootstrap-t (studentized) interval for the mean of i.i.d. values.
+
+    Over ``n_boot`` resamples of the n finite values (multinomial weights,
+    :func:`bootstrap_weights`), :math:`T^* = (\bar x^* - \bar x) / (s^* / \sqrt n)`
+    with :math:`s^{*2}` the resample's variance (divisor n - 1); with
+    :math:`t^*_a` the a-quantile of the :math:`T^*` and :math:`c` the level,
+
+    .. math:: \bigl[\bar x - t^*_{(1+c)/2}\, s/\sqrt n,\;
+              \bar x - t^*_{(1-c)/2}\, s/\sqrt n\bigr],
+
+    clipped to ``bounds`` (the range of the estimand: a clipped interval covers
+    whenever the unclipped one does). Unlike the percentile and Student-t intervals it
+    is second-order accurate: its one-sided coverage errors are O(1/n), not
+    O(1/sqrt n), so a skewed distribution of the values does not tilt it to one side
+    (Hall 1988; Efron & Tibshirani 1993, ch. 12.5; DiCiccio & Efron 1996, section 2).
+    A resample whose values are all equal has no :math:`T^*` and is left out; values
+    that are all equal give ``[x̄, x̄]``; fewer than 2 finite values ``nan`` bounds.
+
+    References
+    ----------
+    Efron, B. & Tibshirani, R. (1993). An Introduction to the Bootstrap, ch. 12.
+    Hall, P. (1988). Theoretical comparison of bootstrap confidence intervals. Annals of
+    Statistics 16(3), 927-953.
+    DiCiccio, T. J. & Efron, B. (1996). Bootstrap confidence intervals. Statistical
+    Science 11(3), 189-228.
+    """
+    method = "bootstrap-t"
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    n = x.size
+    if n < 2:
+        return ConfidenceInterval(np.nan, np.nan, confidence_level, method)
+    mean, sd = float(x.mean()), float(x.std(ddof=1))
+    if sd == 0.0:
+        return ConfidenceInterval(mean, mean, confidence_level, method)
+    d = x - mean  # centred, so the resample variance has no cancellation
+    chunks = []
+    for w in bootstrap_weights(n, n_boot, rng):
+        m, m2 = w @ d / n, w @ (d * d) / n
+        var = (m2 - m * m) * n / (n - 1)
+        ok = var > 1e-12 * sd * sd
+        chunks.append(m[ok] / np.sqrt(var[ok] / n))
+    t_star = np.concatenate(chunks)
+    if t_star.size == 0:
+        return ConfidenceInterval(np.nan, np.nan, confidence_level, method)
+    a = (1.0 - confidence_level) / 2.0
+    q_low, q_high = np.quantile(t_star, [a, 1.0 - a])
+    se = sd / np.sqrt(n)
+    return ConfidenceInterval(float(max(bounds[0], mean - q_high * se)),
+                              float(min(bounds[1], mean - q_low * se)), confidence_level, method)
 
 
 def monte_carlo_pvalue(

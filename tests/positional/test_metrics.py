@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 import re
 
 import numpy as np
@@ -9,10 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
+from statsmodels.stats.weightstats import DescrStatsW
 
 from recaudit import InputError
+from recaudit._stats import studentized_interval
 from recaudit.positional import (
+    AnalysisOptions,
     Evaluations,
+    analyze_exact,
     permutation_sensitivity,
     pob_icm,
     pob_unbp,
@@ -42,6 +48,85 @@ def test_against_scipy_bootstrap_ps(biased: Evaluations) -> None:
     assert ours.value == pytest.approx(per_query.mean())
     assert ours.ci.low == pytest.approx(ref.low, abs=0.01)
     assert ours.ci.high == pytest.approx(ref.high, abs=0.01)
+
+
+def _pairwise_ps_by_enumeration(ev: Evaluations) -> np.ndarray:
+    """PS_j by looping over every pair of query j's evaluations under different orders."""
+    out = []
+    for j in range(ev.n_queries):
+        rows = np.flatnonzero(ev.query == j)
+        pairs = disagree = 0
+        for a, b in itertools.combinations(rows, 2):
+            if not np.array_equal(ev.orders[a], ev.orders[b]):
+                pairs += 1
+                disagree += ev.item[a] != ev.item[b]
+        out.append(disagree / pairs)
+    return np.asarray(out)
+
+
+def _bootstrap_t_by_loop(x: np.ndarray, n_boot: int, seed: int) -> tuple[float, float]:
+    """Bootstrap-t interval of mean(x) by resampling indices in a loop (Efron &
+    Tibshirani 1993, ch. 12.5): an implementation independent of the weights."""
+    gen = np.random.default_rng(seed)
+    n, se = x.size, x.std(ddof=1) / np.sqrt(x.size)
+    t_star = []
+    for _ in range(n_boot):
+        r = x[gen.integers(0, n, n)]
+        if r.std(ddof=1) > 0:
+            t_star.append((r.mean() - x.mean()) / (r.std(ddof=1) / np.sqrt(n)))
+    q_low, q_high = np.quantile(t_star, [0.05, 0.95])
+    return max(0.0, x.mean() - q_high * se), min(1.0, x.mean() - q_low * se)
+
+
+def test_against_independent_bootstrap_t_pairwise_ps(biased: Evaluations) -> None:
+    # the pairwise PS's interval is the bootstrap-t interval of the mean of PS_j
+    # (docs/decisions.md): checked on PS_j computed independently, by a loop
+    per_query = _pairwise_ps_by_enumeration(biased)
+    ours = permutation_sensitivity(biased, kind="pairwise", confidence_level=0.9,
+                                   n_boot=4000, rng=0)
+    low, high = _bootstrap_t_by_loop(per_query, 4000, seed=1)
+    assert ours.value == pytest.approx(per_query.mean())
+    assert ours.ci.low == pytest.approx(low, abs=0.01)
+    assert ours.ci.high == pytest.approx(high, abs=0.01)
+    assert ours.ci.confidence_level == 0.9 and ours.ci.method == "bootstrap-t"
+
+
+def test_against_statsmodels_studentized_interval_of_symmetric_values() -> None:
+    # for symmetric values the bootstrap-t quantiles are those of Student's t
+    x = np.random.default_rng(5).normal(size=400)
+    ours = studentized_interval(x, n_boot=4000, rng=np.random.default_rng(0))
+    low, high = DescrStatsW(x).tconfint_mean(alpha=0.05)
+    assert ours.low == pytest.approx(low, abs=0.01)
+    assert ours.high == pytest.approx(high, abs=0.01)
+
+
+def test_exact_mode_pairwise_ps_has_the_sampled_mode_interval() -> None:
+    # one-hot probability vectors at the sampled choices are the sampled choices, so
+    # exact mode's pairwise PS and its interval (from exact mode's 4th child stream)
+    # equal sampled mode's
+    ev = simulate_evaluations(60, k=5, n_perms=20, p_bias=0.2, rng=4)
+    df = ev.to_frame()
+    df["choice_probs"] = [json.dumps(np.eye(ev.k)[p].tolist()) for p in ev.position]
+    ex = analyze_exact(df, AnalysisOptions(n_boot=200), rng=1)
+    ref = permutation_sensitivity(ev, kind="pairwise", n_boot=200,
+                                  rng=np.random.default_rng(1).spawn(5)[3])
+    assert ex.ps is not None and ex.ps.ci.method == ref.ci.method == "bootstrap-t"
+    assert (ex.ps.value, ex.ps.ci.low, ex.ps.ci.high) == (
+        pytest.approx(ref.value), pytest.approx(ref.ci.low), pytest.approx(ref.ci.high))
+
+
+def test_studentized_interval_clips_degenerates_and_needs_two_values() -> None:
+    gen = np.random.default_rng(0)
+    x = np.array([0.0, 0.0, 0.0, 0.0, 0.1])
+    raw = studentized_interval(x, n_boot=500, rng=gen)
+    clipped = studentized_interval(x, n_boot=500, rng=np.random.default_rng(0),
+                                   bounds=(0.0, 1.0))
+    assert raw.low < 0 < raw.high and (clipped.low, clipped.high) == (0.0, raw.high)
+    same = studentized_interval([0.3] * 6, n_boot=50, rng=gen)
+    assert (same.low, same.high) == (0.3, 0.3)
+    for few in ([0.4], [], [np.nan, 0.2]):
+        ci = studentized_interval(few, n_boot=50, rng=gen)
+        assert np.isnan(ci.low) and np.isnan(ci.high)
 
 
 def test_pairwise_ps_by_hand() -> None:

@@ -17,8 +17,9 @@ noise (Rao-Blackwell). docs/exact-and-sequential.md says which guarantees hold.
 - PS (``ps``) on pairs of evaluations under different orders:
   :math:`1 - \sum_{e \ne e', \sigma_e \ne \sigma_{e'}} \pi_e \cdot \pi_{e'} / \#\text{pairs}`
   (the exact probability that the two draws disagree; as in sampled mode, pairs of one
-  order are left out); ``ps_modal``: the paper's :math:`1 - \max_i c_{ji}/l_j` on
-  expected counts :math:`c_{ji} = \sum_{e \in j} \pi_e(\sigma_e(i))` (a plug-in).
+  order are left out, and the interval is bootstrap-t over queries); ``ps_modal``: the
+  paper's :math:`1 - \max_i c_{ji}/l_j` on expected counts
+  :math:`c_{ji} = \sum_{e \in j} \pi_e(\sigma_e(i))` (a plug-in).
 - PB: the cross-fitted TV of sampled mode (:func:`~recaudit.positional.positional_bias`)
   on the per-query mean probabilities, with the plug-in beside it.
 - sPB: the relevance-set model needs sampled choices, so ``spb``/``spb_soft``/
@@ -46,7 +47,7 @@ from ._analysis_json import exact_fields
 from ._bootstrap import bootstrap_ci
 from ._crossfit import PositionalBiasResult, crossfit_shares, pb_from_shares
 from ._evaluations import _parse_orders, _with_row_numbers, read_table
-from ._metrics import N_REPEATS, _top_sets
+from ._metrics import N_REPEATS, _top_sets, studentized_estimate
 from ._options import AnalysisOptions
 from ._unbp import PobUnbpResult, _pob_unbp_shares
 
@@ -295,7 +296,9 @@ def analyze_exact(
     the pooled-variance Student-t bound of :func:`~recaudit.positional.pob_unbp`
     (valid: the means are i.i.d. over queries with mean q_p, and under H0(0) a
     uniform random order keeps their k coordinates exchangeable). PS and sPB use the
-    queries with >= 2 evaluations. Every CI is a percentile bootstrap over queries.
+    queries with >= 2 evaluations. Every CI is a percentile bootstrap over queries,
+    except the pairwise PS's: bootstrap-t over queries, as in sampled mode
+    (:func:`~recaudit.positional.permutation_sensitivity`).
 
     Parameters
     ----------
@@ -343,7 +346,7 @@ def analyze_exact(
         ps_modal = _mean(modal, n_boot, confidence_level, g_ps)
         pair = _pairwise_across_orders_exact(ev, item, counts, squares)[two]
         if np.isfinite(pair).any():
-            ps = _mean(pair[np.isfinite(pair)], n_boot, confidence_level, g_ps2)
+            ps = studentized_estimate(pair[np.isfinite(pair)], n_boot, confidence_level, g_ps2)
         p_hat = min(1.0, pb.plugin / (1.0 - 1.0 / k))
         threshold = 1.0 - p_hat * (k - np.arange(1, k + 1)) / k
         outside = _cv_outside(ev, item, threshold, 5, g_spb, spb_repeats)[two]

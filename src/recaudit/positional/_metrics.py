@@ -1,4 +1,5 @@
-"""The metrics PS, PB and sPB, each with a query-level percentile bootstrap CI."""
+"""The metrics PS, PB and sPB, each with a query-bootstrap CI (percentile; the pairwise
+PS: bootstrap-t)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._records import as_mapping, need, optional_number
-from .._stats import ConfidenceInterval, Estimate, as_generator
+from .._stats import ConfidenceInterval, Estimate, as_generator, studentized_interval
 from ..exceptions import InputError
 from ._bootstrap import bootstrap_ci, check_bootstrap_args
 from ._evaluations import Evaluations
@@ -75,13 +76,32 @@ def permutation_sensitivity(
     order) whatever l_j is, and free of the repeated samples of one order that a
     decoding-noise design adds. A query seen in one order only has no such pair and is
     left out (an :class:`InputError` when no query has two orders).
-    :math:`PS = \frac1n \sum_j PS_j`, with a percentile bootstrap CI over queries;
-    its bias and coverage are in docs/positional-statistics.md.
+    :math:`PS = \frac1n \sum_j PS_j`.
+
+    Intervals, both over queries with ``n_boot`` resamples from ``rng``. The modal PS
+    keeps the paper's percentile bootstrap. The pairwise PS, a mean of independent
+    per-query values, gets the bootstrap-t interval
+    (:func:`recaudit._stats.studentized_interval`)
+
+    .. math:: \bigl[PS - t^*_{(1+c)/2}\, s/\sqrt n,\; PS - t^*_{(1-c)/2}\, s/\sqrt n\bigr],
+              \qquad T^* = (PS^* - PS) / (s^* / \sqrt n),
+
+    (:math:`s^2` the sample variance of the PS_j, :math:`t^*_a` the a-quantile of the
+    resampled :math:`T^*`), clipped to [0, 1]. Measured against the simulation
+    models' truth at 100 queries it covers 0.947 with nearly equal misses on both
+    sides, where the percentile interval covered 0.939 and the Student-t interval
+    0.943 with 2.4 times as many misses on one side as on the other (the PS_j are
+    skewed; docs/positional-statistics.md, "Validation against known truth";
+    docs/decisions.md).
 
     References
     ----------
     Peláez-González, Herrera, Herrera-Poyatos, arXiv 2610.37962 (PS).
-    Efron, B. & Tibshirani, R. (1993). An Introduction to the Bootstrap, ch. 13.
+    Efron, B. & Tibshirani, R. (1993). An Introduction to the Bootstrap, ch. 12-13.
+    Hall, P. (1988). Theoretical comparison of bootstrap confidence intervals. Annals of
+    Statistics 16(3), 927-953.
+    DiCiccio, T. J. & Efron, B. (1996). Bootstrap confidence intervals. Statistical
+    Science 11(3), 189-228.
 
     Examples
     --------
@@ -103,7 +123,16 @@ def permutation_sensitivity(
         if not np.isfinite(per_query).any():
             raise InputError(MSG_ONE_ORDER)
         per_query = per_query[np.isfinite(per_query)]
+        return studentized_estimate(per_query, n_boot, confidence_level, as_generator(rng))
     return _mean_estimate(per_query, n_boot, confidence_level, as_generator(rng))
+
+
+def studentized_estimate(per_query: npt.NDArray[np.float64], n_boot: int,
+                         confidence_level: float, gen: np.random.Generator) -> Estimate:
+    """The mean of per-query rates in [0, 1] with its bootstrap-t interval (pairwise PS)."""
+    ci = studentized_interval(per_query, n_boot=n_boot, rng=gen,
+                              confidence_level=confidence_level, bounds=(0.0, 1.0))
+    return Estimate(float(per_query.mean()), ci)
 
 
 def _pairwise_across_orders(
