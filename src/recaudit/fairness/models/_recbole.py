@@ -27,6 +27,7 @@ import pandas as pd
 from ...exceptions import ConfigError, InputError
 from .._dataset import ITEM_ID, USER_ID, Split
 from ._recbole_compat import import_recbole, load_checkpoint, recbole_session
+from ._resume import PointProgress
 
 __all__ = [
     "MODELS",
@@ -143,7 +144,8 @@ class GridPoint:
     valid_score, valid_result
         Validation metric of the best epoch, and every validation figure of it.
     seconds : float
-        Wall-clock seconds of this point (data preparation, training, validation).
+        Wall-clock seconds of this point (data preparation, training, validation),
+        the sessions before a resume included.
     epochs_run : int
         Epochs trained before RecBole stopped (the budget, or early stopping).
     epoch_budget : int
@@ -154,6 +156,10 @@ class GridPoint:
     stopped_early : bool
         Whether early stopping ended training before the epoch budget; ``False``
         means the budget ran out first and the model may not have converged.
+    resumed_at : tuple of int
+        The 1-based epochs at which training resumed after an interruption (empty:
+        trained in one go); resumed training is identical to uninterrupted training
+        (:mod:`._resume`).
     """
 
     params: dict[str, Any]
@@ -164,6 +170,7 @@ class GridPoint:
     epoch_budget: int = 0
     best_epoch: int = 0
     stopped_early: bool = False
+    resumed_at: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -176,6 +183,7 @@ class GridPoint:
             "epoch_budget": self.epoch_budget,
             "best_epoch": self.best_epoch,
             "stopped_early": self.stopped_early,
+            "resumed_at": list(self.resumed_at),
         }
 
 
@@ -289,8 +297,6 @@ def train_model(
     cls, points, metric_k = _train_model_iv(name, grid, epochs, valid_metric)
     _, recbole = import_recbole()
     from recbole.config import Config
-    from recbole.data import create_dataset, data_preparation
-    from recbole.utils import get_model, get_trainer, init_seed
 
     workdir = Path(workdir).resolve()
     base = {
@@ -317,32 +323,9 @@ def train_model(
         for index, params in enumerate(points):
             if on_grid_point is not None:
                 on_grid_point(index, len(points), params)
-            t0 = time.perf_counter()
             config = Config(model=cls, dataset=DATASET_NAME, config_dict={**base, **params})
-            init_seed(config["seed"], config["reproducibility"])
             logger.info("recaudit grid point %d/%d of %s: %s", index + 1, len(points), name, params)
-            dataset = create_dataset(config)
-            train_data, valid_data, _ = data_preparation(config, dataset)
-            model = get_model(cls)(config, train_data._dataset).to("cpu")
-            trainer = get_trainer(config["MODEL_TYPE"], cls)(config, model)
-            score, result = trainer.fit(
-                train_data, valid_data, verbose=False, saved=True, show_progress=False
-            )
-            saved = Path(trainer.saved_model_file)
-            checkpoint = load_checkpoint(saved)
-            model.load_state_dict(checkpoint["state_dict"])
-            model.load_other_parameter(checkpoint.get("other_parameter"))
-            epochs_run = len(trainer.train_loss_dict)
-            point = GridPoint(
-                params=dict(params),
-                valid_score=float(score),
-                valid_result={str(k): float(v) for k, v in dict(result).items()},
-                seconds=time.perf_counter() - t0,
-                epochs_run=epochs_run,
-                best_epoch=int(checkpoint.get("epoch", epochs_run - 1)) + 1,
-                epoch_budget=int(trainer.epochs),
-                stopped_early=epochs_run < trainer.epochs,
-            )
+            point, model, dataset, saved = _fit_point(config, cls, index, params)
             results.append(point)
             if best is None or point.valid_score > best[0]:  # ties: the first wins
                 best = (point.valid_score, model, dataset, dict(params))
@@ -362,6 +345,59 @@ def train_model(
         dataset=best[2],
         checkpoint=kept,
     )
+
+
+def _fit_point(config: Any, cls: str, index: int, params: Mapping[str, Any]
+               ) -> tuple[GridPoint, Any, Any, Path]:
+    """Train one grid point (resuming it if a resume file fits); its best epoch loaded.
+
+    Returns the :class:`GridPoint`, the model at its best epoch, the RecBole dataset
+    and the path of the best-epoch checkpoint.
+    """
+    from recbole.data import create_dataset, data_preparation
+    from recbole.utils import get_model, get_trainer, init_seed
+
+    t0 = time.perf_counter()
+    init_seed(config["seed"], config["reproducibility"])
+    dataset = create_dataset(config)
+    train_data, valid_data, _ = data_preparation(config, dataset)
+    model = get_model(cls)(config, train_data._dataset).to("cpu")
+    trainer = get_trainer(config["MODEL_TYPE"], cls)(config, model)
+    progress = PointProgress(Path(config["checkpoint_dir"]), index,
+                             {"model": cls, **config.final_config_dict})
+    resumed = progress.restore(trainer, train_data)
+    try:
+        if resumed is not None and resumed.finished:
+            score, result = resumed.best_valid_score, resumed.best_valid_result
+        else:
+            score, result = trainer.fit(
+                train_data, valid_data, verbose=False, saved=True, show_progress=False,
+                callback_fn=progress.saver(
+                    trainer, train_data,
+                    seconds_before=0.0 if resumed is None else resumed.seconds,
+                    resumed_at=() if resumed is None else resumed.resumed_at),
+            )
+    finally:  # its writer thread uses a path relative to recbole_session's cwd
+        trainer.tensorboard.close()
+    saved = Path(trainer.saved_model_file)
+    checkpoint = load_checkpoint(saved)
+    model.load_state_dict(checkpoint["state_dict"])
+    model.load_other_parameter(checkpoint.get("other_parameter"))
+    losses = trainer.train_loss_dict
+    epochs_run = max(losses) + 1 if losses else 0 if resumed is None else resumed.epoch + 1
+    point = GridPoint(
+        params=dict(params),
+        valid_score=float(score),
+        valid_result={str(k): float(v) for k, v in dict(result or {}).items()},
+        seconds=(0.0 if resumed is None else resumed.seconds) + time.perf_counter() - t0,
+        epochs_run=epochs_run,
+        best_epoch=int(checkpoint.get("epoch", epochs_run - 1)) + 1,
+        epoch_budget=int(trainer.epochs),
+        stopped_early=epochs_run < trainer.epochs,
+        resumed_at=() if resumed is None else resumed.resumed_at,
+    )
+    progress.clear()
+    return point, model, dataset, saved
 
 
 def _train_model_iv(
