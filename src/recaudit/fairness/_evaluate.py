@@ -117,10 +117,12 @@ def evaluate(
         per group with CIs (``popularity_bias``; see :mod:`._popularity_bias`), and the
         ``popularity_group`` attribute: when ``attribute`` names it and ``users`` has no
         such column, it is added with
-        :func:`~recaudit.fairness.add_popularity_groups` ``(users, train)``.
+        :func:`~recaudit.fairness.add_popularity_groups` ``(users, train)`` made as
+        ``options.popularity_groups`` says. The per-user popularity values are
+        columns of ``per_user``.
     options : EvaluateOptions, optional
         Cut-offs ``n``, ``n_boot``, ``n_resamples``, ``min_group_size``,
-        ``confidence_level`` and ``resample_coverage`` (default
+        ``confidence_level``, ``resample_coverage`` and ``popularity_groups`` (default
         ``EvaluateOptions()``). With ``resample_coverage`` IC is recomputed on each
         bootstrap resample's lists (one sparse product per chunk), used in IB's CI
         and given its percentile CI; it is off by default because the union of the

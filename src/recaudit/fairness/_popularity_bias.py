@@ -16,10 +16,13 @@ stratified bootstrap as the top-N metrics:
 - the users' own side, beside what they are recommended: per user the mean popularity
   of their distinct training items and the tail share of their training and test items
   (:data:`PROFILE_FIGURES`, overall and per group), and the users grouped by the
-  popularity of their training items (niche / diverse / blockbuster,
-  :func:`~recaudit.fairness.user_popularity_groups` over every ``train`` user, the
+  popularity of their training items (niche / diverse / blockbuster, or quantiles:
+  :func:`~recaudit.fairness.user_popularity_groups` over every ``train`` user as the
+  options' :class:`~recaudit.fairness.PopularityGrouping` says, the
   ``popularity_group`` attribute's definition) with every metric per such group, the
   plot of Abdollahpouri et al. (2021): profile popularity beside ARP per user group;
+- :meth:`_PopularityValues.per_user_columns`: the per-user values themselves, the
+  popularity columns of ``FairnessEvaluation.per_user``;
 - :class:`PopularityBias`: the result, with ``to_dict``/``from_dict``
   (:class:`UserPopularityGroup`: one popularity group's figures).
 """
