@@ -243,3 +243,73 @@ def test_bad_protocol_combinations_exit_2(
     res = runner.invoke(app, [*_base(files), *extra])
     assert res.exit_code == 2
     assert fragment in res.output and len(res.output.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------- --popularity-groups, --per-user
+def test_popularity_groups_option(files: dict[str, Path]) -> None:
+    args = _popularity_group_args(files, "popularity_group", "q1")
+    res = runner.invoke(app, [*args, "--train", str(files["train"]),
+                              "--popularity-groups", "quantile:3", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert set(d["groups"]) == {"q1", "q2", "q3"} and d["protected"] == "q1"
+    bias = d["popularity_bias"]
+    assert bias["user_popularity_method"] == "quantile:3"
+    assert "method 'quantile', q=3" in bias["user_popularity_rule"]
+    assert list(bias["user_popularity_groups"]) == ["q1", "q2", "q3"]
+    default = runner.invoke(app, [*_base(files), "--n", "10", "--train", str(files["train"]),
+                                  "--json"])
+    assert json.loads(default.stdout)["popularity_bias"]["user_popularity_method"] == (
+        "abdollahpouri")
+
+
+@pytest.mark.parametrize(("extra", "fragment"), [
+    (["--popularity-groups", "quantile:1", "--train", "TRAIN"],
+     "`--popularity-groups` must be 'abdollahpouri', 'abdollahpouri:cumulative' or "
+     "'quantile:Q' with Q an integer >= 2 (e.g. 'quantile:4'), got 'quantile:1'"),
+    (["--popularity-groups", "niche", "--train", "TRAIN"], "got 'niche'"),
+    (["--popularity-groups", "quantile:4"], "`--popularity-groups` needs `--train`"),
+    (["--per-user", "rows.json"], "`--per-user` must name a .csv or .parquet file"),
+])
+def test_bad_popularity_groups_and_per_user_exit_2(
+    files: dict[str, Path], extra: list[str], fragment: str
+) -> None:
+    extra = [str(files["train"]) if a == "TRAIN" else a for a in extra]
+    res = runner.invoke(app, [*_base(files), "--n", "10", *extra])
+    assert res.exit_code == 2
+    assert fragment in res.output and len(res.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_per_user_file_averages_to_the_json(
+    files: dict[str, Path], tmp_path: Path, suffix: str
+) -> None:
+    out = tmp_path / f"rows{suffix}"
+    res = runner.invoke(app, [*_base(files), "--n", "5", "10", "--train", str(files["train"]),
+                              "--per-user", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    rows = pd.read_csv(out) if suffix == ".csv" else pd.read_parquet(out)
+    assert len(rows) == d["n_users"]
+    assert {"user_id", "group", "n_relevant", "popularity_group"} <= set(rows.columns)
+    assert set(rows.popularity_group) == set(d["popularity_bias"]["user_popularity_groups"])
+    for key in ("ndcg@10", "hit@5", "mrr@10"):
+        assert rows[key].mean() == pytest.approx(d["overall"][key]["value"], rel=1e-12)
+    for key in ("arp@5", "aplt@10", "aclt@10", "novelty@5"):
+        assert rows[key].mean() == pytest.approx(
+            d["popularity_bias"]["overall"][key]["value"], rel=1e-12)
+    for key in ("profile_popularity", "profile_tail_share", "test_tail_share"):
+        assert rows[key].mean() == pytest.approx(
+            d["popularity_bias"]["profile"]["overall"][key]["value"], rel=1e-12)
+    for name, group in d["popularity_bias"]["user_popularity_groups"].items():
+        assert (rows.popularity_group == name).sum() == group["n_users"]
+
+
+def test_per_user_without_train_has_the_accuracy_columns(files: dict[str, Path],
+                                                       tmp_path: Path) -> None:
+    out = tmp_path / "rows.csv"
+    res = runner.invoke(app, [*_base(files), "--n", "10", "--per-user", str(out)])
+    assert res.exit_code == 0, res.output
+    rows = pd.read_csv(out)
+    assert list(rows.columns) == ["user_id", "group", "n_relevant", "ndcg@10", "precision@10",
+                                  "recall@10", "hit@10", "mrr@10"]

@@ -291,3 +291,138 @@ def test_profile_and_popularity_groups_round_trip_and_older_json() -> None:
     broken["popularity_bias"]["user_popularity_groups"]["niche"] = 3
     with pytest.raises(InputError, match="user_popularity_groups.niche"):
         FairnessEvaluation.from_dict(broken)
+
+
+# ------------------------------------------------- per-user rows and the tidy table
+PER_USER_POPULARITY = [f"{m}@{c}" for m in ("arp", "aplt", "aclt", "novelty") for c in CUTS]
+
+
+def test_per_user_popularity_columns_average_to_the_reported_figures() -> None:
+    recs, test, train, users = _mixed_tastes()
+    result = _evaluate(recs, test, train, users, n_boot=0)
+    bias, pu = result.popularity_bias, result.per_user
+    assert bias is not None and pu is not None
+    profile = ["profile_popularity", "profile_tail_share", "test_tail_share"]
+    assert list(pu.columns[-len(PER_USER_POPULARITY) - 4:]) == [
+        *PER_USER_POPULARITY, *profile, "popularity_group"]
+    for key in PER_USER_POPULARITY:
+        assert pu[key].mean() == pytest.approx(bias.overall[key].value, rel=1e-12), key
+        for g in ("F", "M"):
+            assert pu.loc[pu.group == g, key].mean() == pytest.approx(
+                bias.groups[g][key].value, rel=1e-12), (g, key)
+    for key in profile:
+        assert pu[key].mean() == pytest.approx(bias.profile_overall[key].value, rel=1e-12)
+        for g in ("F", "M"):
+            assert pu.loc[pu.group == g, key].mean() == pytest.approx(
+                bias.profile_groups[g][key].value, rel=1e-12), (g, key)
+    labels = _labels_by_pandas(train)
+    assert pu.popularity_group.tolist() == labels.reindex(pu.user_id).tolist()
+    for name, group in bias.user_popularity_groups.items():
+        mine = pu[pu.popularity_group == name]
+        assert len(mine) == group.n_users
+        assert mine["arp@10"].mean() == pytest.approx(group.metrics["arp@10"].value, rel=1e-12)
+        assert mine["profile_popularity"].mean() == pytest.approx(
+            group.profile["profile_popularity"].value, rel=1e-12)
+    for key in ("ndcg@10", "recall@5"):  # the accuracy columns beside them are unchanged
+        assert pu[key].mean() == pytest.approx(result.overall[key].value)
+
+
+def test_per_user_has_no_popularity_columns_without_user_ids() -> None:
+    recs, test, train, users = _data(seed=2, n_users=60)
+    for t in (None, train[["item_id"]]):
+        pu = _evaluate(recs, test, t, users, n_boot=0).per_user
+        assert pu is not None
+        assert not {*PER_USER_POPULARITY, "popularity_group"} & set(pu.columns)
+
+
+def test_per_user_group_is_none_for_a_user_without_training_items() -> None:
+    recs, test, train, users = _data(seed=2, n_users=120)
+    cold = users.user_id.iloc[0]
+    result = _evaluate(recs, test, train[train.user_id != cold], users, n_boot=0)
+    pu = result.per_user.set_index("user_id")
+    assert pu.loc[cold, "popularity_group"] is None
+    assert math.isnan(pu.loc[cold, "profile_popularity"])
+    assert pu.popularity_group.notna().sum() == sum(
+        g.n_users for g in result.popularity_bias.user_popularity_groups.values())
+
+
+def test_to_dataframe_profile_and_popularity_group_rows_equal_the_json() -> None:
+    recs, test, train, users = _data(seed=2, n_users=120)
+    result = _evaluate(recs, test, train, users, n_boot=20)
+    frame, d = result.to_dataframe(), result.to_dict()["popularity_bias"]
+    assert str(frame.n.dtype) == "Int64"
+    profile = frame[frame.quantity == "popularity_profile"]
+    assert len(profile) == 3 * 3  # overall, F, M x three figures
+    assert profile.n.isna().all()
+    for row in profile.itertuples():
+        entry = (d["profile"]["overall"] if row.group is None
+                 else d["profile"]["groups"][row.group])[row.metric]
+        assert (row.value, row.ci_low, row.ci_high) == pytest.approx(
+            (entry["value"], entry["ci_low"], entry["ci_high"]), nan_ok=True), row
+    groups = frame[frame.quantity == "user_popularity_group"]
+    assert set(groups.group) == {"niche", "diverse", "blockbuster"}
+    assert len(groups) == 3 * (len(POPULARITY_METRICS) * len(CUTS) + 3)
+    for row in groups.itertuples():
+        key = row.metric if pd.isna(row.n) else f"{row.metric}@{row.n}"
+        entry = d["user_popularity_groups"][row.group][key]
+        assert (row.value, row.ci_low, row.ci_high) == pytest.approx(
+            (entry["value"], entry["ci_low"], entry["ci_high"]), nan_ok=True), row
+    back = FairnessEvaluation.from_dict(result.to_dict()).to_dataframe()
+    pd.testing.assert_frame_equal(back, frame)
+
+
+# ------------------------------------------------------------ the grouping option
+@pytest.mark.parametrize(("name", "kwargs", "labels"), [
+    ("quantile:4", {"method": "quantile", "q": 4}, ["q1", "q2", "q3", "q4"]),
+    ("abdollahpouri:cumulative", {"item_head": "cumulative"},
+     ["niche", "diverse", "blockbuster"]),
+])
+def test_popularity_groups_option_makes_the_groups(name, kwargs, labels) -> None:  # noqa: ANN001
+    recs, test, train, users = _mixed_tastes()
+    options = EvaluateOptions(n=CUTS, n_boot=0, n_resamples=0, min_group_size=5,
+                              popularity_groups=name)
+    kw = dict(n_items=N_ITEMS, train=train, options=options, rng=3)
+    result = evaluate(recs, test, users, attribute="popularity_group",
+                      protected=labels[0], **kw)
+    by_hand = evaluate(recs, test, add_popularity_groups(users, train, **kwargs),
+                       attribute="popularity_group", protected=labels[0], **kw)
+    assert sorted(result.groups) == sorted(labels)
+    assert repr(result.to_dict()) == repr(by_hand.to_dict())
+    bias = result.popularity_bias
+    assert bias is not None and list(bias.user_popularity_groups) == labels
+    for label, group in bias.user_popularity_groups.items():
+        assert group.n_users == result.groups[label].n_users
+    d = result.to_dict()["popularity_bias"]
+    assert d["user_popularity_method"] == name and name.split(":")[0] in d["user_popularity_rule"]
+    back = FairnessEvaluation.from_dict(result.to_dict()).popularity_bias
+    assert back is not None and back.popularity_grouping == bias.popularity_grouping
+
+
+def test_default_grouping_and_older_json() -> None:
+    recs, test, train, users = _data(seed=2, n_users=120)
+    d = _evaluate(recs, test, train, users, n_boot=0).to_dict()
+    assert d["popularity_bias"]["user_popularity_method"] == "abdollahpouri"
+    del d["popularity_bias"]["user_popularity_method"]
+    back = FairnessEvaluation.from_dict(d).popularity_bias
+    assert back is not None and back.popularity_grouping.name == "abdollahpouri"
+    d["popularity_bias"]["user_popularity_method"] = "median"
+    with pytest.raises(InputError, match=r"popularity_bias\.user_popularity_method must be"):
+        FairnessEvaluation.from_dict(d)
+
+
+@pytest.mark.parametrize("value", ["median", "quantile:1", "quantile", "abdollahpouri:x", 3])
+def test_bad_popularity_groups_option(value) -> None:  # noqa: ANN001
+    with pytest.raises(InputError, match=r"`popularity_groups` must be 'abdollahpouri', "
+                       r"'abdollahpouri:cumulative' or 'quantile:Q'"):
+        EvaluateOptions(popularity_groups=value)
+
+
+def test_more_quantiles_than_training_users() -> None:
+    recs, test, train, users = _data(seed=2, n_users=60)
+    options = EvaluateOptions(n=CUTS, n_boot=0, n_resamples=0, min_group_size=1,
+                              popularity_groups="quantile:500")
+    kw = dict(n_items=N_ITEMS, train=train, options=options, rng=3)
+    bias = evaluate(recs, test, users, attribute="gender", protected="F", **kw).popularity_bias
+    assert bias is not None and bias.user_popularity_groups == {}
+    with pytest.raises(InputError, match="`q` must be an integer >= 2 and <= the number"):
+        evaluate(recs, test, users, attribute="popularity_group", protected="q1", **kw)

@@ -162,3 +162,32 @@ def test_bad_protocols(value, pattern):
     raw["study"]["protocols"] = value
     with pytest.raises(ConfigError, match=pattern):
         parse_config(raw)
+
+
+def test_popularity_groups_default_and_forms():
+    from recaudit.fairness._study import _evaluate_options
+
+    config = parse_config(base())
+    assert config.popularity_groups == "abdollahpouri"
+    for name in ("abdollahpouri", "abdollahpouri:cumulative", "quantile:4"):
+        raw = base()
+        raw["study"]["popularity_groups"] = name
+        config = parse_config(raw)
+        assert config.popularity_groups == name
+        assert config.to_dict()["popularity_groups"] == name
+        options = _evaluate_options(config, config.datasets[0])
+        assert options.popularity_groups.name == name
+
+
+@pytest.mark.parametrize(("value", "pattern"), [
+    ("quantile:1", r"`popularity_groups` in \[study\] of config must be 'abdollahpouri', "
+                   r"'abdollahpouri:cumulative' or 'quantile:Q' with Q an integer >= 2 "
+                   r"\(e\.g\. 'quantile:4'\), got 'quantile:1'"),
+    ("niche", r"`popularity_groups` in \[study\] of config must be .*got 'niche'"),
+    (4, r"`popularity_groups` in \[study\] of config must be a string, got 4"),
+])
+def test_bad_popularity_groups(value, pattern):
+    raw = base()
+    raw["study"]["popularity_groups"] = value
+    with pytest.raises(ConfigError, match=pattern):
+        parse_config(raw)

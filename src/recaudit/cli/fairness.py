@@ -24,7 +24,7 @@ from ._fairness_tables import print_evaluation, protocol_shift_table
 if TYPE_CHECKING:  # pandas and the library are imported by the commands: `--help` stays fast
     import pandas as pd
 
-    from ..fairness import StudyConfig
+    from ..fairness import FairnessEvaluation, StudyConfig
 
 __all__ = ["app"]
 
@@ -39,6 +39,26 @@ POPULARITY_GROUP_MSG = (
     "`--attribute popularity_group` needs `--train` (the groups are computed from the "
     "training interactions), or a `popularity_group` column in `--users`"
 )
+POPULARITY_GROUPS_NEED_TRAIN_MSG = (
+    "`--popularity-groups` needs `--train` (the groups are computed from the training "
+    "interactions): pass `--train` or drop `--popularity-groups`"
+)
+PER_USER_SUFFIX_MSG = (
+    "`--per-user` must name a .csv or .parquet file, got {path}"
+)
+PER_USER_SUFFIXES = (".csv", ".parquet")
+
+PopularityGroupsOption = Annotated[str | None, typer.Option(
+    "--popularity-groups", metavar="METHOD",
+    help="How users are grouped by the popularity of their --train items (the "
+    "popularity_group attribute and popularity groups in --json): abdollahpouri "
+    "(default; niche / diverse / blockbuster), abdollahpouri:cumulative (head = the "
+    "items holding 20 % of the interactions) or quantile:Q (Q groups of equal size).")]
+PerUserOption = Annotated[Path | None, typer.Option(
+    "--per-user", metavar="FILE",
+    help="Also write one row per evaluated user (.csv or .parquet): group, every "
+    "metric@N and, with --train, the user's ARP/APLT/ACLT/novelty@N, profile figures "
+    "and popularity group.")]
 
 
 def _read_table(path: Path, name: str) -> pd.DataFrame:
@@ -136,6 +156,8 @@ def evaluate_command(
     protocol: Annotated[str | None, typer.Option(
         help="How --recs were ranked: full (default, the whole catalog) or uniN / popN "
         "(e.g. uni100: within --candidates).")] = None,
+    popularity_groups: PopularityGroupsOption = None,
+    per_user: PerUserOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Per-group top-N metrics, item coverage, RD/NRD/IB with CIs and p-values.
@@ -145,9 +167,9 @@ def evaluate_command(
     `popularity_group` attribute (niche / diverse / blockbuster users). With
     --candidates and a sampled --protocol (uni100, pop100, ...): the lists were ranked
     within each user's candidates; the sampled-metrics warning goes to stderr and to
-    `warnings` in --json.
+    `warnings` in --json. --per-user FILE writes the per-user rows.
     """
-    from ..fairness import EvaluateOptions, evaluate, parse_protocol
+    from ..fairness import EvaluateOptions, evaluate, parse_popularity_groups, parse_protocol
     from ..fairness._protocol import _protocol_iv
 
     options = EvaluateOptions(
@@ -157,7 +179,14 @@ def evaluate_command(
         min_group_size=min_group_size,
         confidence_level=confidence_level,
         resample_coverage=resample_coverage,
+        popularity_groups=parse_popularity_groups(
+            "abdollahpouri" if popularity_groups is None else popularity_groups,
+            name="`--popularity-groups`"),
     )
+    if popularity_groups is not None and train is None:
+        raise InputError(POPULARITY_GROUPS_NEED_TRAIN_MSG)
+    if per_user is not None and per_user.suffix.lower() not in PER_USER_SUFFIXES:
+        raise InputError(PER_USER_SUFFIX_MSG.format(path=per_user))
     used_protocol = _protocol_iv(None if protocol is None else parse_protocol(protocol),
                                  candidates)
     attributes = [a.strip() for a in attribute.split(",")]
@@ -181,10 +210,25 @@ def evaluate_command(
     )
     for warning in result.warnings:
         warnings.warn(warning, RecauditWarning, stacklevel=1)
+    if per_user is not None:
+        _write_per_user(result, per_user)
     if json_output:
         print_json(result.to_dict())
     else:
         print_evaluation(result, Console())
+
+
+def _write_per_user(result: FairnessEvaluation, path: Path) -> None:
+    """``result.per_user`` as CSV or Parquet (by the suffix), written atomically."""
+    from .._io import write_atomic
+
+    table = result.per_user
+    if table is None:  # only an evaluation read back from JSON has no rows
+        return
+    if path.suffix.lower() == ".parquet":
+        write_atomic(path, lambda p: table.to_parquet(p, index=False))
+    else:
+        write_atomic(path, lambda p: table.to_csv(p, index=False))
 
 
 @app.command("run")

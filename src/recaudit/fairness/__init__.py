@@ -20,7 +20,8 @@ Popularity bias: ARP, APLT, ACLT, PopRSP, PopREO and novelty
 :func:`head_items`; inside :func:`evaluate` as :class:`PopularityBias` when ``train``
 has ``user_id``) and user popularity groups (:func:`user_popularity_groups`,
 :func:`add_popularity_groups`; ``evaluate(..., attribute="popularity_group",
-train=train)`` adds the column itself).
+train=train)`` adds the column itself, made as ``EvaluateOptions.popularity_groups``
+says: :class:`PopularityGrouping`, :func:`parse_popularity_groups`).
 
 Evaluation protocols: full ranking (the default) or RecBole's sampled ranking
 (``"uni100"``, ``"pop100"``: :func:`parse_protocol`, :class:`Protocol`), whose
@@ -88,7 +89,12 @@ from ._protocol import FULL, Protocol, parse_protocol, sample_candidates
 from ._results import FairnessEvaluation, GroupMetrics, InterBias, PopularityBias
 from ._study import run_study
 from ._study_results import DatasetResult, ModelResult, StudyResult
-from ._user_groups import add_popularity_groups, user_popularity_groups
+from ._user_groups import (
+    PopularityGrouping,
+    add_popularity_groups,
+    parse_popularity_groups,
+    user_popularity_groups,
+)
 
 __all__ = [
     # data (_dataset, _loaders)
@@ -147,11 +153,13 @@ __all__ = [
     "POPULARITY_METRICS",
     "PopularityBias",
     "PopularityCounts",
+    "PopularityGrouping",
     "PopularityPerUser",
     "add_popularity_groups",
     "head_items",
     "per_user_popularity",
     "popularity_metrics",
+    "parse_popularity_groups",
     "popularity_parity",
     "user_popularity_groups",
 ]

@@ -20,6 +20,7 @@ from .._toml import read_toml
 from ..exceptions import ConfigError, InputError
 from ._loaders import FORMATS
 from ._protocol import parse_protocol
+from ._user_groups import parse_popularity_groups
 from .models._baselines import BASELINES
 from .models._recbole import recbole_class
 
@@ -78,6 +79,7 @@ class StudyConfig:
     n_boot: int = 1000
     n_resamples: int = 999
     protocols: tuple[str, ...] = ("full",)
+    popularity_groups: str = "abdollahpouri"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (paths as text)."""
@@ -90,7 +92,7 @@ MSG_PROTOCOL = (
 )
 
 _STUDY_KEYS = ("output", "baselines", "n", "list_length", "epochs", "valid_metric", "seed",
-               "num_threads", "n_boot", "n_resamples", "protocols")
+               "num_threads", "n_boot", "n_resamples", "protocols", "popularity_groups")
 _DATASET_KEYS = ("name", "path", "format", "attribute", "protected", "users", "columns",
                  "sample", "threshold", "drop_missing", "min_group_size", "seed")
 _MODEL_KEYS = ("grid", "epochs", "settings")
@@ -133,7 +135,18 @@ def _study(study: Any, where: Where, under: Resolve) -> dict[str, Any]:
             raise ConfigError(MSG_VALUE.format(name=where.name(key),
                                                kind="a non-negative integer", value=value))
     out["protocols"] = _protocols(study, where)
+    out["popularity_groups"] = _popularity_groups(study, where)
     return out
+
+
+def _popularity_groups(study: Any, where: Where) -> str:
+    """``popularity_groups``: ``abdollahpouri`` (default), ``abdollahpouri:cumulative``
+    or ``quantile:Q`` (:func:`~recaudit.fairness.parse_popularity_groups`)."""
+    value = get_typed(study, "popularity_groups", where, str, "a string", "abdollahpouri")
+    try:
+        return parse_popularity_groups(value, name=where.name("popularity_groups")).name
+    except InputError as err:
+        raise ConfigError(str(err)) from None
 
 
 def _protocols(study: Any, where: Where) -> tuple[str, ...]:

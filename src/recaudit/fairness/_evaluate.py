@@ -117,10 +117,12 @@ def evaluate(
         per group with CIs (``popularity_bias``; see :mod:`._popularity_bias`), and the
         ``popularity_group`` attribute: when ``attribute`` names it and ``users`` has no
         such column, it is added with
-        :func:`~recaudit.fairness.add_popularity_groups` ``(users, train)``.
+        :func:`~recaudit.fairness.add_popularity_groups` ``(users, train)`` made as
+        ``options.popularity_groups`` says. The per-user popularity values are
+        columns of ``per_user``.
     options : EvaluateOptions, optional
         Cut-offs ``n``, ``n_boot``, ``n_resamples``, ``min_group_size``,
-        ``confidence_level`` and ``resample_coverage`` (default
+        ``confidence_level``, ``resample_coverage`` and ``popularity_groups`` (default
         ``EvaluateOptions()``). With ``resample_coverage`` IC is recomputed on each
         bootstrap resample's lists (one sparse product per chunk), used in IB's CI
         and given its percentile CI; it is off by default because the union of the
@@ -185,8 +187,9 @@ def evaluate(
     members = [np.flatnonzero(codes == g) for g in range(names.size)]
     is_protected = inp.groups == inp.protected
     ic = item_coverage(lists.items, n_items=inp.n_items, n=ns)
-    pop = (None if inp.popularity_source is None else _PopularityReplicates.of(
-        _PopularityValues.of(inp.popularity_source, lists, ns), members))
+    source = inp.popularity_source
+    pop = (None if source is None else _PopularityReplicates.of(
+        _PopularityValues.of(source, lists, ns), members, source.grouping.labels))
     boot = _Replicates(
         _bootstrap(x, lists, members, is_protected, ns, cut_of_key, ic, inp, pop),
         inp.options.confidence_level,
@@ -223,7 +226,7 @@ def evaluate(
         confidence_level=opts.confidence_level,
         min_group_size=opts.min_group_size,
         resample_coverage=opts.resample_coverage,
-        per_user=_per_user_table(lists, inp.groups, keys, x),
+        per_user=_per_user_table(lists, inp.groups, keys, x, pop),
         protocol=used_protocol.name,
         warnings=used_protocol.warnings(),
     )
@@ -367,17 +370,22 @@ def _popularity_results(
         groups=groups,
         n_head_items=int(inp.popularity_source.is_head.sum()),
         n_train_users=inp.popularity_source.n_train_users,
+        popularity_grouping=inp.popularity_source.grouping,
         **pop.summaries(boot.group_estimate, [str(name) for name in names], order),
     )
 
 
 def _per_user_table(
-    lists: TopNLists, groups: npt.NDArray[np.str_], keys: list[str], x: npt.NDArray[np.float64]
+    lists: TopNLists, groups: npt.NDArray[np.str_], keys: list[str],
+    x: npt.NDArray[np.float64], pop: _PopularityReplicates | None,
 ) -> pd.DataFrame:
-    """``user_id, group, n_relevant`` and every ``<metric>@<N>`` of each evaluated user."""
-    per_user = pd.DataFrame(
-        {"user_id": lists.user_ids.to_numpy(), "group": groups, "n_relevant": lists.n_relevant}
-    )
-    for k, key in enumerate(keys):
-        per_user[key] = x[:, k]
-    return per_user
+    """``user_id, group, n_relevant`` and every ``<metric>@<N>`` of each evaluated user;
+    with the popularity-bias metrics (``pop``) also the user's ARP/APLT/ACLT/novelty at
+    every cut-off, profile figures and popularity group."""
+    columns: dict[str, npt.ArrayLike] = {
+        "user_id": lists.user_ids.to_numpy(), "group": groups, "n_relevant": lists.n_relevant,
+    }
+    columns |= {key: x[:, k] for k, key in enumerate(keys)}
+    if pop is not None:
+        columns |= pop.everyone.per_user_columns(pop.labels)
+    return pd.DataFrame(columns)

@@ -22,7 +22,7 @@ from ..exceptions import InputError
 from ._metrics import TopNLists, _columns_iv, _union_index, build_top_n
 from ._options import EvaluateOptions, _int_iv
 from ._popularity_bias import _popularity_source, _PopularitySource
-from ._user_groups import GROUP_COLUMN, add_popularity_groups
+from ._user_groups import GROUP_COLUMN, PopularityGrouping, add_popularity_groups
 
 GROUP_SEPARATOR = " & "
 
@@ -171,7 +171,8 @@ def _popularity_iv(
 
 
 def _popularity_group_iv(
-    users: pd.DataFrame, attribute: str | Sequence[str], train: pd.DataFrame | None
+    users: pd.DataFrame, attribute: str | Sequence[str], train: pd.DataFrame | None,
+    grouping: PopularityGrouping,
 ) -> pd.DataFrame:
     """``users`` with the ``popularity_group`` column when it is asked for and absent.
 
@@ -183,7 +184,7 @@ def _popularity_group_iv(
         return users
     if train is None:
         raise InputError(POPULARITY_GROUP_MSG)
-    return add_popularity_groups(users, train)
+    return add_popularity_groups(users, train, **grouping.arguments)
 
 
 def _groups_iv(
@@ -225,7 +226,7 @@ def _evaluate_iv(
     if not isinstance(options, EvaluateOptions):
         raise InputError(OPTIONS_MSG.format(value=options))
     generator = as_generator(rng)
-    users = _popularity_group_iv(users, attribute, train)
+    users = _popularity_group_iv(users, attribute, train, options.popularity_groups)
     attributes = _attributes_iv(attribute, users)
     labels = _group_labels(users, attributes)
     protected_name = _protected_iv(protected, attributes)
@@ -245,7 +246,7 @@ def _evaluate_iv(
     evaluated = lists.n_relevant > 0
     groups = _groups_iv(labels, evaluated, protected_name, options.min_group_size)
     pop_source, reason = _popularity_source(
-        train, test, item_index, size, lists.user_ids[evaluated]
+        train, test, item_index, size, lists.user_ids[evaluated], options.popularity_groups
     )
     return _Inputs(
         lists=lists.subset(evaluated),

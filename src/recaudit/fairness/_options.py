@@ -9,6 +9,7 @@ import numpy as np
 
 from ..exceptions import InputError
 from ._metrics import _n_iv
+from ._user_groups import DEFAULT_GROUPING, PopularityGrouping, parse_popularity_groups
 
 __all__ = ["EvaluateOptions"]
 
@@ -49,6 +50,12 @@ class EvaluateOptions:
     resample_coverage : bool
         Recompute item coverage on each bootstrap resample (see
         :func:`~recaudit.fairness.evaluate`).
+    popularity_groups : PopularityGrouping
+        How users are grouped by the popularity of their training items (the
+        ``popularity_group`` attribute and ``popularity_bias.user_popularity_groups``):
+        a name ``"abdollahpouri"`` (default), ``"abdollahpouri:cumulative"`` or
+        ``"quantile:Q"`` is accepted and stored parsed
+        (:func:`~recaudit.fairness.parse_popularity_groups`).
 
     Raises
     ------
@@ -67,6 +74,7 @@ class EvaluateOptions:
     min_group_size: int = 20
     confidence_level: float = 0.95
     resample_coverage: bool = False
+    popularity_groups: PopularityGrouping = DEFAULT_GROUPING
 
     def __post_init__(self) -> None:
         level = self.confidence_level
@@ -79,6 +87,7 @@ class EvaluateOptions:
             "min_group_size": _int_iv(self.min_group_size, "min_group_size", 1),
             "confidence_level": float(level),
             "resample_coverage": bool(self.resample_coverage),
+            "popularity_groups": parse_popularity_groups(self.popularity_groups),
         }
         for name, value in cleaned.items():
             object.__setattr__(self, name, value)

@@ -16,10 +16,13 @@ stratified bootstrap as the top-N metrics:
 - the users' own side, beside what they are recommended: per user the mean popularity
   of their distinct training items and the tail share of their training and test items
   (:data:`PROFILE_FIGURES`, overall and per group), and the users grouped by the
-  popularity of their training items (niche / diverse / blockbuster,
-  :func:`~recaudit.fairness.user_popularity_groups` over every ``train`` user, the
+  popularity of their training items (niche / diverse / blockbuster, or quantiles:
+  :func:`~recaudit.fairness.user_popularity_groups` over every ``train`` user as the
+  options' :class:`~recaudit.fairness.PopularityGrouping` says, the
   ``popularity_group`` attribute's definition) with every metric per such group, the
   plot of Abdollahpouri et al. (2021): profile popularity beside ARP per user group;
+- :meth:`_PopularityValues.per_user_columns`: the per-user values themselves, the
+  popularity columns of ``FairnessEvaluation.per_user``;
 - :class:`PopularityBias`: the result, with ``to_dict``/``from_dict``
   (:class:`UserPopularityGroup`: one popularity group's figures).
 """
@@ -46,7 +49,12 @@ from ._popularity import (
     head_items,
     popularity_kernel,
 )
-from ._user_groups import ABDOLLAHPOURI_LABELS, user_popularity_groups
+from ._user_groups import (
+    DEFAULT_GROUPING,
+    PopularityGrouping,
+    parse_popularity_groups,
+    user_popularity_groups,
+)
 
 __all__ = ["PROFILE_FIGURES", "PopularityBias", "UserPopularityGroup"]
 
@@ -64,11 +72,8 @@ SECTION_WHERE = "popularity_bias"
 #: The users' own side, user means: mean popularity of the distinct training items,
 #: tail share of the distinct training items, tail share of the distinct test items.
 PROFILE_FIGURES = ("profile_popularity", "profile_tail_share", "test_tail_share")
-USER_GROUP_RULE = (
-    "users of `train` by the share of head items among their distinct training items "
-    "(user_popularity_groups, method 'abdollahpouri'): the ceil(20 %) lowest niche, the "
-    "ceil(20 %) highest blockbuster, the rest diverse"
-)
+#: The column of ``FairnessEvaluation.per_user`` holding each user's popularity group.
+GROUP_LABEL_COLUMN = "popularity_group"
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,7 @@ class _PopularitySource:
     test_tail: npt.NDArray[np.int64]
     profile: npt.NDArray[np.float64]
     popularity_group: npt.NDArray[np.intp] | None
+    grouping: PopularityGrouping
 
 
 def _sortable(ids: npt.NDArray[Any]) -> npt.NDArray[Any]:
@@ -102,12 +108,13 @@ def _popularity_source(
     item_index: pd.Index,
     n_items: int,
     user_ids: pd.Index,
+    grouping: PopularityGrouping = DEFAULT_GROUPING,
 ) -> tuple[_PopularitySource | None, str | None]:
     """The coded training side, or ``(None, reason)`` when the metrics are not computed.
 
     ``train``'s items are already checked against the catalog; ``user_ids`` are the
     evaluated users (rows of the lists), training users outside them count only in
-    the popularity and ``n_train_users``.
+    the popularity and ``n_train_users``; ``grouping`` makes the popularity groups.
     """
     if train is None:
         return None, NO_TRAIN_REASON
@@ -137,7 +144,8 @@ def _popularity_source(
         test_tail=test_tail,
         profile=_profile(users, items, popularity, (train_head, train_tail),
                          (test_head, test_tail)),
-        popularity_group=_popularity_group_codes(train, user_ids),
+        popularity_group=_popularity_group_codes(train, user_ids, grouping),
+        grouping=grouping,
     )
     return source, None
 
@@ -162,16 +170,16 @@ def _profile(
 
 
 def _popularity_group_codes(
-    train: pd.DataFrame, user_ids: pd.Index
+    train: pd.DataFrame, user_ids: pd.Index, grouping: PopularityGrouping
 ) -> npt.NDArray[np.intp] | None:
-    """Each evaluated user's index in :data:`ABDOLLAHPOURI_LABELS` (-1: not in ``train``);
-    ``None`` when ``train`` has fewer than 3 users (no groups)."""
-    if train["user_id"].nunique() < 3:
+    """Each evaluated user's index in ``grouping.labels`` (-1: not in ``train``);
+    ``None`` when ``train`` has fewer than ``grouping.min_users`` users (no groups)."""
+    if train["user_id"].nunique() < grouping.min_users:
         return None
-    labels = user_popularity_groups(train)
+    labels = user_popularity_groups(train, **grouping.arguments)
     pos = _codes(pd.Series(labels.index.to_numpy()), user_ids)
     codes = np.full(len(user_ids), -1, dtype=np.intp)
-    code_of = {name: j for j, name in enumerate(ABDOLLAHPOURI_LABELS)}
+    code_of = {name: j for j, name in enumerate(grouping.labels)}
     codes[pos[pos >= 0]] = [code_of[v] for v in labels.to_numpy()[pos >= 0]]
     return codes
 
@@ -246,6 +254,20 @@ class _PopularityValues:
         """:meth:`profile_statistics` with every user once."""
         return self.profile_statistics(np.ones((1, self.profile.shape[0])))[0]
 
+    def per_user_columns(self, labels: tuple[str, ...]) -> dict[str, npt.ArrayLike]:
+        """Each user's ``<metric>@<N>`` of the user-mean metrics, :data:`PROFILE_FIGURES`
+        and popularity group (``labels[code]``, ``None`` outside the groups): their
+        means (over the users with a value) are :meth:`point`'s and :meth:`profile_point`'s.
+        """
+        keys = [f"{m}@{c}" for m in USER_MEAN_METRICS for c in self.ns]
+        out: dict[str, npt.ArrayLike] = {key: self.means[:, k] for k, key in enumerate(keys)}
+        out |= {f: self.profile[:, k] for k, f in enumerate(PROFILE_FIGURES)}
+        codes = (np.full(self.means.shape[0], -1) if self.pop_group is None
+                 else self.pop_group)
+        out[GROUP_LABEL_COLUMN] = np.array(
+            [labels[c] if c >= 0 else None for c in codes.tolist()], dtype=object)
+        return out
+
 
 def _weighted_means(
     weights: npt.NDArray[np.float64], values: npt.NDArray[np.float64]
@@ -269,23 +291,26 @@ class _PopularityReplicates:
     """The per-group values behind the bootstrap replicates (internal).
 
     ``groups``/``members``: the attribute groups (by code); ``pop_groups``/``pop_members``:
-    the popularity groups of :data:`ABDOLLAHPOURI_LABELS` (empty without them).
+    the popularity groups, named ``labels`` (empty without them).
     """
 
     everyone: _PopularityValues
     groups: list[_PopularityValues]
     members: list[npt.NDArray[np.intp]]
+    labels: tuple[str, ...] = DEFAULT_GROUPING.labels
     pop_groups: list[_PopularityValues] = field(default_factory=list)
     pop_members: list[npt.NDArray[np.intp]] = field(default_factory=list)
 
     @classmethod
     def of(
-        cls, values: _PopularityValues, members: list[npt.NDArray[np.intp]]
+        cls, values: _PopularityValues, members: list[npt.NDArray[np.intp]],
+        labels: tuple[str, ...],
     ) -> _PopularityReplicates:
+        """The values of every group; ``labels`` name ``values.pop_group``'s codes."""
         pop_members = [] if values.pop_group is None else [
-            np.flatnonzero(values.pop_group == j) for j in range(len(ABDOLLAHPOURI_LABELS))
+            np.flatnonzero(values.pop_group == j) for j in range(len(labels))
         ]
-        return cls(values, [values.subset(idx) for idx in members], members,
+        return cls(values, [values.subset(idx) for idx in members], members, labels,
                    [values.subset(idx) for idx in pop_members], pop_members)
 
     @property
@@ -297,7 +322,7 @@ class _PopularityReplicates:
     def chunk(self, wf: npt.NDArray[np.float64]) -> dict[str, npt.NDArray[np.float64]]:
         """One chunk of weights ``(b, users)``: ``pop_overall`` ``(b, K)``, ``pop_groups``
         ``(b, G, K)``, ``pop_profile`` ``(b, 1 + G, P)`` (everyone, then each group) and,
-        with popularity groups, ``pop_user_groups`` ``(b, 3, K + P)``."""
+        with popularity groups, ``pop_user_groups`` ``(b, len(labels), K + P)``."""
         groups = [
             v.statistics(wf[:, idx]) for v, idx in zip(self.groups, self.members, strict=True)
         ]
@@ -333,7 +358,7 @@ class _PopularityReplicates:
         for j, values in enumerate(self.pop_groups):
             point = np.concatenate([values.point(), values.profile_point()])
             ests = {key: estimate(point[k], j, k, "pop_user_groups") for k, key in enumerate(keys)}
-            user_groups[ABDOLLAHPOURI_LABELS[j]] = UserPopularityGroup(
+            user_groups[self.labels[j]] = UserPopularityGroup(
                 n_users=int(self.pop_members[j].size),
                 profile={f: ests.pop(f) for f in PROFILE_FIGURES},
                 metrics=ests,
@@ -347,7 +372,7 @@ class _PopularityReplicates:
 
 @dataclass(frozen=True)
 class UserPopularityGroup:
-    """One popularity group of users (niche, diverse or blockbuster) in an evaluation.
+    """One popularity group of users (niche, diverse or blockbuster; or a quantile).
 
     Attributes
     ----------
@@ -410,9 +435,13 @@ class PopularityBias:
         means with CIs) over every evaluated user and per group (empty when read from
         a JSON written before them).
     user_popularity_groups : Mapping[str, UserPopularityGroup]
-        ``niche``, ``diverse``, ``blockbuster`` (:data:`USER_GROUP_RULE`): the
-        evaluated users of each, their profile and every metric (empty with fewer than
-        3 training users, or from an older JSON).
+        ``niche``, ``diverse``, ``blockbuster`` (or ``q1`` .. ``qQ``; see
+        ``popularity_grouping``): the evaluated users of each, their profile and every
+        metric (empty with fewer training users than the grouping needs, or from an
+        older JSON).
+    popularity_grouping : PopularityGrouping
+        The grouping that made ``user_popularity_groups`` (``EvaluateOptions.
+        popularity_groups``; the default when read from a JSON written before it).
     """
 
     overall: Mapping[str, Estimate]
@@ -422,10 +451,12 @@ class PopularityBias:
     profile_overall: Mapping[str, Estimate] = field(default_factory=dict)
     profile_groups: Mapping[str, Mapping[str, Estimate]] = field(default_factory=dict)
     user_popularity_groups: Mapping[str, UserPopularityGroup] = field(default_factory=dict)
+    popularity_grouping: PopularityGrouping = DEFAULT_GROUPING
 
     def to_dict(self) -> dict[str, Any]:
         """``{"head", "n_head_items", "n_train_users", "overall", "groups", "profile":
-        {"overall", "groups"}, "user_popularity_rule", "user_popularity_groups"}``."""
+        {"overall", "groups"}, "user_popularity_method", "user_popularity_rule",
+        "user_popularity_groups"}`` (the method: the grouping's name)."""
         return {
             "head": HEAD_RULE,
             "n_head_items": self.n_head_items,
@@ -438,7 +469,8 @@ class PopularityBias:
                     name: _estimates_dict(table) for name, table in self.profile_groups.items()
                 },
             },
-            "user_popularity_rule": USER_GROUP_RULE,
+            "user_popularity_method": self.popularity_grouping.name,
+            "user_popularity_rule": self.popularity_grouping.rule,
             "user_popularity_groups": {
                 name: group.to_dict() for name, group in self.user_popularity_groups.items()
             },
@@ -449,7 +481,8 @@ class PopularityBias:
         cls, obj: Any, *, level: float, missing: str, where: str = SECTION_WHERE
     ) -> PopularityBias:
         """Read :meth:`to_dict`'s JSON back (``level``/``missing``: as for the groups;
-        ``profile`` and ``user_popularity_groups`` may be absent)."""
+        ``profile``, ``user_popularity_method`` and ``user_popularity_groups`` may be
+        absent)."""
         if not isinstance(obj, Mapping):
             raise InputError(f"{where} must be a JSON object or null")
         groups = _object(js.need(obj, where, "groups"), f"{where}.groups")
@@ -458,6 +491,7 @@ class PopularityBias:
         user_groups = _object(
             js.find(obj, "user_popularity_groups") or {}, f"{where}.user_popularity_groups"
         )
+        method = js.find(obj, "user_popularity_method")
         return cls(
             overall=_section(js.need(obj, where, "overall"), f"{where}.overall", level, missing),
             groups={
@@ -481,6 +515,8 @@ class PopularityBias:
                 )
                 for name, table in user_groups.items()
             },
+            popularity_grouping=(DEFAULT_GROUPING if method is None else parse_popularity_groups(
+                method, name=f"{where}.user_popularity_method")),
         )
 
 

@@ -233,7 +233,14 @@ class FairnessEvaluation:
         Whether IC was recomputed on each bootstrap resample (else held fixed).
     per_user : pandas.DataFrame or None
         One row per evaluated user: ``user_id``, ``group``, ``n_relevant`` and every
-        ``<metric>@<N>``; ``None`` when read back by :meth:`from_dict` (the JSON
+        ``<metric>@<N>``; when ``popularity_bias`` is computed also the user's
+        ``arp@<N>``, ``aplt@<N>``, ``aclt@<N>``, ``novelty@<N>``,
+        ``profile_popularity``, ``profile_tail_share``, ``test_tail_share`` (``nan``
+        where undefined: no list, no training or test item) and ``popularity_group``
+        (the user's group in ``popularity_bias.user_popularity_groups``, ``None`` for a
+        user without training items or when there are no groups). Each column's mean
+        (over its defined values) is the overall figure of ``overall`` /
+        ``popularity_bias``. ``None`` when read back by :meth:`from_dict` (the JSON
         holds no per-user rows).
     protocol : str
         The evaluation protocol: ``"full"`` (ranked over the whole catalog) or a
@@ -418,11 +425,22 @@ class FairnessEvaluation:
     def to_dataframe(self) -> pd.DataFrame:
         """A tidy table: one row per (quantity, group, metric, n).
 
-        Columns ``quantity`` (``mean``, ``overall``, ``rd``, ``nrd``, ``ib``,
-        ``item_coverage``, ``gini_exposure``, ``avg_popularity``,
-        ``avg_popularity_normalized``, ``long_tail_share``, ``popularity_bias``:
-        ``group`` empty for the overall value), ``group``, ``metric``, ``n``,
-        ``value``, ``ci_low``, ``ci_high``, ``pvalue``, ``pvalue_holm``.
+        Columns ``quantity``, ``group``, ``metric``, ``n`` (nullable integers),
+        ``value``, ``ci_low``, ``ci_high``, ``pvalue``, ``pvalue_holm``. The
+        quantities:
+
+        - ``mean`` (per group), ``overall``, ``rd``, ``nrd``, ``ib``: the top-N
+          metrics, ``metric`` and ``n`` set;
+        - ``item_coverage``, ``gini_exposure``, ``avg_popularity``,
+          ``avg_popularity_normalized``, ``long_tail_share``: per ``n``, no metric;
+        - ``popularity_bias``: ``popularity_bias.overall`` (``group`` empty) and
+          ``.groups``, ``metric`` one of ARP ... novelty;
+        - ``popularity_profile``: ``popularity_bias.profile_overall`` (``group``
+          empty) and ``.profile_groups``, ``metric`` one of ``profile_popularity``,
+          ``profile_tail_share``, ``test_tail_share``, ``n`` empty;
+        - ``user_popularity_group``: ``popularity_bias.user_popularity_groups``,
+          ``group`` the popularity group (``niche`` ... or ``q1`` ...), ``metric`` a
+          popularity-bias metric (with ``n``) or a profile figure (``n`` empty).
         """
         rows: list[dict[str, Any]] = []
         for g in self.groups.values():
@@ -443,9 +461,7 @@ class FairnessEvaluation:
                 if table is not None and c in table:
                     rows.append(_row(name, None, None, c, table[c]))
         if self.popularity_bias is not None:
-            bias = self.popularity_bias
-            for group, section in [(None, bias.overall), *bias.groups.items()]:
-                rows += _keyed_rows("popularity_bias", group, section)
+            rows += _popularity_bias_rows(self.popularity_bias)
         columns = [
             "quantity",
             "group",
@@ -457,8 +473,9 @@ class FairnessEvaluation:
             "pvalue",
             "pvalue_holm",
         ]
-        return pd.DataFrame(rows).reindex(columns=columns)
-
+        frame = pd.DataFrame(rows).reindex(columns=columns)
+        frame["n"] = frame["n"].astype("Int64")
+        return frame
 
 
 def _warnings_from(obj: Mapping[str, Any], where: str) -> tuple[str, ...]:
@@ -472,7 +489,7 @@ def _warnings_from(obj: Mapping[str, Any], where: str) -> tuple[str, ...]:
 
 
 def _row(
-    quantity: str, group: str | None, metric: str | None, c: int, est: Estimate | float,
+    quantity: str, group: str | None, metric: str | None, c: int | None, est: Estimate | float,
     **extra: float,
 ) -> dict[str, Any]:
     """One row of :meth:`FairnessEvaluation.to_dataframe` (a bare number has no CI)."""
@@ -486,11 +503,24 @@ def _row(
 def _keyed_rows(
     quantity: str, group: str | None, section: Mapping[str, Estimate]
 ) -> list[dict[str, Any]]:
-    """The rows of a ``<metric>@<N>`` section."""
+    """The rows of a section keyed ``<metric>@<N>`` (or a bare name: ``n`` empty)."""
     rows = []
     for key, est in section.items():
-        metric, cut = key.split("@")
-        rows.append(_row(quantity, group, metric, int(cut), est))
+        metric, _, cut = key.partition("@")
+        rows.append(_row(quantity, group, metric, int(cut) if cut else None, est))
+    return rows
+
+
+def _popularity_bias_rows(bias: PopularityBias) -> list[dict[str, Any]]:
+    """The ``popularity_bias``, ``popularity_profile`` and ``user_popularity_group`` rows."""
+    rows = []
+    for group, section in [(None, bias.overall), *bias.groups.items()]:
+        rows += _keyed_rows("popularity_bias", group, section)
+    for group, section in [(None, bias.profile_overall), *bias.profile_groups.items()]:
+        rows += _keyed_rows("popularity_profile", group, section)
+    for name, pop_group in bias.user_popularity_groups.items():
+        rows += _keyed_rows("user_popularity_group", name, pop_group.metrics)
+        rows += _keyed_rows("user_popularity_group", name, pop_group.profile)
     return rows
 
 

@@ -74,6 +74,7 @@ from ._options import EvaluateOptions
 from ._protocol import Protocol, parse_protocol, sample_candidates
 from ._results import FairnessEvaluation
 from ._study_results import DatasetResult, ModelResult, StudyResult
+from ._user_groups import parse_popularity_groups
 from .models._baselines import (
     most_popular,
     most_popular_candidates,
@@ -92,7 +93,7 @@ MSG_OTHER_RUN = (
 
 
 #: Settings of study.json that may differ between runs of one folder.
-_MAY_CHANGE = ("models", "protocols")
+_MAY_CHANGE = ("models", "protocols", "popularity_groups")
 
 
 def _fingerprint(obj: Any) -> str:
@@ -100,15 +101,17 @@ def _fingerprint(obj: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
-    """``path`` (Parquet), written to a temporary name first."""
-    write_atomic(path, lambda p: frame.to_parquet(p, index=False))
-
-
-def _write_table(frame: pd.DataFrame, stem: Path) -> None:
-    """``stem.parquet`` and ``stem.csv``, each written to a temporary name first."""
-    write_atomic(stem.with_suffix(".parquet"), lambda p: frame.to_parquet(p, index=False))
-    write_atomic(stem.with_suffix(".csv"), lambda p: frame.to_csv(p, index=False))
+def _write_table(
+    frame: pd.DataFrame, stem: Path, suffixes: tuple[str, ...] = (".parquet", ".csv")
+) -> None:
+    """``stem.parquet`` and ``stem.csv`` (or only the ``suffixes`` given), each written
+    to a temporary name first."""
+    writers: dict[str, Callable[[Path], None]] = {
+        ".parquet": lambda p: frame.to_parquet(p, index=False),
+        ".csv": lambda p: frame.to_csv(p, index=False),
+    }
+    for suffix in suffixes:
+        write_atomic(stem.with_suffix(suffix), writers[suffix])
 
 
 #: Progress callback: (event, fields) with events "dataset", "model", "grid", "done",
@@ -295,7 +298,7 @@ def _with_candidates(
         table = sample_candidates(protocol, split.test, interactions, prepared.items,
                                   rng=_candidates_rng(dconf, protocol))
         path.parent.mkdir(parents=True, exist_ok=True)
-        _write_parquet(table, path)
+        _write_table(table, path.with_suffix(""), suffixes=(".parquet",))
         candidates[protocol.name] = table
     return replace(prepared, protocols=protocols, candidates=candidates)
 
@@ -468,14 +471,15 @@ def _baseline_ranker(
 def _evaluate_options(config: StudyConfig, dconf: DatasetConfig) -> EvaluateOptions:
     """The :class:`EvaluateOptions` of every model of dataset ``dconf``.
 
-    Cut-offs and resamples from ``[study]``, the minimum group size from the
-    dataset (each evaluation's generator is :func:`_evaluation_rng`).
+    Cut-offs, resamples and popularity groups from ``[study]``, the minimum group
+    size from the dataset (each evaluation's generator is :func:`_evaluation_rng`).
     """
     return EvaluateOptions(
         n=config.n,
         n_boot=config.n_boot,
         n_resamples=config.n_resamples,
         min_group_size=dconf.min_group_size,
+        popularity_groups=parse_popularity_groups(config.popularity_groups),
     )
 
 

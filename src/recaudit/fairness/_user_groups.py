@@ -22,11 +22,19 @@ intersected with gender (``attribute=["gender", "popularity_group"]``).
 
 Ties in the ranking statistic are broken by ascending ``user_id`` (deterministic;
 tied users on a boundary may land in different groups).
+
+:class:`PopularityGrouping` names one of these groupings by one string
+(:func:`parse_popularity_groups`): ``"abdollahpouri"`` (the default),
+``"abdollahpouri:cumulative"`` or ``"quantile:Q"`` -- the ``popularity_groups`` of
+:class:`~recaudit.fairness.EvaluateOptions`, of the study config's ``[study]`` and of
+``recaudit fairness evaluate --popularity-groups``.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -37,7 +45,14 @@ from ..exceptions import InputError
 from ._metrics import _columns_iv
 from ._popularity import head_items
 
-__all__ = ["GROUP_COLUMN", "add_popularity_groups", "user_popularity_groups"]
+__all__ = [
+    "DEFAULT_GROUPING",
+    "GROUP_COLUMN",
+    "PopularityGrouping",
+    "add_popularity_groups",
+    "parse_popularity_groups",
+    "user_popularity_groups",
+]
 
 #: Default name of the attribute column.
 GROUP_COLUMN = "popularity_group"
@@ -54,6 +69,11 @@ NO_TRAIN_MSG = (
     "popularity groups are defined from `train` only; drop such users first"
 )
 COLUMN_EXISTS_MSG = "`users` already has a column `{column}`; pass another `column`"
+GROUPING_MSG = (
+    "{name} must be 'abdollahpouri', 'abdollahpouri:cumulative' or 'quantile:Q' with Q an "
+    "integer >= 2 (e.g. 'quantile:4'), got {value!r}"
+)
+_QUANTILE = re.compile(r"^quantile:([1-9][0-9]*)$")
 
 
 def _cumulative_head(
@@ -176,3 +196,112 @@ def add_popularity_groups(
     out = users.copy()
     out[column] = groups.to_numpy()[pos]
     return out
+
+
+Method = Literal["abdollahpouri", "quantile"]
+ItemHead = Literal["top_items", "cumulative"]
+
+
+@dataclass(frozen=True)
+class PopularityGrouping:
+    """One way of grouping users by the popularity of their training items.
+
+    Built by :func:`parse_popularity_groups` from its name; the arguments of
+    :func:`user_popularity_groups` it stands for are ``method``, ``q`` and
+    ``item_head``.
+
+    Attributes
+    ----------
+    name : str
+        ``"abdollahpouri"``, ``"abdollahpouri:cumulative"`` or ``"quantile:Q"``.
+    method : {"abdollahpouri", "quantile"}
+    q : int
+        Number of quantile groups (3 for ``"abdollahpouri"``: its three groups).
+    item_head : {"top_items", "cumulative"}
+        The popular items of ``"abdollahpouri"`` (``"top_items"`` for quantiles, unused).
+
+    Examples
+    --------
+    >>> parse_popularity_groups("quantile:4").labels
+    ('q1', 'q2', 'q3', 'q4')
+    """
+
+    name: str
+    method: Method
+    q: int
+    item_head: ItemHead
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The group labels, least to most mainstream."""
+        if self.method == "quantile":
+            return tuple(f"q{g + 1}" for g in range(self.q))
+        return ABDOLLAHPOURI_LABELS
+
+    @property
+    def min_users(self) -> int:
+        """The fewest training users that can be grouped (3, or ``q`` quantiles)."""
+        return max(3, self.q)
+
+    @property
+    def rule(self) -> str:
+        """How the groups are made, in one sentence (the JSON's ``user_popularity_rule``)."""
+        if self.method == "quantile":
+            return (f"users of `train` ranked by the mean popularity of their distinct "
+                    f"training items, cut into {self.q} groups of equal size "
+                    f"(user_popularity_groups, method 'quantile', q={self.q}): q1 (least "
+                    f"mainstream) .. q{self.q}")
+        head, option = (("", "") if self.item_head == "top_items" else
+                        (" (the most popular items holding 20 % of the interactions)",
+                         ", item_head 'cumulative'"))
+        return (f"users of `train` by the share of head items{head} among their distinct "
+                f"training items (user_popularity_groups, method 'abdollahpouri'{option}): "
+                "the ceil(20 %) lowest niche, the ceil(20 %) highest blockbuster, the rest "
+                "diverse")
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        """``method``, ``q`` and ``item_head`` for :func:`user_popularity_groups`."""
+        return {"method": self.method, "q": self.q, "item_head": self.item_head}
+
+
+#: The default grouping: niche / diverse / blockbuster with the top-items head.
+DEFAULT_GROUPING = PopularityGrouping("abdollahpouri", "abdollahpouri", 3, "top_items")
+_NAMED = {
+    "abdollahpouri": DEFAULT_GROUPING,
+    "abdollahpouri:cumulative": PopularityGrouping(
+        "abdollahpouri:cumulative", "abdollahpouri", 3, "cumulative"),
+}
+
+
+def parse_popularity_groups(
+    value: str | PopularityGrouping, *, name: str = "`popularity_groups`"
+) -> PopularityGrouping:
+    """A :class:`PopularityGrouping` from its name (a grouping passes unchanged).
+
+    Parameters
+    ----------
+    value : str or PopularityGrouping
+        ``"abdollahpouri"``, ``"abdollahpouri:cumulative"`` or ``"quantile:Q"``
+        (``Q >= 2``, no leading zero).
+    name : str
+        How the error message names the value (a CLI option, a config key).
+
+    Raises
+    ------
+    InputError
+        Naming ``name`` and the allowed forms.
+
+    Examples
+    --------
+    >>> parse_popularity_groups("abdollahpouri:cumulative").item_head
+    'cumulative'
+    """
+    if isinstance(value, PopularityGrouping):
+        return value
+    if isinstance(value, str) and value in _NAMED:
+        return _NAMED[value]
+    match = _QUANTILE.match(value) if isinstance(value, str) else None
+    if match is None or int(match.group(1)) < 2:
+        raise InputError(GROUPING_MSG.format(name=name, value=plain(value)))
+    return PopularityGrouping(value, "quantile", int(match.group(1)), "top_items")

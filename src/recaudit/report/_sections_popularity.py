@@ -184,11 +184,11 @@ def popularity_groups_section(run: FairnessRun, main_n: int) -> Section | None:
     fig = Fig(
         "fig-popularity-groups",
         f"Profile popularity against recommended popularity (ARP@{n}) per user group",
-        "Users grouped by the share of popular items in their training profiles: niche (the "
-        "20% with the lowest share), diverse, blockbuster (the 20% with the highest). Per "
-        "model and group, the mean popularity (training users per item) of the users' own "
-        f"items beside that of their top-{n} lists (ARP@{n}), with bootstrap 95% CIs. "
-        "Where the recommended bar of niche users rises far above their profile, the "
+        f"Users grouped by popularity: {_grouping_rule(grouped)}. Per model and group, "
+        "the mean popularity (training users per item) of the users' own items beside "
+        f"that of their top-{n} lists (ARP@{n}), with bootstrap 95% CIs. Where the "
+        "recommended bar of the least mainstream users (niche, or q1) rises far above "
+        "their profile, the "
         "recommender pushes them towards the mainstream: the users the popularity-bias "
         "literature finds worst served (Abdollahpouri et al. 2021).",
         plots.popularity_groups(
@@ -208,6 +208,12 @@ def popularity_groups_section(run: FairnessRun, main_n: int) -> Section | None:
     )
     return Section("popularity-groups", "Niche and blockbuster users", notes=notes,
                    figures=(fig,), tables=(table,))
+
+
+def _grouping_rule(grouped: Mapping[int, tuple[str, Any]]) -> str:
+    """The grouping rule of the models' popularity groups (one sentence per distinct rule)."""
+    rules = dict.fromkeys(bias.popularity_grouping.rule for _, bias in grouped.values())
+    return "; ".join(rules)
 
 
 # ------------------------------------------------------------------------ sidecar

@@ -1,0 +1,52 @@
+"""The study's files without training: its one table writer (`_study._write_table`:
+Parquet and CSV, or Parquet only) and the run folder's `study.json` check."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from recaudit import ConfigError
+from recaudit.fairness import _study, parse_config
+
+
+def test_write_table_writes_both_formats_or_the_ones_asked(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"user_id": ["a", "b"], "item_id": [1, 2]})
+    _study._write_table(frame, tmp_path / "both")
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "both.parquet"), frame)
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "both.csv", dtype={"user_id": str}),
+                                  frame)
+    _study._write_table(frame, tmp_path / "candidates", suffixes=(".parquet",))
+    assert sorted(p.name for p in tmp_path.glob("candidates*")) == ["candidates.parquet"]
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "candidates.parquet"), frame)
+    assert not list(tmp_path.glob("*.tmp*"))  # written through a temporary name, renamed
+
+
+def test_one_writer() -> None:
+    assert not hasattr(_study, "_write_parquet")
+
+
+def _config(tmp_path: Path, **study: object):  # noqa: ANN202
+    return parse_config({
+        "study": {"output": str(tmp_path / "run"), **study},
+        "datasets": [{"path": "data/ml", "format": "recbole", "attribute": "gender",
+                      "protected": "F"}],
+        "models": {"MF": {}},
+    })
+
+
+def test_popularity_groups_may_change_in_a_run_folder(tmp_path: Path) -> None:
+    """The groups only change the evaluation (recomputed every run): a folder made
+    before the key existed, or with other groups, is resumed; a data setting is not."""
+    _study._run_iv(_config(tmp_path))
+    stamp = tmp_path / "run" / "study.json"
+    older = json.loads(stamp.read_text())
+    del older["popularity_groups"]
+    stamp.write_text(json.dumps(older))
+    _study._run_iv(_config(tmp_path, popularity_groups="quantile:4"))
+    assert json.loads(stamp.read_text())["popularity_groups"] == "quantile:4"
+    with pytest.raises(ConfigError):
+        _study._run_iv(_config(tmp_path, seed=7))
