@@ -190,6 +190,15 @@ def table(args: argparse.Namespace) -> None:
               f"| {s['bias']:+.4f} ({s['bias_se']:.4f}) | {s['sd']:.4f} ({s['sd_se']:.4f}) "
               f"| {s['boot_se']:.4f} | {s['delta_se']:.4f} | {s['sd'] / s['boot_se']:.3f} "
               f"| {s['coverage']:.3f} ({s['coverage_se']:.3f}) |")
+    fixed = [_cell_stats(r) for r in rows if r["design"] == "fixed"]
+    if fixed:
+        n = sum(s["n"] for s in fixed)
+        c = sum(s["coverage"] * s["n"] for s in fixed) / n
+        ratio = np.array([s["sd"] / s["boot_se"] for s in fixed])
+        ratio_se = np.array([s["sd_se"] / s["boot_se"] for s in fixed])
+        print(f"\nPooled over the {len(fixed)} fixed cells ({n} data sets): coverage {c:.3f} "
+              f"({np.sqrt(c * (1 - c) / n):.3f}); sd / bootstrap s.e. {ratio.mean():.3f} "
+              f"({np.sqrt(np.sum(ratio_se**2)) / ratio.size:.3f})")
     worlds = [r for r in rows if r["design"] == "worlds"]
     if worlds:
         print("\n| top-20 % share | gap | worlds | between-world sd of the planted RD "
