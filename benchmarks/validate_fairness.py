@@ -8,14 +8,22 @@ tail shape, planted gap ``rd`` and number of users. Truth:
 
 - RD, NRD of every metric: the exact population values of ``planted_truth`` (RD of
   Precision/Recall/NDCG = ``rd``); IB: ``sqrt(NRD (1 - IC))`` at the data set's own IC;
-- the popularity-bias metrics: their value on one 100,000-user draw of the same cell
-  (ARP rescaled to the data set's number of users, ``(n - 1) / (N - 1)``).
+- the figures of ``evaluate``'s ``popularity_bias`` section (the popularity-bias
+  metrics, the users' profile figures overall and per gender, and both per niche /
+  diverse / blockbuster user group): their value on one 100,000-user draw of the same
+  cell, computed by pandas (``_synthetic.popularity_figures``; the overall metrics by
+  ``_popularity.popularity_metrics``), ARP rescaled to the data set's number of users by
+  ``(n - 1) / (N - 1)`` and profile popularity by ``1 + (x - 1) (n - 1) / (N - 1)``; the
+  per-gender profile truth is everyone's (gender is independent of the training data).
 
-Per cell: bias = mean(estimate) - truth with its Monte-Carlo s.e. sd / sqrt(REPS),
-RMSE, coverage of the 95 % percentile-bootstrap CI with sqrt(c (1 - c) / REPS), and
-the permutation test's rejection rate at alpha = 0.05 (its type-I error at rd = 0).
+Every estimate and CI is ``evaluate``'s own (``train=`` given, so its stratified user
+bootstrap of 200 resamples gives the popularity section's CIs too). Per cell: bias =
+mean(estimate - truth) with its Monte-Carlo s.e. sd / sqrt(REPS), RMSE, coverage of the
+95 % percentile-bootstrap CI with sqrt(c (1 - c) / REPS), and the permutation test's
+rejection rate at alpha = 0.05 (its type-I error at rd = 0).
 
-    PYTHONPATH=src python benchmarks/validate_fairness.py run --reps 200 \\
+    PYTHONPATH=src OMP_NUM_THREADS=1 nice -n 10 python benchmarks/validate_fairness.py run \\
+        --tail 0.65 0.85 --rd 0 0.1 0.2 --users 300 1000 --reps 200 \\
         --out benchmarks/results/validate_fairness.jsonl
     PYTHONPATH=src python benchmarks/validate_fairness.py table \\
         benchmarks/results/validate_fairness.jsonl
@@ -29,6 +37,7 @@ in the file, so an interrupted run resumes. One process: no parallelism by desig
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -38,15 +47,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from recaudit._stats import bootstrap_weights, percentile_interval
 from recaudit.fairness import EvaluateOptions, evaluate
-from recaudit.fairness._popularity import (
-    USER_MEAN_METRICS,
-    per_user_popularity,
-    popularity_metrics,
-    popularity_parity,
+from recaudit.fairness._popularity import popularity_metrics
+from recaudit.fairness._synthetic import (
+    PROFILE_NAMES,
+    SyntheticData,
+    planted_truth,
+    popularity_figures,
+    simulate_interbias,
 )
-from recaudit.fairness._synthetic import planted_truth, simulate_interbias
+from recaudit.fairness._user_groups import ABDOLLAHPOURI_LABELS
 
 CUT = 10
 #: The inter-bias keys judged here (all 15 keys are computed by `evaluate`).
@@ -59,9 +69,8 @@ N_POPULATION = 100_000
 ALPHA = 0.05
 
 
-def evaluate_adapter(data: Any, *, rng: np.random.Generator) -> Any:
-    """The one call of ``recaudit.fairness.evaluate`` (adapt here when its signature moves
-    to an options object)."""
+def evaluate_adapter(data: SyntheticData, *, rng: np.random.Generator) -> Any:
+    """The one call of ``recaudit.fairness.evaluate`` (adapt here when its signature moves)."""
     return evaluate(
         data.recs,
         data.test,
@@ -69,104 +78,115 @@ def evaluate_adapter(data: Any, *, rng: np.random.Generator) -> Any:
         attribute="gender",
         protected="F",
         n_items=SIM["n_items"],
+        train=data.train,
         options=EvaluateOptions(n=(5, CUT, 15), n_boot=N_BOOT, n_resamples=N_PERM,
                                 min_group_size=20),
         rng=rng,
     )
 
 
-def _popularity_with_ci(
-    data: Any, rng: np.random.Generator
-) -> dict[str, tuple[float, float, float]]:
-    """Popularity metrics at CUT with user-bootstrap percentile CIs (the integration recipe)."""
-    pu = per_user_popularity(data.recs, data.test, data.train, n=CUT, n_items=SIM["n_items"])
-    x = pu.values[[f"{m}@{CUT}" for m in USER_MEAN_METRICS]].to_numpy()
-    n = x.shape[0]
-    reps: dict[str, list[np.ndarray]] = {k: [] for k in POP_KEYS}
-    for w in bootstrap_weights(n, N_BOOT, rng):
-        wf = w.astype(float)
-        means = (wf @ np.nan_to_num(x)) / (wf @ np.isfinite(x))
-        for j, m in enumerate(USER_MEAN_METRICS):
-            reps[f"{m}@{CUT}"].append(means[:, j])
-        par = popularity_parity(pu.counts, wf)
-        reps[f"poprsp@{CUT}"].append(par["poprsp"][:, 0])
-        reps[f"popreo@{CUT}"].append(par["popreo"][:, 0])
-    point = popularity_metrics(data.recs, data.test, data.train, n=CUT, n_items=SIM["n_items"])
-    out = {}
-    for k in POP_KEYS:
-        ci = percentile_interval(np.concatenate(reps[k]))
-        out[k] = (point[k], ci.low, ci.high)
+def popularity_estimates(res: Any) -> dict[str, Any]:
+    """Every judged figure of ``res.popularity_bias`` as ``name -> Estimate``, named as
+    :func:`~recaudit.fairness._synthetic.popularity_figures` names its truth."""
+    pb = res.popularity_bias
+    out = {k: pb.overall[k] for k in POP_KEYS}
+    out |= {f: pb.profile_overall[f] for f in PROFILE_NAMES}
+    for g in ("F", "M"):
+        out |= {f"{g}:{f}": pb.profile_groups[g][f] for f in PROFILE_NAMES}
+    for label in ABDOLLAHPOURI_LABELS:
+        group = pb.user_popularity_groups[label]
+        out |= {f"{label}:{k}": group.metrics[k] for k in POP_KEYS}
+        out |= {f"{label}:{f}": group.profile[f] for f in PROFILE_NAMES}
     return out
 
 
-def _population_truth(tail: float, rd: float, seed: int) -> dict[str, float]:
+@functools.lru_cache(maxsize=4)
+def _population(tail: float, rd: float, seed: int, size: int) -> dict[str, float]:
+    """Every popularity figure on one ``size``-user draw of the cell (unscaled)."""
     gen = np.random.default_rng([seed, 7, int(round(tail * 1000)), int(round(rd * 1000))])
-    d = simulate_interbias(N_POPULATION, rng=gen, top_share=tail, rd=rd, **SIM)
-    return popularity_metrics(d.recs, d.test, d.train, n=CUT, n_items=SIM["n_items"])
+    d = simulate_interbias(size, rng=gen, top_share=tail, rd=rd, **SIM)
+    out = popularity_figures(d, n=CUT, n_items=SIM["n_items"])
+    # the overall metrics as before, from the module the estimates do not use
+    out |= popularity_metrics(d.recs, d.test, d.train, n=CUT, n_items=SIM["n_items"])
+    return out
 
 
-def _summarise(values: list[float], covered: list[bool], truth: float) -> dict[str, Any]:
-    v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v)]
-    row: dict[str, Any] = {"truth": truth, "n": int(v.size)}
-    if v.size > 1:
-        row |= {"bias": float(v.mean() - truth), "bias_se": float(v.std(ddof=1) / np.sqrt(v.size)),
-                "rmse": float(np.sqrt(np.mean((v - truth) ** 2)))}
-    if covered:
-        c = float(np.mean(covered))
-        row |= {"coverage": c, "coverage_se": float(np.sqrt(c * (1 - c) / len(covered)))}
+def population_truth(
+    tail: float, rd: float, seed: int, users: int, size: int = N_POPULATION
+) -> dict[str, float]:
+    """The figures of a ``size``-user draw at ``users`` users: popularity counts distinct
+    training users, so ARP scales by ``(n - 1) / (N - 1)`` (a recommended item is not the
+    user's own) and profile popularity as ``1 + (x - 1) (n - 1) / (N - 1)`` (the user
+    counts itself)."""
+    scale = (users - 1) / (size - 1)
+    truth = dict(_population(tail, rd, seed, size))
+    for name in truth:
+        if name.endswith(f"arp@{CUT}"):
+            truth[name] *= scale
+        elif name.endswith("profile_popularity"):
+            truth[name] = 1 + (truth[name] - 1) * scale
+    # gender is independent of the training data: each group's profile truth is everyone's
+    for g in ("F", "M"):
+        truth |= {f"{g}:{f}": truth[f] for f in PROFILE_NAMES}
+    return truth
+
+
+def _summarise(est: list[tuple[float, float, float, float]]) -> dict[str, Any]:
+    """Bias, RMSE and coverage of ``(value, low, high, truth)`` rows (truth per data set)."""
+    a = np.asarray(est, dtype=float)
+    a = a[np.isfinite(a[:, 0]) & np.isfinite(a[:, 3])]
+    d = a[:, 0] - a[:, 3]
+    row: dict[str, Any] = {"truth": float(a[:, 3].mean()) if a.size else float("nan"),
+                           "n": int(d.size)}
+    if d.size > 1:
+        row |= {"bias": float(d.mean()), "bias_se": float(d.std(ddof=1) / np.sqrt(d.size)),
+                "rmse": float(np.sqrt(np.mean(d**2)))}
+    with_ci = a[np.isfinite(a[:, 1]) & np.isfinite(a[:, 2])]
+    if with_ci.size:
+        c = float(np.mean((with_ci[:, 1] <= with_ci[:, 3]) & (with_ci[:, 3] <= with_ci[:, 2])))
+        row |= {"coverage": c, "coverage_se": float(np.sqrt(c * (1 - c) / len(with_ci)))}
     return row
 
 
-def _cell(tail: float, rd: float, users: int, reps: int, seed: int) -> dict[str, Any]:
+def _one_data_set(res: Any, truth: dict[str, Any], pop_truth: dict[str, float],
+                  rows: dict[str, list[tuple[float, float, float, float]]]) -> None:
+    """Append one evaluation's ``(value, low, high, truth)`` of every judged figure."""
+    def add(name: str, est: Any, t: float) -> None:
+        rows.setdefault(name, []).append((est.value, est.ci.low, est.ci.high, t))
+
+    ic = res.item_coverage[CUT].value
+    for k in KEYS:
+        gap = res.inter_bias[k]
+        add(f"rd:{k}", gap.rd, truth[k]["rd"])
+        add(f"nrd:{k}", gap.nrd, truth[k]["nrd"])
+        add(f"ib:{k}", gap.ib, float(np.sqrt(truth[k]["nrd"] * (1 - ic))))
+    for name, est in popularity_estimates(res).items():
+        add(name, est, pop_truth[name])
+
+
+def _cell(
+    tail: float, rd: float, users: int, reps: int, seed: int, population: int
+) -> dict[str, Any]:
     truth = planted_truth(n_test=SIM["n_test"], list_length=SIM["list_length"],
                           base_hit=SIM["base_hit"], rd=rd, n=[5, CUT, 15])
-    pop_truth = _population_truth(tail, rd, seed)
-    pop_truth[f"arp@{CUT}"] *= (users - 1) / (N_POPULATION - 1)
+    pop_truth = population_truth(tail, rd, seed, users, population)
     gen = np.random.default_rng([seed, users, int(round(tail * 1000)), int(round(rd * 1000))])
-    vals: dict[str, list[float]] = {}
-    cov: dict[str, list[bool]] = {}
+    rows: dict[str, list[tuple[float, float, float, float]]] = {}
     rejected: dict[str, list[bool]] = {k: [] for k in KEYS}
-
-    def add(name: str, value: float, lo: float, hi: float, t: float) -> None:
-        vals.setdefault(name, []).append(value)
-        if np.isfinite(lo) and np.isfinite(hi):
-            cov.setdefault(name, []).append(bool(lo <= t <= hi))
-
-    ib_truths: dict[str, list[float]] = {k: [] for k in KEYS}
     for _ in range(reps):
         data = simulate_interbias(users, rng=gen, top_share=tail, rd=rd, **SIM)
         res = evaluate_adapter(data, rng=gen)
-        ic = res.item_coverage[CUT].value
+        _one_data_set(res, truth, pop_truth, rows)
         for k in KEYS:
-            gap = res.inter_bias[k]
-            t_ib = float(np.sqrt(truth[k]["nrd"] * (1 - ic)))
-            ib_truths[k].append(t_ib)
-            for stat, t in (("rd", truth[k]["rd"]), ("nrd", truth[k]["nrd"]), ("ib", t_ib)):
-                est = getattr(gap, stat)
-                add(f"{stat}:{k}", est.value, est.ci.low, est.ci.high, t)
-            rejected[k].append(gap.pvalue <= ALPHA)
-        for k, (v, lo, hi) in _popularity_with_ci(data, gen).items():
-            add(k, v, lo, hi, pop_truth[k])
-    out: dict[str, Any] = {"tail": tail, "rd": rd, "users": users, "reps": reps, "seed": seed,
-                           "estimators": {}, "rejection": {}}
-    for name, v in vals.items():
-        stat, _, key = name.partition(":")
-        if key:
-            t = float(np.mean(ib_truths[key])) if stat == "ib" else truth[key][stat]
-            # IB's truth varies with each data set's IC: bias is judged per data set
-            if stat == "ib":
-                diffs = np.asarray(v) - np.asarray(ib_truths[key])
-                row = _summarise(list(diffs + t), cov.get(name, []), t)
-            else:
-                row = _summarise(v, cov.get(name, []), t)
-        else:
-            row = _summarise(v, cov.get(name, []), pop_truth[name])
-        out["estimators"][name] = row
+            rejected[k].append(res.inter_bias[k].pvalue <= ALPHA)
+    rejection = {}
     for k, r in rejected.items():
         rate = float(np.mean(r))
-        out["rejection"][k] = {"rate": rate, "se": float(np.sqrt(rate * (1 - rate) / len(r)))}
-    return out
+        rejection[k] = {"rate": rate, "se": float(np.sqrt(rate * (1 - rate) / len(r)))}
+    return {"tail": tail, "rd": rd, "users": users, "reps": reps, "seed": seed,
+            "population": population,
+            "estimators": {name: _summarise(v) for name, v in rows.items()},
+            "rejection": rejection}
 
 
 def run(args: argparse.Namespace) -> None:
@@ -182,7 +202,7 @@ def run(args: argparse.Namespace) -> None:
     with out.open("a") as fh:
         for tail, rd, users in cells:
             start = time.perf_counter()
-            res = _cell(tail, rd, users, args.reps, args.seed)
+            res = _cell(tail, rd, users, args.reps, args.seed, args.population)
             res["seconds"] = round(time.perf_counter() - start, 1)
             fh.write(json.dumps(res) + "\n")
             fh.flush()
@@ -253,10 +273,12 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run")
     r.add_argument("--tail", nargs="+", type=float, default=[0.65, 0.85])
-    r.add_argument("--rd", nargs="+", type=float, default=[0.0, 0.1, 0.3])
+    r.add_argument("--rd", nargs="+", type=float, default=[0.0, 0.1, 0.2])
     r.add_argument("--users", nargs="+", type=int, default=[300, 1000])
     r.add_argument("--reps", type=int, default=200)
     r.add_argument("--seed", type=int, default=20261218)
+    r.add_argument("--population", type=int, default=N_POPULATION,
+                   help="users of the large draw behind the popularity figures' truth")
     r.add_argument("--out", default="benchmarks/results/validate_fairness.jsonl")
     for name in ("table", "summary"):
         sub.add_parser(name).add_argument("results")

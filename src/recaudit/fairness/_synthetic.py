@@ -37,6 +37,18 @@ RD's estimand is the RD of the two *population* group means; NRD = (RD + 1)/2; I
 truth is ``sqrt(NRD (1 - IC))`` at the data set's own item coverage ``IC`` (IC is a
 property of the finite set of lists, not a population parameter, and ``evaluate``
 holds it at its observed value).
+
+**Popularity figures.** :func:`popularity_figures` computes, with pandas and the public
+definitions only (never :mod:`._popularity_bias`), what ``evaluate``'s
+``popularity_bias`` section reports for the same data: the popularity-bias metrics, the
+users' profile figures (mean popularity of their training items, tail share of their
+training and test items) and both per niche / diverse / blockbuster user group. The
+generator gives a closed form for the tail shares only approximately: every user draws
+``n_train + n_test`` distinct items and the split is uniform, so in the population both
+tail shares equal the tail's share of the expected interactions, ``1 - top_share`` up
+to Rosén's approximation, when the head is the true one (items ``0..ceil(0.2 n) - 1``);
+a data set re-selects the head from its own training counts. The validation harness
+therefore takes each figure's truth from a large draw of the same cell.
 """
 
 from __future__ import annotations
@@ -51,8 +63,16 @@ from scipy import optimize, special, stats
 
 from ..exceptions import InputError
 from ._metrics import METRICS, _n_iv
+from ._popularity import PopularityPerUser, per_user_popularity, popularity_parity
+from ._user_groups import ABDOLLAHPOURI_LABELS, user_popularity_groups
 
-__all__ = ["SyntheticData", "planted_truth", "simulate_interbias", "zipf_exponent"]
+__all__ = [
+    "SyntheticData",
+    "planted_truth",
+    "popularity_figures",
+    "simulate_interbias",
+    "zipf_exponent",
+]
 
 TOP_SHARE_MSG = "`top_share` must be in ({lo:.3f}, 1) for {n} items (the uniform share), got {v!r}"
 RD_MSG = "`rd` must be in [0, 1) and `base_hit` * (1 + rd) <= 1, got rd={rd!r}, base_hit={b!r}"
@@ -260,3 +280,64 @@ def simulate_interbias(
         item_probability=p,
         exponent=s,
     )
+
+
+#: The users' own side, as ``evaluate``'s ``popularity_bias.profile`` names it.
+PROFILE_NAMES = ("profile_popularity", "profile_tail_share", "test_tail_share")
+
+
+def _profile_table(data: SyntheticData, n_items: int) -> pd.DataFrame:
+    """Per evaluated user: mean popularity of the distinct training items (popularity =
+    distinct training users of the item), tail share of the distinct training and test
+    items (head: the ``ceil(20 %)`` most popular catalog items, ties to the smaller id)."""
+    train = data.train[["user_id", "item_id"]].drop_duplicates()
+    test = data.test[["user_id", "item_id"]].drop_duplicates()
+    pop = train.groupby("item_id")["user_id"].nunique().reindex(range(n_items), fill_value=0)
+    ranked = pop.reset_index(name="pop").sort_values(["pop", "item_id"], ascending=[False, True])
+    head = set(ranked["item_id"].iloc[: int(np.ceil(0.2 * n_items))])
+    train = train.assign(pop=pop.loc[train["item_id"]].to_numpy(),
+                         tail=~train["item_id"].isin(head))
+    test = test.assign(tail=~test["item_id"].isin(head))
+    by_user = train.groupby("user_id")
+    out = pd.DataFrame({"profile_popularity": by_user["pop"].mean(),
+                        "profile_tail_share": by_user["tail"].mean()})
+    out["test_tail_share"] = test.groupby("user_id")["tail"].mean()
+    return out.loc[test["user_id"].unique()]
+
+
+def popularity_figures(data: SyntheticData, *, n: int, n_items: int) -> dict[str, float]:
+    """The figures of ``evaluate``'s ``popularity_bias`` section at cut-off ``n``, by pandas.
+
+    Returns
+    -------
+    dict
+        ``<metric>@<n>`` (ARP, APLT, ACLT, PopRSP, PopREO, novelty over every evaluated
+        user), the :data:`PROFILE_NAMES` over every evaluated user and per gender
+        (``"F:profile_popularity"``, ...), and every metric and profile figure per
+        popularity group of :func:`~recaudit.fairness.user_popularity_groups`
+        (``"niche:arp@10"``, ``"blockbuster:profile_tail_share"``, ...).
+    """
+    pu = per_user_popularity(data.recs, data.test, data.train, n=n, n_items=n_items)
+    values = pu.values.set_index("user_id")
+    profile = _profile_table(data, n_items).loc[values.index]
+    labels = user_popularity_groups(data.train).reindex(values.index).to_numpy()
+    gender = data.users.set_index("user_id")["gender"].reindex(values.index).to_numpy()
+    out = _figures(values, profile, pu, np.ones(len(values), dtype=bool), n, "")
+    for g in ("F", "M"):
+        out |= {f"{g}:{f}": float(profile.loc[gender == g, f].mean()) for f in PROFILE_NAMES}
+    for label in ABDOLLAHPOURI_LABELS:
+        out |= _figures(values, profile, pu, labels == label, n, f"{label}:")
+    return out
+
+
+def _figures(
+    values: pd.DataFrame, profile: pd.DataFrame, pu: PopularityPerUser, mask: npt.NDArray[np.bool_],
+    n: int, prefix: str,
+) -> dict[str, float]:
+    """The metrics and profile figures of the users ``mask`` (user means; PopRSP and
+    PopREO as ratios of sums over those users)."""
+    out = {f"{prefix}{c}": float(values.loc[mask, c].mean()) for c in values.columns}
+    parity = popularity_parity(pu.counts, weights=mask.astype(np.float64))
+    out |= {f"{prefix}{m}@{n}": float(parity[m][0]) for m in ("poprsp", "popreo")}
+    out |= {f"{prefix}{f}": float(profile.loc[mask, f].mean()) for f in PROFILE_NAMES}
+    return out
