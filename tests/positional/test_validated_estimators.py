@@ -279,3 +279,33 @@ def test_enough_queries_keep_their_interval() -> None:
     d = analyze(ev, AnalysisOptions(n_resamples=9, n_boot=20), rng=0).to_dict()
     assert d["pb"]["ci_low"] is not None and "ci_reason" not in d["pb"]
     assert FLOORS[0] == 0.0
+
+
+def test_a_split_with_no_selections_at_unfavoured_positions_is_only_bounded() -> None:
+    # every selection made by position (the packaged Gemma 3 270M at T = 0 answers
+    # position 1 every time): nothing shows the queries' relevance sets, so sPB could
+    # be anything in [0, share (1 - 1/k)]; an EM fit would return its starting value
+    from recaudit.positional._strong import StrongSoftResult
+
+    k = 5
+    ev = simulate_scenario("paper", 30, k=k, p_bias=1.0, rng=2)
+    res = analyze(ev, AnalysisOptions(n_resamples=9, n_boot=50), rng=0)
+    split = res.spb
+    assert split is not None and split.note is not None and "not identified" in split.note
+    assert np.isnan(split.strong.value) and np.isnan(split.soft.value)
+    share = split.positional_share
+    assert share.value == pytest.approx(1.0)
+    assert split.strong.ci.low == 0.0
+    assert split.strong.ci.high == pytest.approx(share.ci.high * (1 - 1 / k))
+    assert split.soft.ci.low == pytest.approx(share.ci.low / k)
+    assert split.soft.ci.high == pytest.approx(share.ci.high)
+    d = res.to_dict()
+    assert d["spb"]["value"] is None or np.isnan(d["spb"]["value"])
+    assert d["spb"]["ci_low"] == 0.0
+    assert "not identified" in d["spb"]["note"]
+    back = StrongSoftResult.from_dict(split.to_dict())
+    assert back.note == split.note
+    # a little of the choice law at the unfavoured positions identifies it again
+    ev = simulate_scenario("paper", 30, k=k, p_bias=0.5, rng=2)
+    split = analyze(ev, AnalysisOptions(n_resamples=9, n_boot=50), rng=0).spb
+    assert split is not None and split.note is None and np.isfinite(split.strong.value)

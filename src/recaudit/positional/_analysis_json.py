@@ -30,7 +30,7 @@ from .._stats import METHOD_FROM_JSON, ConfidenceInterval, Estimate
 from ._crossfit import PositionalBiasResult
 from ._icm import PobIcmResult
 from ._metrics import StrongBiasResult
-from ._strong import StrongSoftResult
+from ._strong import StrongSoftResult, split_note
 from ._unbp import PobUnbpResult
 
 __all__ = ["Coverage", "analysis_fields", "exact_fields", "group_keys", "holm_column"]
@@ -115,6 +115,7 @@ def _split(obj: Mapping[str, Any], what: str, level: float) -> StrongSoftResult 
         mean_set_size=number(spb, "mean_set_size", f"{what}.spb"),
         floor=number(spb, "floor", f"{what}.spb"),
         favoured=positions(spb, "favoured_positions", f"{what}.spb"),
+        note=split_note(spb, f"{what}.spb"),
     )
 
 

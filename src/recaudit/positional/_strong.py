@@ -11,6 +11,7 @@ query's relevance alone.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from math import comb
@@ -23,6 +24,7 @@ from scipy import special
 
 from .._records import as_mapping, need, number, positions
 from .._stats import ConfidenceInterval, Estimate, as_generator, percentile_interval
+from ..exceptions import InputError
 from ._bootstrap import check_bootstrap_args
 from ._crossfit import N_BOOT_SE, CrossFit, crossfit_shares, share_upper_bound
 from ._evaluations import Evaluations
@@ -39,6 +41,18 @@ _EM_MAX = 500
 #: set size converges within a few; 40 iterations give a bootstrap sd of E|R| within
 #: 2 % of 300 iterations' (k = 20, 500 queries; docs/decisions.md).
 _EM_MAX_BOOT = 40
+#: Fewest queries with >= 2 selections at the unfavoured positions for the relevance
+#: model to be identified: one selection per query says nothing about the size of its
+#: relevance set (any item is seen with probability 1/k, whatever the set), so with
+#: fewer such queries (fewer than all, in a group of under 5 queries, which gets no
+#: interval anyway) sPB and soft bias are reported as their identification bounds.
+MIN_INFORMATIVE_QUERIES = 5
+NOTE_UNIDENTIFIED = (
+    "not identified: {n} of {q} queries have two or more selections at the unfavoured "
+    "positions (at least {m} are needed to learn the relevance sets), so the split into "
+    "strong and soft is only bounded: sPB in [0, share (1 - 1/k)], soft in [share / k, "
+    "share], with the share's CI"
+)
 #: Support of H, the free-form distribution of the choice probabilities r_j(i) that
 #: widens the intervals: GRID_POINTS probabilities, _GRID_LOW of them in [0, 4/k].
 GRID_POINTS = 61
@@ -70,6 +84,10 @@ class StrongSoftResult:
     favoured : tuple of int
         The favoured positions (1-based) whose selections the relevance model leaves
         out.
+    note : str or None
+        Why the split is not identified (:data:`NOTE_UNIDENTIFIED`): then ``strong``
+        and ``soft`` have no value (``nan``) and their intervals are the
+        identification bounds, and ``mean_set_size`` and ``floor`` are ``nan``.
     """
 
     strong: Estimate
@@ -78,6 +96,7 @@ class StrongSoftResult:
     mean_set_size: float
     floor: float
     favoured: tuple[int, ...]
+    note: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         """JSON shape: ``strong``/``soft``/``positional_share`` estimates and the fit."""
@@ -88,6 +107,7 @@ class StrongSoftResult:
             "mean_set_size": self.mean_set_size,
             "floor": self.floor,
             "favoured_positions": list(self.favoured),
+            "note": self.note,
         }
 
     @classmethod
@@ -104,7 +124,17 @@ class StrongSoftResult:
                    positional_share=est("positional_share"),
                    mean_set_size=number(obj, "mean_set_size", what),
                    floor=number(obj, "floor", what),
-                   favoured=positions(obj, "favoured_positions", what))
+                   favoured=positions(obj, "favoured_positions", what),
+                   note=split_note(obj, what))
+
+
+def split_note(obj: Mapping[str, Any], what: str) -> str | None:
+    """The optional ``note`` of a split's JSON (absent in files written before it)."""
+    value = obj.get("note")
+    if value is None or isinstance(value, str):
+        return value
+    raise InputError(f"{what}.note must be a string or null, got {value!r}: rewrite the "
+                     "file with `recaudit positional analyze --json`")
 
 
 def strong_soft_bias(
@@ -207,6 +237,9 @@ def strong_soft_split(
     counts = np.bincount(
         evals.query[keep] * k + evals.item[keep], minlength=evals.n_queries * k
     ).reshape(evals.n_queries, k)
+    informative = int(np.count_nonzero(counts.sum(axis=1) >= 2))
+    if informative < min(MIN_INFORMATIVE_QUERIES, evals.n_queries):
+        return _unidentified(fit, confidence_level, informative, evals.n_queries)
     lik = _likelihoods(counts, k)  # (floors, n, k): P(counts_j | s = 1..k)
     ones = np.ones(evals.n_queries)
     coarse = range(0, FLOORS.size, 4)
@@ -235,17 +268,18 @@ def strong_soft_split(
     # part of it that the estimate assigns to strong / soft / all
     top = share_upper_bound(fit, confidence_level)
     ests = []
-    for i, (v, part) in enumerate(zip(values, (displaced, 1.0 - displaced, 1.0), strict=True)):
+    for i, (v, part) in enumerate(zip(values[:2], (displaced, 1.0 - displaced), strict=True)):
         ci = _clip(percentile_interval(boot[:, i], confidence_level=confidence_level))
-        if i < 2:  # strong and soft: the union with the free-form model's interval
-            other = _clip(percentile_interval(free_boot[:, i], confidence_level=confidence_level))
-            ci = ConfidenceInterval(min(ci.low, other.low), max(ci.high, other.high),
-                                    ci.confidence_level, ci.method)
+        # strong and soft: the union with the free-form model's interval
+        other = _clip(percentile_interval(free_boot[:, i], confidence_level=confidence_level))
+        ci = ConfidenceInterval(min(ci.low, other.low), max(ci.high, other.high),
+                                ci.confidence_level, ci.method)
         if np.isfinite(top):
             ci = ConfidenceInterval(ci.low, min(1.0, max(ci.high, top * part)),
                                     ci.confidence_level,
                                     "percentile bootstrap; upper: max over favoured sets")
         ests.append(Estimate(max(0.0, v), ci))
+    ests.append(_share_estimate(fit, confidence_level))
     return StrongSoftResult(
         strong=ests[0],
         soft=ests[1],
@@ -254,6 +288,41 @@ def strong_soft_split(
         floor=floor,
         favoured=tuple(int(p) + 1 for p in favoured),
     )
+
+
+def _unidentified(fit: CrossFit, confidence_level: float, informative: int,
+                  n_queries: int) -> StrongSoftResult:
+    """The split's identification bounds when the relevance sets cannot be learned.
+
+    sPB = beta (1 - eps)(1 - E|R|/k) with E|R| in [1, k] and eps in [0, 1] lies in
+    [0, beta (1 - 1/k)], soft = beta - sPB in [beta / k, beta]; with beta's interval
+    [lo, hi] the bounds are [0, hi (1 - 1/k)] and [lo / k, hi] (Manski 2003, ch. 1:
+    an interval for a partially identified quantity).
+    """
+    k = fit.k
+    share = _share_estimate(fit, confidence_level)
+    lo, hi = share.ci.low, share.ci.high
+    method = "identification bounds (relevance sets not identified)"
+    none = math.nan
+    strong = Estimate(none, ConfidenceInterval(0.0, min(1.0, hi * (1.0 - 1.0 / k)),
+                                               confidence_level, method))
+    soft = Estimate(none, ConfidenceInterval(lo / k, hi, confidence_level, method))
+    return StrongSoftResult(
+        strong=strong, soft=soft, positional_share=share, mean_set_size=none, floor=none,
+        favoured=tuple(int(p) + 1 for p in fit.favoured),
+        note=NOTE_UNIDENTIFIED.format(n=informative, q=n_queries, m=MIN_INFORMATIVE_QUERIES),
+    )
+
+
+def _share_estimate(fit: CrossFit, confidence_level: float) -> Estimate:
+    """beta, the position-driven share: the percentile interval of its bootstrap, the
+    upper end raised to the share's bound over favoured sets."""
+    ci = _clip(percentile_interval(fit.share_boot, confidence_level=confidence_level))
+    top = share_upper_bound(fit, confidence_level)
+    if np.isfinite(top):
+        ci = ConfidenceInterval(ci.low, min(1.0, max(ci.high, top)), ci.confidence_level,
+                                "percentile bootstrap; upper: max over favoured sets")
+    return Estimate(max(0.0, fit.share), ci)
 
 
 def _free_form_displaced(
