@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+import reprlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,7 +30,13 @@ __all__ = [
     "MSG_NOT_OBJECT",
     "MSG_KEY_WRITTEN_BY",
     "MSG_NOT_A_NUMBER",
+    "MSG_NOT_A_WHOLE_NUMBER",
+    "MSG_NOT_INTEGER",
+    "MSG_NOT_NUMBERS",
+    "MSG_NOT_POSITIONS",
     "as_mapping",
+    "integer",
+    "json_int",
     "find_key",
     "json_float",
     "need_key",
@@ -40,13 +47,25 @@ __all__ = [
     "optional_number",
     "positions",
     "to_float",
+    "to_int",
 ]
 
 MSG_MISSING = "{what}: missing key `{key}` (is this the JSON of its `to_dict()`?)"
 MSG_NOT_NUMBER = "{what}: `{key}` must be a number or null, got {value!r}"
 MSG_NOT_OBJECT = "{what} must be a JSON object, got {kind}"
 MSG_KEY_WRITTEN_BY = "{where}: missing key `{key}`; it is written by {command}"
+MSG_NOT_INTEGER = "{what}: `{key}` must be a whole number, got {value}"
+MSG_NOT_NUMBERS = ("{what}: `{key}` must be a list of numbers (null for undefined), "
+                   "got {value}")
+MSG_NOT_POSITIONS = "{what}: `{key}` must be a list of whole numbers or null, got {value}"
 MSG_NOT_A_NUMBER = "expected a number, got {value!r}"
+MSG_NOT_A_WHOLE_NUMBER = "expected a whole number, got {value!r}"
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 40
+_REPR.maxlist, _REPR.maxlevel = 4, 2
+#: The value quoted in a message: its repr, long ones cut (a message is one short line).
+_quote = _REPR.repr
 
 
 def norm_key(key: str) -> str:
@@ -74,14 +93,38 @@ def need_key(obj: Mapping[str, Any], where: str, command: str, *aliases: str) ->
     return find_key(obj, *aliases)
 
 
-def json_float(value: Any) -> float:
-    """A JSON number or ``null`` (-> ``nan``) as a float."""
+def json_float(value: Any, key: str | None = None, where: str | None = None) -> float:
+    """A JSON number or ``null`` (-> ``nan``) as a float (a numeric string too).
+
+    ``key`` and ``where`` name the value in the error when given.
+    """
     if value is None:
         return math.nan
     try:
         return float(value)
     except (TypeError, ValueError) as exc:
-        raise InputError(MSG_NOT_A_NUMBER.format(value=value)) from exc
+        raise InputError(_tolerant_message(MSG_NOT_A_NUMBER, value, key, where)) from exc
+
+
+def json_int(value: Any, key: str | None = None, where: str | None = None) -> int:
+    """A whole JSON number as an int (``4``, ``4.0`` or ``"4"``; not ``null``).
+
+    ``key`` and ``where`` name the value in the error when given.
+    """
+    try:
+        number = json_float(value)
+    except InputError:
+        number = math.nan
+    if not math.isfinite(number) or number != int(number):
+        raise InputError(_tolerant_message(MSG_NOT_A_WHOLE_NUMBER, value, key, where))
+    return int(number)
+
+
+def _tolerant_message(template: str, value: Any, key: str | None, where: str | None) -> str:
+    text = template.format(value=value)
+    if key is not None:
+        text = f"`{key}`: {text}"
+    return text if where is None else f"{where}: {text}"
 
 
 def as_mapping(obj: Any, what: str) -> Mapping[str, Any]:
@@ -109,9 +152,26 @@ def to_float(value: Any, key: str, what: str) -> float:
     the error."""
     if value is None:
         return math.nan
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+    if not _is_number(value):
         raise InputError(MSG_NOT_NUMBER.format(what=what, key=key, value=value))
     return float(value)
+
+
+def integer(obj: Mapping[str, Any], key: str, what: str) -> int:
+    """``obj[key]`` as an int: a whole JSON number (``4`` or ``4.0``), never ``null``."""
+    return to_int(need(obj, key, what), key, what)
+
+
+def to_int(value: Any, key: str, what: str) -> int:
+    """A whole JSON number as an int; ``key`` and ``what`` name it in the error."""
+    if not _is_number(value) or not math.isfinite(value) or value != int(value):
+        raise InputError(MSG_NOT_INTEGER.format(what=what, key=key, value=_quote(value)))
+    return int(value)
+
+
+def _is_number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(
+        value, int | float | np.integer | np.floating)
 
 
 def optional_number(obj: Mapping[str, Any], key: str, what: str) -> float | None:
@@ -122,12 +182,25 @@ def optional_number(obj: Mapping[str, Any], key: str, what: str) -> float | None
 def positions(obj: Mapping[str, Any], key: str, what: str) -> tuple[int, ...]:
     """A list of (1-based) positions, ``null`` read as none."""
     value = need(obj, key, what)
-    return () if value is None else tuple(int(p) for p in value)
+    if value is None:
+        return ()
+    if not isinstance(value, list | tuple):
+        raise InputError(MSG_NOT_POSITIONS.format(what=what, key=key, value=_quote(value)))
+    return tuple(to_int(p, key, what) for p in value)
 
 
-def float_array(values: Sequence[Any] | npt.ArrayLike) -> npt.NDArray[np.float64]:
-    """A (nested) JSON list of numbers as a float array, ``null`` as ``nan``."""
-    return np.array(_nulls_to_nan(values), dtype=float)
+def float_array(values: Sequence[Any] | npt.ArrayLike, key: str = "values",
+                what: str = "JSON") -> npt.NDArray[np.float64]:
+    """A (nested) JSON list of numbers as a float array, ``null`` as ``nan``.
+
+    Anything else -- a string, a ragged nesting -- is an :class:`InputError` naming
+    ``key`` and ``what``.
+    """
+    try:
+        return np.array(_nulls_to_nan(values), dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(MSG_NOT_NUMBERS.format(what=what, key=key,
+                                                value=_quote(values))) from None
 
 
 def _nulls_to_nan(values: Any) -> Any:
@@ -135,4 +208,6 @@ def _nulls_to_nan(values: Any) -> Any:
         return math.nan
     if isinstance(values, list | tuple):
         return [_nulls_to_nan(v) for v in values]
-    return values
+    if isinstance(values, np.ndarray) or _is_number(values):
+        return values
+    raise TypeError(values)

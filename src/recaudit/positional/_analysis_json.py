@@ -20,16 +20,17 @@ import numpy as np
 from .._records import (
     as_mapping,
     float_array,
+    integer,
     need,
     number,
     optional_number,
     positions,
-    to_float,
 )
 from .._stats import METHOD_FROM_JSON, ConfidenceInterval, Estimate
+from ..exceptions import InputError
 from ._crossfit import PositionalBiasResult
 from ._icm import PobIcmResult
-from ._metrics import StrongBiasResult
+from ._metrics import MSG_TAU, StrongBiasResult
 from ._strong import StrongSoftResult, split_note
 from ._unbp import PobUnbpResult
 
@@ -38,6 +39,7 @@ __all__ = ["Coverage", "analysis_fields", "exact_fields", "group_keys", "holm_co
 #: Every statistic object of the JSON that carries its own coverage.
 STATISTICS = ("pob_icm", "pob_unbp", "ps", "ps_modal", "pb", "spb", "spb_paper")
 _FROM_JSON = METHOD_FROM_JSON
+MSG_SHAPE = "{what}: `{key}` must hold {expected} (k={k}), got shape {shape}"
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,7 @@ class Coverage:
         what = "Coverage"
         obj = as_mapping(obj, what)
         reason = need(obj, "reason", what)
-        return cls(int(need(obj, "n_queries", what)), None if reason is None else str(reason))
+        return cls(integer(obj, "n_queries", what), None if reason is None else str(reason))
 
 
 def group_keys(obj: Mapping[str, Any], first: str) -> dict[str, Any]:
@@ -85,7 +87,8 @@ def group_keys(obj: Mapping[str, Any], first: str) -> dict[str, Any]:
 
 def holm_column(rows: Sequence[Mapping[str, Any]], test: str) -> np.ndarray:
     """The ``pvalue_holm`` of ``test`` in each row (``null`` or absent: ``nan``)."""
-    return float_array([(row.get(test) or {}).get("pvalue_holm") for row in rows])
+    return float_array([(row.get(test) or {}).get("pvalue_holm") for row in rows],
+                       f"{test}.pvalue_holm", "GroupedAnalysis")
 
 
 def _estimate(obj: Any, level: float) -> Estimate:
@@ -93,15 +96,23 @@ def _estimate(obj: Any, level: float) -> Estimate:
 
 
 def _distribution(obj: Mapping[str, Any], what: str, level: float) -> tuple[Estimate, ...]:
-    values = need(obj, "position_distribution", what)
-    cis = need(obj, "position_distribution_ci", what)
+    k = integer(obj, "k", what)
+    values = _array(obj, "position_distribution", what, (k,), "k numbers")
+    cis = _array(obj, "position_distribution_ci", what, (k, 2), "k [low, high] pairs")
     return tuple(
-        Estimate(to_float(v, "position_distribution", what),
-                 ConfidenceInterval(to_float(lo, "position_distribution_ci", what),
-                                    to_float(hi, "position_distribution_ci", what),
-                                    level, _FROM_JSON))
+        Estimate(float(v), ConfidenceInterval(float(lo), float(hi), level, _FROM_JSON))
         for v, (lo, hi) in zip(values, cis, strict=True)
     )
+
+
+def _array(obj: Mapping[str, Any], key: str, what: str, shape: tuple[int, ...],
+           expected: str) -> np.ndarray:
+    """``obj[key]`` as a float array of ``shape`` (``expected`` says it in words)."""
+    values = float_array(need(obj, key, what), key, what)
+    if values.shape != shape:
+        raise InputError(MSG_SHAPE.format(what=what, key=key, expected=expected,
+                                          k=shape[0], shape=values.shape))
+    return values
 
 
 def _split(obj: Mapping[str, Any], what: str, level: float) -> StrongSoftResult | None:
@@ -119,8 +130,19 @@ def _split(obj: Mapping[str, Any], what: str, level: float) -> StrongSoftResult 
     )
 
 
-def _tau(value: Any) -> float | str:
-    return value if value == "auto" else float(value)
+def _tau(obj: Mapping[str, Any], what: str) -> float | str:
+    """``tau`` read back: ``'auto'`` or a number in (0, 1], as the options accept."""
+    value = need(obj, "tau", what)
+    if value == "auto":
+        return "auto"
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise InputError(f"{what}: " + MSG_TAU.format(value=value))
+    return float(value)
+
+
+def _matrix(obj: Mapping[str, Any], what: str) -> np.ndarray:
+    k = integer(obj, "k", what)
+    return _array(obj, "selection_rate_matrix", what, (k, k), "a k x k matrix")
 
 
 def analysis_fields(obj: Mapping[str, Any], confidence_level: float) -> dict[str, Any]:
@@ -139,8 +161,8 @@ def analysis_fields(obj: Mapping[str, Any], confidence_level: float) -> dict[str
     unbp = stats["pob_unbp"]
     paper = stats["spb_paper"]
     return {
-        "k": int(need(obj, "k", what)),
-        **{key: int(need(obj, key, what)) for key in (
+        "k": integer(obj, "k", what),
+        **{key: integer(obj, key, what) for key in (
             "n_queries", "n_evaluations", "n_discarded", "n_queries_all_discarded",
             "n_queries_excluded_ps")},
         "alpha": alpha,
@@ -155,10 +177,10 @@ def analysis_fields(obj: Mapping[str, Any], confidence_level: float) -> dict[str
         "spb_paper": None if paper.get("n_folds") is None
         else StrongBiasResult.from_dict(paper, confidence_level=level),
         "position_distribution": _distribution(obj, what, level),
-        "selection_rate_matrix": float_array(need(obj, "selection_rate_matrix", what)),
+        "selection_rate_matrix": _matrix(obj, what),
         "coverage": coverage,
         "group": group_keys(obj, "n_queries"),
-        "tau": _tau(need(obj, "tau", what)),
+        "tau": _tau(obj, what),
         "spb_threshold_from": paper.get("threshold_from"),
     }
 
@@ -177,10 +199,10 @@ def exact_fields(obj: Mapping[str, Any], confidence_level: float) -> dict[str, A
         return None if d.get("value") is None else _estimate(d, level)
 
     return {
-        "k": int(need(obj, "k", what)),
-        "n_queries": int(need(obj, "n_queries", what)),
-        "n_evaluations": int(need(obj, "n_evaluations", what)),
-        "n_missing": int(need(obj, "n_missing", what)),
+        "k": integer(obj, "k", what),
+        "n_queries": integer(obj, "n_queries", what),
+        "n_evaluations": integer(obj, "n_evaluations", what),
+        "n_missing": integer(obj, "n_missing", what),
         "alpha": alpha,
         "epsilon": number(unbp, "epsilon", f"{what}.pob_unbp"),
         "pob_unbp": None if unbp.get("reject") is None
@@ -191,7 +213,7 @@ def exact_fields(obj: Mapping[str, Any], confidence_level: float) -> dict[str, A
         "spb_paper": maybe("spb_paper"),
         "outside_mass": optional_number(obj, "outside_mass", what),
         "position_distribution": _distribution(obj, what, level),
-        "selection_rate_matrix": float_array(need(obj, "selection_rate_matrix", what)),
+        "selection_rate_matrix": _matrix(obj, what),
         "group": group_keys(obj, "choice"),
-        "spb_repeats": int(need(paper, "n_repeats", f"{what}.spb_paper")),
+        "spb_repeats": integer(paper, "n_repeats", f"{what}.spb_paper"),
     }

@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from .._records import as_mapping, need, number
+from .._records import as_mapping, integer, number
 from .._stats import as_generator, monte_carlo_pvalue
 from ..exceptions import InputError
 from ._evaluations import Evaluations
@@ -81,11 +81,11 @@ class PobIcmResult:
             statistic=number(obj, "statistic", what),
             pvalue=number(obj, "pvalue", what),
             pvalue_asymptotic=number(obj, "pvalue_asymptotic", what),
-            df=int(need(obj, "df", what)),
-            n_rows=int(need(obj, "n_rows", what)),
-            n_columns=int(need(obj, "n_columns", what)),
-            n_resamples=int(need(obj, "n_resamples", what)),
-            n_in_repeated_columns=int(need(obj, "n_in_repeated_columns", what)),
+            df=integer(obj, "df", what),
+            n_rows=integer(obj, "n_rows", what),
+            n_columns=integer(obj, "n_columns", what),
+            n_resamples=integer(obj, "n_resamples", what),
+            n_in_repeated_columns=integer(obj, "n_in_repeated_columns", what),
         )
 
     @property

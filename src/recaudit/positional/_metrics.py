@@ -10,7 +10,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .._records import as_mapping, need, optional_number
+from .._records import as_mapping, integer, optional_number
 from .._stats import ConfidenceInterval, Estimate, as_generator, studentized_interval
 from ..exceptions import InputError
 from ._bootstrap import bootstrap_ci, check_bootstrap_args
@@ -229,8 +229,8 @@ class StrongBiasResult:
         est = Estimate.from_dict(obj, confidence_level=confidence_level)
         return cls(value=est.value, ci=est.ci, tau=optional_number(obj, "tau", what),
                    p_hat=optional_number(obj, "p_hat", what),
-                   n_folds=int(need(obj, "n_folds", what)),
-                   n_repeats=int(need(obj, "n_repeats", what)))
+                   n_folds=integer(obj, "n_folds", what),
+                   n_repeats=integer(obj, "n_repeats", what))
 
 
 def strong_positional_bias(

@@ -27,7 +27,15 @@ from .._read import read_json, read_text, read_toml
 from .._stats import Estimate
 from ..exceptions import InputError
 from ..positional import GroupedAnalysis, PositionalAnalysis
-from ._lookup import find, first_file, need, read_json_file, read_table_file, to_float
+from ._lookup import (
+    find,
+    first_file,
+    need,
+    read_json_file,
+    read_table_file,
+    to_float,
+    to_int,
+)
 from ._page import NAN_ESTIMATE, HasCI
 
 __all__ = [
@@ -50,6 +58,9 @@ SEQUENTIAL_CMD = "`recaudit positional run CONFIG --sequential`"
 _SEQUENTIAL_CELL_KEYS = ("model", "k", "temperature", "condition", "decision", "budget")
 #: The method named on an sPB split read from an older file (which does not name one).
 _OLDER_FILE = "as recorded (older analysis file)"
+MSG_NOT_LIST = "{where}: `{key}` must be a JSON list, got {kind}"
+MSG_PAIRS = "{where}: `{key}` must be a list of [low, high] pairs"
+MSG_BAD_RESULT = "{source}, positional result #{index}: {error}; rewrite it with {command}"
 
 
 @dataclass(frozen=True)
@@ -253,7 +264,7 @@ def configurations(grouped: GroupedAnalysis) -> tuple[Configuration, ...]:
 def _estimate(obj: Any, where: str) -> dict[str, Any]:
     """``{value, ci_low, ci_high}`` from any accepted spelling (a bare number: no CI)."""
     if not isinstance(obj, Mapping):
-        return {"value": to_float(obj), "ci_low": None, "ci_high": None}
+        return {"value": to_float(obj, "value", where), "ci_low": None, "ci_high": None}
     value = need(obj, where, POSITIONAL_CMD, "value", "estimate")
     ci = find(obj, "ci")
     if isinstance(ci, Sequence) and len(ci) == 2:
@@ -270,32 +281,52 @@ def _covered(obj: Any, fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def _distribution(obj: Mapping[str, Any], where: str, k: int) -> dict[str, list[Any]]:
-    raw = need(obj, where, POSITIONAL_CMD, "position_distribution", "position_shares")
+    key = "position_distribution"
+    raw = need(obj, where, POSITIONAL_CMD, key, "position_shares")
     if isinstance(raw, Mapping):  # {"value": [...], "ci_low": [...], "ci_high": [...]}
-        values = need(raw, f"{where}.position_distribution", POSITIONAL_CMD, "value")
-        lows = find(raw, "ci_low", "low") or [None] * len(values)
-        highs = find(raw, "ci_high", "high") or [None] * len(values)
-    elif raw and isinstance(raw[0], Mapping):  # [{"value", "ci_low", "ci_high"}, ...]
+        values = _list(need(raw, f"{where}.{key}", POSITIONAL_CMD, "value"), key, where)
+        lows = _list(find(raw, "ci_low", "low"), key, where) or [None] * len(values)
+        highs = _list(find(raw, "ci_high", "high"), key, where) or [None] * len(values)
+    elif _list(raw, key, where) and isinstance(raw[0], Mapping):  # [{"value", ...}, ...]
         ests = [_estimate(p, where) for p in raw]
         values = [e["value"] for e in ests]
         lows, highs = [e["ci_low"] for e in ests], [e["ci_high"] for e in ests]
     else:
-        values = raw
-        pairs = find(obj, "position_distribution_ci")
-        if pairs:
-            lows, highs = [p[0] for p in pairs], [p[1] for p in pairs]
-        else:
-            lows = find(obj, "position_distribution_ci_low", "position_distribution_low")
-            highs = find(obj, "position_distribution_ci_high", "position_distribution_high")
-            lows, highs = lows or [None] * len(values), highs or [None] * len(values)
+        values = _list(raw, key, where)
+        lows, highs = _distribution_cis(obj, where, len(values))
     if not len(values) == len(lows) == len(highs) == k:
         raise InputError(
-            f"{where}: `position_distribution` and its CIs must have k={k} entries, "
+            f"{where}: `{key}` and its CIs must have k={k} entries, "
             f"got {len(values)}/{len(lows)}/{len(highs)}"
         )
-    return {"position_distribution": [to_float(v) for v in values],
-            "position_distribution_ci": [[to_float(lo), to_float(hi)]
+    return {key: [to_float(v, key, where) for v in values],
+            "position_distribution_ci": [[to_float(lo, f"{key}_ci", where),
+                                          to_float(hi, f"{key}_ci", where)]
                                          for lo, hi in zip(lows, highs, strict=True)]}
+
+
+def _distribution_cis(obj: Mapping[str, Any], where: str, k: int) -> tuple[list, list]:
+    """The distribution's lower and upper bounds: ``[[low, high], ...]``, else two lists
+    (``null`` bounds when there are none)."""
+    key = "position_distribution_ci"
+    pairs = _list(find(obj, key), key, where)
+    if pairs:
+        if not all(isinstance(p, list) and len(p) == 2 for p in pairs):
+            raise InputError(MSG_PAIRS.format(where=where, key=key))
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+    lows = _list(find(obj, f"{key}_low", "position_distribution_low"), f"{key}_low", where)
+    highs = _list(find(obj, f"{key}_high", "position_distribution_high"), f"{key}_high",
+                  where)
+    return lows or [None] * k, highs or [None] * k
+
+
+def _list(value: Any, key: str, where: str) -> list[Any]:
+    """``value`` if it is a JSON list (``null``: empty), else an :class:`InputError`."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InputError(MSG_NOT_LIST.format(where=where, key=key, kind=type(value).__name__))
+    return value
 
 
 def _icm(icm: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -367,19 +398,22 @@ def canonical(obj: Any, index: int, alpha: float | None = None) -> dict[str, Any
     name = find(obj, "model")
     where = f"positional result #{index}" + (f" (model {name!r})" if name is not None else "")
     cmd = POSITIONAL_CMD
-    k = int(need(obj, where, cmd, "k"))
+    k = to_int(need(obj, where, cmd, "k"), "k", where)
     icm = need(obj, where, cmd, "pob_icm", "icm")
     unbp = need(obj, where, cmd, "pob_unbp", "unbp")
     if not isinstance(icm, Mapping) or not isinstance(unbp, Mapping):
         raise InputError(f"{where}: `pob_icm` and `pob_unbp` must be JSON objects")
-    matrix = need(obj, where, cmd, "selection_rate_matrix", "selection_rates")
-    if len(matrix) != k or any(len(row) != k for row in matrix):
+    matrix = _list(need(obj, where, cmd, "selection_rate_matrix", "selection_rates"),
+                   "selection_rate_matrix", where)
+    if len(matrix) != k or any(not isinstance(row, list) or len(row) != k for row in matrix):
         raise InputError(f"{where}: `selection_rate_matrix` must be {k} x {k}")
     pb = need(obj, where, cmd, "pb", "positional_bias")
     ps = need(obj, where, cmd, "ps", "permutation_sensitivity")
     group = {key: value for key in ("model", "temperature", "condition")
              if (value := find(obj, key)) is not None}
-    counts = {key: int(need(obj, where, cmd, key))
+    if "temperature" in group:  # a number: the report prints it as one
+        group["temperature"] = to_float(group["temperature"], "temperature", where)
+    counts = {key: to_int(need(obj, where, cmd, key), key, where)
               for key in ("n_queries", "n_evaluations", "n_discarded")}
     own_alpha = find(obj, "alpha")
     ps_modal = find(obj, "ps_modal")
@@ -400,7 +434,8 @@ def canonical(obj: Any, index: int, alpha: float | None = None) -> dict[str, Any
                                                    if isinstance(pb, Mapping) else None)}),
         **_spb(obj, where),
         **_distribution(obj, where, k),
-        "selection_rate_matrix": [[to_float(x) for x in row] for row in matrix],
+        "selection_rate_matrix": [[to_float(x, "selection_rate_matrix", where) for x in row]
+                                  for row in matrix],
     }
 
 
@@ -415,7 +450,14 @@ def read_analysis(analysis: Any, source: str) -> tuple[Mapping[str, Any], Groupe
             f"{source}: the positional analysis holds no result; rerun {POSITIONAL_CMD}"
         )
     alpha = find(meta, "alpha")
+    alpha = None if alpha is None else to_float(alpha, "alpha", source)
     rows = [canonical(obj, i, alpha) for i, obj in enumerate(items)]
+    for i, row in enumerate(rows):  # the library's readers name the field, not the file
+        try:
+            PositionalAnalysis.from_dict(row)
+        except InputError as exc:
+            raise InputError(MSG_BAD_RESULT.format(source=source, index=i, error=exc,
+                                                   command=POSITIONAL_CMD)) from None
     return meta, GroupedAnalysis.from_list(rows)
 
 
@@ -428,17 +470,17 @@ def _simulation(rows: Any, where: str) -> tuple[SimulationRow, ...]:
     for i, row in enumerate(rows):
         w = f"{where} row #{i}"
         rate = Estimate.from_dict({
-            "value": to_float(need(row, w, cmd, "rejection_rate", "power")),
-            "ci_low": to_float(find(row, "ci_low")),
-            "ci_high": to_float(find(row, "ci_high")),
+            "value": to_float(need(row, w, cmd, "rejection_rate", "power"), "rejection_rate", w),
+            "ci_low": to_float(find(row, "ci_low"), "ci_low", w),
+            "ci_high": to_float(find(row, "ci_high"), "ci_high", w),
         })
         out.append(SimulationRow(
             test=str(need(row, w, cmd, "test")),
-            k=int(need(row, w, cmd, "k")),
-            queries=int(need(row, w, cmd, "queries", "n_queries")),
-            perms=int(find(row, "perms", "n_perms") or 0),
-            p_bias=to_float(need(row, w, cmd, "p_bias")),
-            reps=int(find(row, "reps", "n_reps") or 0),
+            k=to_int(need(row, w, cmd, "k"), "k", w),
+            queries=to_int(need(row, w, cmd, "queries", "n_queries"), "queries", w),
+            perms=to_int(find(row, "perms", "n_perms") or 0, "perms", w),
+            p_bias=to_float(need(row, w, cmd, "p_bias"), "p_bias", w),
+            reps=to_int(find(row, "reps", "n_reps") or 0, "reps", w),
             rejection_rate=rate,
         ))
     return tuple(out)
@@ -589,7 +631,7 @@ def load_positional(analysis: Any, *, source: str, folder: Path | None = None) -
     alpha = find(meta, "alpha")
     return PositionalRun(
         source=source,
-        alpha=grouped.groups[0].alpha if alpha is None else float(alpha),
+        alpha=grouped.groups[0].alpha if alpha is None else to_float(alpha, "alpha", source),
         analysis=grouped,
         discards=found.discards,
         generations=found.generations,

@@ -14,9 +14,10 @@ from typing import Any
 import pandas as pd
 
 from .._read import read_json, read_table
-from .._records import find_key, json_float, need_key, norm_key
+from .._records import find_key, json_float, json_int, need_key, norm_key
 
-__all__ = ["find", "first_file", "need", "norm", "read_json_file", "read_table_file", "to_float"]
+__all__ = ["find", "first_file", "need", "norm", "read_json_file", "read_table_file", "to_float",
+           "to_int"]
 
 
 #: The tolerant readers are shared with the fairness results' ``from_dict``.
@@ -24,6 +25,7 @@ norm = norm_key
 find = find_key
 need = need_key
 to_float = json_float
+to_int = json_int
 
 
 def first_file(folder: Path, *names: str) -> Path | None:
