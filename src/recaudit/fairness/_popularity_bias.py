@@ -133,8 +133,7 @@ def _popularity_source(
     everyone = pd.factorize(train["user_id"])[0].astype(np.int64)
     pairs = np.unique(everyone * n_codes + items)
     popularity = np.bincount(pairs % n_codes, minlength=len(item_index)).astype(np.float64)
-    ids = _sortable(item_index.to_numpy())
-    is_head = head_items(popularity, ids, n_items=n_items)
+    is_head = head_items(popularity, _sortable(item_index.to_numpy()), n_items=n_items)
     users = _codes(train["user_id"], user_ids)
     train_head, train_tail = _per_user_group_counts(users, items, is_head, len(user_ids))
     t_users, t_items = _codes(test["user_id"], user_ids), _codes(test["item_id"], item_index)
@@ -156,25 +155,21 @@ def _popularity_source(
         grouping=grouping,
         train_items=train_items,
         test_items=_incidence(t_users, t_items, len(user_ids), len(item_index)),
-        recount=_recount_side(train_items, popularity, n_train_users, ids, is_head, n_items),
+        recount=_recount_side(train_items, popularity, n_train_users, is_head, n_items),
     )
     return source, None
 
 
 def _recount_side(
     train_items: sp.csr_matrix, popularity: npt.NDArray[np.float64], n_train_users: int,
-    ids: npt.NDArray[Any], is_head: npt.NDArray[np.bool_], n_items: int,
+    is_head: npt.NDArray[np.bool_], n_items: int,
 ) -> _TrainingSide:
-    """The fixed part of a resample's recount: the training users outside the evaluated
-    ones (their counts and number), the id order that breaks head ties, the head size."""
-    rank = np.empty(ids.size, dtype=np.int64)
-    rank[np.lexsort((ids,))] = np.arange(ids.size)
-    n_evaluated = int((np.diff(train_items.indptr) > 0).sum())
+    """What a resample's recount holds fixed: the training users outside the evaluated
+    ones (their counts), the observed head and self-information."""
     return _TrainingSide(
         fixed_popularity=popularity - np.asarray(train_items.sum(axis=0)).ravel(),
-        fixed_train_users=float(n_train_users - n_evaluated),
-        id_rank=rank,
-        n_head=int(is_head.sum()),
+        information=np.log2(n_train_users / np.maximum(popularity, 1.0)),
+        head=is_head.astype(np.float64),
         n_items=n_items,
     )
 

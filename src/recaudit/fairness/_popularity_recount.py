@@ -1,22 +1,20 @@
 r"""The popularity section's bootstrap replicates, with popularity recounted per resample.
 
-An item's popularity is a count over the same users the bootstrap resamples, and the
-head is chosen from it, so a replicate that held both at their observed values would
-see only part of the variance (the profile popularity, a mean over users of counts of
-the same users, about half). Here each resample with multinomial user weights ``w``
-recounts them first:
+An item's popularity is a count over the same users the bootstrap resamples, so a
+replicate that held it at its observed value would see only part of the variance of a
+figure built on it (the profile popularity, a mean over users of counts of the same
+users, about half). Each resample with multinomial user weights ``w`` recounts it:
+``pop*_i = sum_u w_u 1[i in R_u]`` over the evaluated users plus the fixed count of the
+training users outside them (they are not resampled). ARP and the profile popularity are
+computed from ``pop*``; the head and novelty's self-information stay at their observed
+values (re-choosing the head from ``pop*`` was measured and made the percentile CIs of
+the head-based figures worse: ``docs/decisions.md``).
 
-- ``pop*_i = sum_u w_u 1[i in R_u]`` over the evaluated users plus the fixed count of
-  the training users outside them (they are not resampled), and ``n_train*`` the same
-  for novelty's normaliser;
-- the head ``H*``: the ``n_head`` items of largest ``pop*``, ties to the smaller item id
-  as :func:`~recaudit.fairness._popularity.head_items` breaks them;
-
-then every figure is a weighted sum over users of item rows, one sparse product for a
-chunk of resamples: with ``S`` a users x items matrix (e.g. ``1/|L_u@N|`` at each
-listed item), ``sum_u w_u sum_i S_ui v_i = sum_i (w @ S)_i v_i`` for any item vector
-``v`` of the resample (``pop*``, self-information, ``1[i in H*]``).
-:meth:`_Recount.statistics` with every weight 1 is the point estimate.
+Every figure is a weighted sum over users of item rows, one sparse product for a block
+of resamples: with ``S`` a users x items matrix (e.g. ``1/|L_u@N|`` at each listed item),
+``sum_u w_u sum_i S_ui v_i = sum_i (w @ S)_i v_i`` for any item vector ``v`` of the
+resample (``pop*``, self-information, ``1[i in H]``). :meth:`_Recount.statistics` with
+every weight 1 is the point estimate.
 """
 
 from __future__ import annotations
@@ -43,10 +41,14 @@ class _TrainingSide:
     """What every subset shares: the fixed part of the counts and the head rule."""
 
     fixed_popularity: npt.NDArray[np.float64]
-    fixed_train_users: float
-    id_rank: npt.NDArray[np.int64]
-    n_head: int
+    information: npt.NDArray[np.float64]
+    head: npt.NDArray[np.float64]
     n_items: int
+
+    @property
+    def n_head(self) -> int:
+        """Items in the head."""
+        return int(self.head.sum())
 
 
 @dataclass(frozen=True)
@@ -144,13 +146,13 @@ class _Recount:
         return max(1, _BLOCK_ENTRIES // max(self.rows.shape[1], 1))
 
     def resample(self, weights: npt.NDArray[np.float64]) -> _Resample:
-        """``pop*``, self-information and head ``H*`` of each resample (every user's
-        weights ``(b, users)``, this object holding every evaluated user)."""
+        """``pop*`` of each resample (every user's weights ``(b, users)``, this object
+        holding every evaluated user), beside the observed self-information and head."""
         side = self.side
         pop = np.asarray(self.train_rows.T @ weights.T).T + side.fixed_popularity
-        n_train = weights @ (np.asarray(self.train_rows.sum(axis=1)).ravel() > 0)
-        info = np.log2((n_train + side.fixed_train_users)[:, None] / np.maximum(pop, 1.0))
-        return _Resample(pop, info, _heads(pop, side.id_rank, side.n_head))
+        b = weights.shape[0]
+        return _Resample(pop, np.broadcast_to(side.information, (b, pop.shape[1])),
+                         np.broadcast_to(side.head, (b, pop.shape[1])))
 
     def statistics(
         self, weights: npt.NDArray[np.float64], items: _Resample
@@ -194,18 +196,3 @@ class _Recount:
                 by_tail[:, base + _TEST_SHARE] / defined[:, n_cuts + 1],
             ])
         return metrics, profile
-
-
-def _heads(
-    pop: npt.NDArray[np.float64], id_rank: npt.NDArray[np.int64], n_head: int
-) -> npt.NDArray[np.float64]:
-    """0/1 ``(b, n_codes)``: the ``n_head`` largest counts of each row, ties to the
-    smaller id rank (the counts are whole numbers, so one integer key orders both)."""
-    out = np.zeros(pop.shape)
-    if n_head == 0:
-        return out
-    counts = np.rint(pop).astype(np.int64)
-    key = (counts.max(axis=1, keepdims=True) - counts) * pop.shape[1] + id_rank[None, :]
-    top = np.argpartition(key, n_head - 1, axis=1)[:, :n_head]
-    np.put_along_axis(out, top, 1.0, axis=1)
-    return out
