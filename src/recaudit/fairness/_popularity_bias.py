@@ -352,7 +352,7 @@ class _PopularityReplicates:
         ``(b, G, K)``, ``pop_profile`` ``(b, 1 + G, P)`` (everyone, then each group) and,
         with popularity groups, ``pop_user_groups`` ``(b, len(labels), K + P)``.
 
-        Popularity and the head are recounted in each resample from its weights
+        Popularity is recounted in each resample from its weights
         (:meth:`_Recount.resample`), in blocks of resamples that keep memory small.
         """
         step = self.everyone.recount.block_size()
