@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+import scipy.sparse as sp
 
 from .._stats import Estimate
 from ..exceptions import InputError
@@ -49,6 +50,7 @@ from ._popularity import (
     head_items,
     popularity_kernel,
 )
+from ._popularity_recount import _incidence, _Recount, _TrainingSide
 from ._user_groups import (
     DEFAULT_GROUPING,
     PopularityGrouping,
@@ -91,6 +93,9 @@ class _PopularitySource:
     profile: npt.NDArray[np.float64]
     popularity_group: npt.NDArray[np.intp] | None
     grouping: PopularityGrouping
+    train_items: sp.csr_matrix
+    test_items: sp.csr_matrix
+    recount: _TrainingSide
 
 
 def _sortable(ids: npt.NDArray[Any]) -> npt.NDArray[Any]:
@@ -133,11 +138,13 @@ def _popularity_source(
     train_head, train_tail = _per_user_group_counts(users, items, is_head, len(user_ids))
     t_users, t_items = _codes(test["user_id"], user_ids), _codes(test["item_id"], item_index)
     test_head, test_tail = _per_user_group_counts(t_users, t_items, is_head, len(user_ids))
+    train_items = _incidence(users, items, len(user_ids), len(item_index))
+    n_train_users = int(everyone.max()) + 1
     source = _PopularitySource(
         popularity=popularity,
         is_head=is_head,
         n_items=n_items,
-        n_train_users=int(everyone.max()) + 1,
+        n_train_users=n_train_users,
         train_head=train_head,
         train_tail=train_tail,
         test_head=test_head,
@@ -146,8 +153,25 @@ def _popularity_source(
                          (test_head, test_tail)),
         popularity_group=_popularity_group_codes(train, user_ids, grouping),
         grouping=grouping,
+        train_items=train_items,
+        test_items=_incidence(t_users, t_items, len(user_ids), len(item_index)),
+        recount=_recount_side(train_items, popularity, n_train_users, is_head, n_items),
     )
     return source, None
+
+
+def _recount_side(
+    train_items: sp.csr_matrix, popularity: npt.NDArray[np.float64], n_train_users: int,
+    is_head: npt.NDArray[np.bool_], n_items: int,
+) -> _TrainingSide:
+    """What a resample's recount holds fixed: the training users outside the evaluated
+    ones (their counts), the observed head and self-information."""
+    return _TrainingSide(
+        fixed_popularity=popularity - np.asarray(train_items.sum(axis=0)).ravel(),
+        information=np.log2(n_train_users / np.maximum(popularity, 1.0)),
+        head=is_head.astype(np.float64),
+        n_items=n_items,
+    )
 
 
 def _profile(
@@ -191,7 +215,8 @@ class _PopularityValues:
     ``means``: ``(users, len(USER_MEAN_METRICS) * n_cuts)``, metric-major; ``rsp`` and
     ``reo``: the stacked count vectors of :meth:`PopularityCounts.stacked`; ``profile``:
     ``(users, len(PROFILE_FIGURES))``; ``pop_group``: the popularity-group codes
-    (:func:`_popularity_group_codes`).
+    (:func:`_popularity_group_codes`); ``recount``: the rows that recount popularity and
+    the head in each bootstrap resample (:mod:`._popularity_recount`).
     """
 
     means: npt.NDArray[np.float64]
@@ -200,6 +225,7 @@ class _PopularityValues:
     ns: tuple[int, ...]
     profile: npt.NDArray[np.float64]
     pop_group: npt.NDArray[np.intp] | None
+    recount: _Recount
 
     @classmethod
     def of(
@@ -214,7 +240,9 @@ class _PopularityValues:
         )
         rsp, reo = counts.stacked()
         means = np.hstack([per_user[m] for m in USER_MEAN_METRICS])
-        return cls(means, rsp, reo, ns, source.profile, source.popularity_group)
+        recount = _Recount.of(lists.items, lists.hits, ns, source.train_items,
+                              source.test_items, source.recount)
+        return cls(means, rsp, reo, ns, source.profile, source.popularity_group, recount)
 
     @property
     def keys(self) -> list[str]:
@@ -225,7 +253,7 @@ class _PopularityValues:
         """The rows of the users ``idx``."""
         group = None if self.pop_group is None else self.pop_group[idx]
         return _PopularityValues(self.means[idx], self.rsp[idx], self.reo[idx], self.ns,
-                                 self.profile[idx], group)
+                                 self.profile[idx], group, self.recount.subset(idx))
 
     def statistics(self, weights: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """Every metric under user weights ``(b, users)``: ``(b, len(keys))``.
@@ -322,22 +350,29 @@ class _PopularityReplicates:
     def chunk(self, wf: npt.NDArray[np.float64]) -> dict[str, npt.NDArray[np.float64]]:
         """One chunk of weights ``(b, users)``: ``pop_overall`` ``(b, K)``, ``pop_groups``
         ``(b, G, K)``, ``pop_profile`` ``(b, 1 + G, P)`` (everyone, then each group) and,
-        with popularity groups, ``pop_user_groups`` ``(b, len(labels), K + P)``."""
-        groups = [
-            v.statistics(wf[:, idx]) for v, idx in zip(self.groups, self.members, strict=True)
-        ]
-        profile = [self.everyone.profile_statistics(wf)] + [
-            v.profile_statistics(wf[:, idx])
-            for v, idx in zip(self.groups, self.members, strict=True)
-        ]
+        with popularity groups, ``pop_user_groups`` ``(b, len(labels), K + P)``.
+
+        Popularity is recounted in each resample from its weights
+        (:meth:`_Recount.resample`), in blocks of resamples that keep memory small.
+        """
+        step = self.everyone.recount.block_size()
+        blocks = [self._block(wf[i : i + step]) for i in range(0, wf.shape[0], step)]
+        return {name: np.concatenate([b[name] for b in blocks]) for name in blocks[0]}
+
+    def _block(self, wf: npt.NDArray[np.float64]) -> dict[str, npt.NDArray[np.float64]]:
+        """:meth:`chunk` of one block of resamples."""
+        items = self.everyone.recount.resample(wf)
+        overall, profile = self.everyone.recount.statistics(wf, items)
+        groups = [v.recount.statistics(wf[:, idx], items)
+                  for v, idx in zip(self.groups, self.members, strict=True)]
         out = {
-            "pop_overall": self.everyone.statistics(wf),
-            "pop_groups": np.stack(groups, axis=1),
-            "pop_profile": np.stack(profile, axis=1),
+            "pop_overall": overall,
+            "pop_groups": np.stack([m for m, _ in groups], axis=1),
+            "pop_profile": np.stack([profile] + [p for _, p in groups], axis=1),
         }
         if self.pop_members:
             out["pop_user_groups"] = np.stack([
-                np.hstack([v.statistics(wf[:, idx]), v.profile_statistics(wf[:, idx])])
+                np.hstack(v.recount.statistics(wf[:, idx], items))
                 for v, idx in zip(self.pop_groups, self.pop_members, strict=True)
             ], axis=1)
         return out

@@ -1,0 +1,198 @@
+r"""The popularity section's bootstrap replicates, with popularity recounted per resample.
+
+An item's popularity is a count over the same users the bootstrap resamples, so a
+replicate that held it at its observed value would see only part of the variance of a
+figure built on it (the profile popularity, a mean over users of counts of the same
+users, about half). Each resample with multinomial user weights ``w`` recounts it:
+``pop*_i = sum_u w_u 1[i in R_u]`` over the evaluated users plus the fixed count of the
+training users outside them (they are not resampled). ARP and the profile popularity are
+computed from ``pop*``; the head and novelty's self-information stay at their observed
+values (re-choosing the head from ``pop*`` was measured and made the percentile CIs of
+the head-based figures worse: ``docs/decisions.md``).
+
+Every figure is a weighted sum over users of item rows, one sparse product for a block
+of resamples: with ``S`` a users x items matrix (e.g. ``1/|L_u@N|`` at each listed item),
+``sum_u w_u sum_i S_ui v_i = sum_i (w @ S)_i v_i`` for any item vector ``v`` of the
+resample (``pop*``, self-information, ``1[i in H]``). :meth:`_Recount.statistics` with
+every weight 1 is the point estimate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import scipy.sparse as sp
+
+from ._popularity import _parity_of_sums
+
+#: Item rows per cut-off: ``1/|L_u@N|`` per listed slot, 1 per listed slot, 1 per hit.
+_PER_CUT = 3
+#: Item rows after the cut-offs: training items, training items / |R_u|, test items,
+#: test items / |T_u|.
+_TRAIN, _TRAIN_SHARE, _TEST, _TEST_SHARE = range(4)
+#: Largest number of dense entries of one block of ``w @ S`` (rows are split to fit).
+_BLOCK_ENTRIES = 4_000_000
+
+
+@dataclass(frozen=True)
+class _TrainingSide:
+    """What every subset shares: the fixed part of the counts and the head rule."""
+
+    fixed_popularity: npt.NDArray[np.float64]
+    information: npt.NDArray[np.float64]
+    head: npt.NDArray[np.float64]
+    n_items: int
+
+    @property
+    def n_head(self) -> int:
+        """Items in the head."""
+        return int(self.head.sum())
+
+
+@dataclass(frozen=True)
+class _Resample:
+    """The item vectors of a block of resamples, ``(b, n_codes)`` each."""
+
+    popularity: npt.NDArray[np.float64]
+    information: npt.NDArray[np.float64]
+    head: npt.NDArray[np.float64]
+
+
+def _incidence(
+    users: npt.NDArray[np.int64], items: npt.NDArray[np.int64], n_users: int, n_codes: int
+) -> sp.csr_matrix:
+    """Distinct ``(user, item)`` pairs as a 0/1 users x items matrix (negative codes skipped)."""
+    keep = (users >= 0) & (items >= 0)
+    width = max(n_codes, 1)
+    keys = np.unique(users[keep] * width + items[keep])
+    return sp.csr_matrix((np.ones(keys.size), (keys // width, keys % width)),
+                         shape=(n_users, n_codes))
+
+
+def _row_scaled(m: sp.csr_matrix) -> tuple[sp.csr_matrix, npt.NDArray[np.float64]]:
+    """``m`` with each row divided by its sum (empty rows stay empty), and the 0/1 row flags."""
+    sums = np.asarray(m.sum(axis=1)).ravel()
+    scale = np.divide(1.0, sums, out=np.zeros_like(sums), where=sums > 0)
+    return sp.csr_matrix(sp.diags(scale) @ m), (sums > 0).astype(np.float64)
+
+
+def _list_rows(
+    items: npt.NDArray[np.int64], hits: npt.NDArray[np.bool_], ns: tuple[int, ...],
+    n_codes: int,
+) -> tuple[list[sp.csr_matrix], npt.NDArray[np.float64]]:
+    """Per cut-off the three list rows (:data:`_PER_CUT`), and ``(users, len(ns))`` flags
+    of a non-empty list (ARP's and novelty's defined users)."""
+    n_users = items.shape[0]
+    rows: list[sp.csr_matrix] = []
+    flags = []
+    for cut in ns:
+        m = items[:, :cut]
+        listed = m >= 0
+        u = np.broadcast_to(np.arange(n_users)[:, None], m.shape)[listed]
+        slots = sp.csr_matrix((np.ones(u.size), (u, m[listed])), shape=(n_users, n_codes))
+        hit = listed & hits[:, :cut]
+        uh = np.broadcast_to(np.arange(n_users)[:, None], m.shape)[hit]
+        hit_rows = sp.csr_matrix((np.ones(uh.size), (uh, m[hit])), shape=(n_users, n_codes))
+        length = listed.sum(axis=1).astype(np.float64)
+        scale = np.divide(1.0, length, out=np.zeros_like(length), where=length > 0)
+        rows += [sp.csr_matrix(sp.diags(scale) @ slots), slots, hit_rows]
+        flags.append(length > 0)
+    return rows, np.column_stack(flags).astype(np.float64)
+
+
+@dataclass(frozen=True)
+class _Recount:
+    """Per-user item rows of one set of users and the shared training side (internal).
+
+    ``rows``: users x ``(n_blocks * n_codes)``, the :data:`_PER_CUT` list rows of every
+    cut-off then the four training/test rows; ``defined``: users x ``(len(ns) + 2)``
+    0/1 flags (non-empty list at each cut-off, a training item, a test item);
+    ``train_rows``: users x ``n_codes``, the evaluated users' distinct training items.
+    """
+
+    rows: sp.csr_matrix
+    defined: npt.NDArray[np.float64]
+    train_rows: sp.csr_matrix
+    ns: tuple[int, ...]
+    side: _TrainingSide
+
+    @classmethod
+    def of(
+        cls, items: npt.NDArray[np.int64], hits: npt.NDArray[np.bool_], ns: tuple[int, ...],
+        train: sp.csr_matrix, test: sp.csr_matrix, side: _TrainingSide,
+    ) -> _Recount:
+        """The rows of the evaluated users: lists (codes, hits) and their train/test items."""
+        lists, listed = _list_rows(items, hits, ns, train.shape[1])
+        train_share, has_train = _row_scaled(train)
+        test_share, has_test = _row_scaled(test)
+        rows = sp.hstack([*lists, train, train_share, test, test_share], format="csr")
+        defined = np.column_stack([listed, has_train, has_test])
+        return cls(rows, defined, train, ns, side)
+
+    @property
+    def n_codes(self) -> int:
+        """Item codes (columns of one block)."""
+        return int(self.train_rows.shape[1])
+
+    def subset(self, idx: npt.NDArray[np.intp]) -> _Recount:
+        """The rows of the users ``idx`` (the training side is shared)."""
+        return _Recount(self.rows[idx], self.defined[idx], self.train_rows[idx], self.ns,
+                        self.side)
+
+    def block_size(self) -> int:
+        """Resamples per block so that one block of ``w @ rows`` stays small."""
+        return max(1, _BLOCK_ENTRIES // max(self.rows.shape[1], 1))
+
+    def resample(self, weights: npt.NDArray[np.float64]) -> _Resample:
+        """``pop*`` of each resample (every user's weights ``(b, users)``, this object
+        holding every evaluated user), beside the observed self-information and head."""
+        side = self.side
+        pop = np.asarray(self.train_rows.T @ weights.T).T + side.fixed_popularity
+        b = weights.shape[0]
+        return _Resample(pop, np.broadcast_to(side.information, (b, pop.shape[1])),
+                         np.broadcast_to(side.head, (b, pop.shape[1])))
+
+    def statistics(
+        self, weights: npt.NDArray[np.float64], items: _Resample
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """Every metric (``(b, len(POPULARITY_METRICS) * len(ns))``, metric-major) and
+        the profile figures (``(b, 3)``) of these users under ``weights`` ``(b, users)``
+        and the resamples' item vectors ``items``."""
+        n_cuts, n_codes = len(self.ns), self.n_codes
+        y = np.asarray(self.rows.T @ weights.T).T.reshape(weights.shape[0], -1, n_codes)
+        by_pop = np.einsum("bki,bi->bk", y, items.popularity)
+        by_info = np.einsum("bki,bi->bk", y, items.information)
+        by_head = np.einsum("bki,bi->bk", y, items.head)
+        by_tail = y.sum(axis=-1) - by_head
+        defined = weights @ self.defined
+        total = weights.sum(axis=1)[:, None]
+        cut = _PER_CUT * np.arange(n_cuts)
+        base = _PER_CUT * n_cuts
+        tail_rec = by_tail[:, cut + 1]
+        n_head = float(self.side.n_head)
+        rsp = np.column_stack([
+            np.stack([by_head[:, cut + 1], tail_rec], axis=-1).reshape(-1, 2 * n_cuts),
+            n_head * total - by_head[:, [base + _TRAIN]],
+            (self.side.n_items - n_head) * total - by_tail[:, [base + _TRAIN]],
+        ])
+        reo = np.column_stack([
+            np.stack([by_head[:, cut + 2], by_tail[:, cut + 2]], axis=-1).reshape(-1, 2 * n_cuts),
+            by_head[:, [base + _TEST]], by_tail[:, [base + _TEST]],
+        ])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            metrics = np.hstack([
+                by_pop[:, cut] / defined[:, :n_cuts],
+                tail_rec / np.asarray(self.ns, dtype=np.float64) / total,
+                tail_rec / total,
+                _parity_of_sums(rsp, n_cuts),
+                _parity_of_sums(reo, n_cuts),
+                by_info[:, cut] / defined[:, :n_cuts],
+            ])
+            profile = np.column_stack([
+                by_pop[:, base + _TRAIN_SHARE] / defined[:, n_cuts],
+                by_tail[:, base + _TRAIN_SHARE] / defined[:, n_cuts],
+                by_tail[:, base + _TEST_SHARE] / defined[:, n_cuts + 1],
+            ])
+        return metrics, profile
