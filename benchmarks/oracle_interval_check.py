@@ -45,6 +45,9 @@ from typing import Any
 
 import numpy as np
 
+# the masking study's populations (same constants, same seed rule)
+from masking_study import CUT, GAPS, GENERATOR, LIST_LENGTH, N_USERS, _seed
+
 from recaudit.fairness import EvaluateOptions, evaluate, split_per_user
 from recaudit.fairness._synthetic_interactions import (
     draw_interactions,
@@ -53,25 +56,10 @@ from recaudit.fairness._synthetic_interactions import (
     oracle_truth,
 )
 
-CUT = 10
-LIST_LENGTH = 20
-#: As in benchmarks/masking_study.py (same seed rule: the same populations).
-GAPS: dict[str, tuple[float, str]] = {
-    "none": (0.0, "uniform"),
-    "uniform": (0.25, "uniform"),
-    "popularity": (0.25, "popularity"),
-}
-GENERATOR = {"n_items": 800, "n_clusters": 10, "taste": 2.5, "protected_share": 0.3,
-             "interactions_per_user": 30}
-N_USERS = 800
 N_TRUTH = 200_000
 N_TRUTH_WORLD = 20_000
 OPTIONS = EvaluateOptions(n=(CUT,), n_boot=500, n_resamples=0, min_group_size=20)
 Z = 1.959963984540054
-
-
-def _seed(seed: int, tail: float, gap: str, *rest: int) -> list[int]:
-    return [seed, int(round(tail * 1000)), list(GAPS).index(gap), *rest]
 
 
 def _model(tail: float, gap: str, gen: np.random.Generator) -> Any:
