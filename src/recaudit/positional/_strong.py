@@ -250,17 +250,17 @@ def strong_soft_split(
     mean_size = float(g @ sizes)
     beta = fit.share
     n_boot = fit.share_boot.size
-    boot = np.empty((n_boot, 3))
+    boot = np.empty((n_boot, 2))  # strong, soft (the share's interval: _share_estimate)
     rng_weights = fit.weights
     for b in range(n_boot):
         gb, _ = _em(lik[best], rng_weights[b], g.copy(), _EM_MAX_BOOT, _EM_TOL)
         size_b = float(gb @ sizes)
         share_b = fit.share_boot[b]
         displaced_b = (1.0 - float(FLOORS[best])) * (1.0 - size_b / k)
-        boot[b] = (share_b * displaced_b, share_b * (1.0 - displaced_b), share_b)
+        boot[b] = (share_b * displaced_b, share_b * (1.0 - displaced_b))
     floor = float(FLOORS[best])
     displaced = (1.0 - floor) * (1.0 - mean_size / k)
-    values = (beta * displaced, beta * (1.0 - displaced), beta)
+    values = (beta * displaced, beta * (1.0 - displaced))
     free = _free_form_displaced(counts, fit.weights)
     free_boot = np.column_stack((fit.share_boot * free, fit.share_boot * (1.0 - free)))
     # the cross-fitted share loses the selection regret when a position effect is weak:
@@ -268,7 +268,7 @@ def strong_soft_split(
     # part of it that the estimate assigns to strong / soft / all
     top = share_upper_bound(fit, confidence_level)
     ests = []
-    for i, (v, part) in enumerate(zip(values[:2], (displaced, 1.0 - displaced), strict=True)):
+    for i, (v, part) in enumerate(zip(values, (displaced, 1.0 - displaced), strict=True)):
         ci = _clip(percentile_interval(boot[:, i], confidence_level=confidence_level))
         # strong and soft: the union with the free-form model's interval
         other = _clip(percentile_interval(free_boot[:, i], confidence_level=confidence_level))
