@@ -240,3 +240,31 @@ def test_long_names_are_shortened_in_plots_only(positional_dir: Path) -> None:
     assert long_name in report.html  # whole in the tables and hover titles
     svgs = "".join(re.findall(r"<svg.*?</svg>", report.html, re.S))
     assert "a-model-name-that-goes-on-xxxxxxxxx\u2026" in svgs
+
+
+def test_an_unidentified_split_shows_its_bounds_and_why(positional_dir: Path) -> None:
+    # a real analysis of a model that answers by position every time (p_bias = 1):
+    # `analyze` returns sPB as n/a with the identification bounds and a note
+    from recaudit.positional import AnalysisOptions, analyze
+    from recaudit.positional._scenarios import simulate_scenario
+
+    ev = simulate_scenario("paper", 30, k=5, p_bias=1.0, rng=2)
+    split = analyze(ev, AnalysisOptions(n_resamples=9, n_boot=50), rng=0).to_dict()
+    assert split["spb"]["note"] is not None
+    analysis = json.loads((positional_dir / "analysis.json").read_text())
+    for group in analysis:
+        for key in ("spb", "spb_soft", "positional_share"):
+            group[key] = split[key]
+    (positional_dir / "analysis.json").write_text(json.dumps(analysis))
+    report = build_report(positional_dir)
+    assert "not identified" in report.html
+    assert "(here sPB is between 0.000 and" in report.html
+    assert "(bounds)</td>" in report.html
+    assert report.data["groups"][0]["spb_note"] == split["spb"]["note"]
+    assert report.data["groups"][0]["spb"]["ci_low"] == 0.0
+
+
+def test_an_identified_split_has_no_note(positional_dir: Path) -> None:
+    report = build_report(positional_dir)
+    assert all(g["spb_note"] is None for g in report.data["groups"])
+    assert "(bounds)</td>" not in report.html

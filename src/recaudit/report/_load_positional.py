@@ -172,6 +172,13 @@ class Configuration:
         return NAN_ESTIMATE if split is None else split.strong
 
     @property
+    def spb_note(self) -> str | None:
+        """Why the soft/strong split is not identified (then sPB and soft are only
+        bounded: their intervals are the identification bounds), or None."""
+        split = self.analysis.spb
+        return None if split is None else split.note
+
+    @property
     def spb_soft(self) -> HasCI:
         """The soft part of the split."""
         split = self.analysis.spb
@@ -373,7 +380,8 @@ def _spb(obj: Mapping[str, Any], where: str) -> dict[str, Any]:
         "spb": _covered(raw, {**_estimate(raw, f"{where}.spb"), "method": method,
                               "mean_set_size": spb.get("mean_set_size"),
                               "floor": spb.get("floor"),
-                              "favoured_positions": spb.get("favoured_positions")}),
+                              "favoured_positions": spb.get("favoured_positions"),
+                              "note": spb.get("note")}),
         "spb_soft": _optional(obj, "spb_soft", where),
         "positional_share": _optional(obj, "positional_share", where),
         "spb_paper": {

@@ -128,7 +128,15 @@ def _strongest(groups: Sequence[Configuration], i: int, worst: Configuration) ->
             fmt(100 * worst.unbp_lower_bound, 1)),
         ci_num(f"groups/{i}/spb", worst.spb), ci_num(f"groups/{i}/ps", worst.ps),
     )
-    if math.isfinite(worst.positional_share.value):
+    if worst.spb_note is not None:
+        text += Markup(
+            "Position made {} of its selections. Their split into strong and soft bias "
+            "is {} (here sPB is {} and soft bias {}). "
+        ).format(
+            ci_num(f"groups/{i}/positional_share", worst.positional_share),
+            worst.spb_note, _bounds(worst.spb), _bounds(worst.spb_soft),
+        )
+    elif math.isfinite(worst.positional_share.value):
         text += Markup(
             "Position made {} of its selections: {} were moved out of the query's "
             "relevance set (strong bias, sPB) and {} landed on a relevant item anyway "
@@ -139,6 +147,11 @@ def _strongest(groups: Sequence[Configuration], i: int, worst: Configuration) ->
             ci_num(f"groups/{i}/spb_soft", worst.spb_soft),
         )
     return text
+
+
+def _bounds(est: HasCI) -> str:
+    """An identification interval in words: ``between lo and hi``."""
+    return f"between {fmt(est.ci.low, 3)} and {fmt(est.ci.high, 3)}"
 
 
 def _clean_models(run: PositionalRun, groups: Sequence[Configuration]) -> Markup:
@@ -221,6 +234,18 @@ def heatmap_section(run: PositionalRun) -> Section:
     return Section("heatmap", "Relevance or position?", figures=tuple(figs))
 
 
+#: Marks an sPB whose soft/strong split is not identified (its interval is the bounds).
+UNIDENTIFIED_MARK = "(bounds)"
+
+
+def _spb_cell(path: str, g: Configuration) -> Cell:
+    """sPB with its CI, or ``n/a [bounds] (bounds)`` when the split is not identified."""
+    cell = ci_cell(path, g.spb)
+    if g.spb_note is None:
+        return cell
+    return Cell(f"{cell.text} {UNIDENTIFIED_MARK}", cell.path, cell.value)
+
+
 def _tests_table(groups: Sequence[Configuration]) -> Table:
     """Every configuration: the two tests and the three effect sizes."""
     rows = []
@@ -241,13 +266,16 @@ def _tests_table(groups: Sequence[Configuration]) -> Table:
             Cell("yes" if g.unbp_reject else "no"),
             ci_cell(f"{p}/ps", g.ps),
             ci_cell(f"{p}/pb", g.pb),
-            ci_cell(f"{p}/spb", g.spb),
+            _spb_cell(f"{p}/spb", g),
         ))
     return Table(
         id="tab-groups",
         caption="Every configuration. p-values are Holm-adjusted across configurations when "
         "the analysis provides it. L is the POB-UNBP lower confidence bound on the total "
-        "variation distance to uniform, in percentage points. Click a header to sort.",
+        "variation distance to uniform, in percentage points. sPB marked "
+        f"{UNIDENTIFIED_MARK} is not identified (too few queries with repeated selections "
+        "at the unfavoured positions): n/a with the identification bounds as its interval. "
+        "Click a header to sort.",
         columns=("model", "k", "T", "condition", "queries", "valid evals", "discarded",
                  "ICM chi2", "ICM p", "UNBP L (pp)", "UNBP p", "UNBP rejects", "PS [95% CI]",
                  "PB [95% CI]", "sPB [95% CI]"),
@@ -401,6 +429,7 @@ def group_dict(g: Configuration) -> dict[str, Any]:
         },
         **{name: _estimate_dict(getattr(g, name)) for name in (
             "ps", "pb", "spb", "spb_soft", "positional_share", "spb_paper")},
+        "spb_note": g.spb_note,
         "position_distribution": [_estimate_dict(p) for p in g.position_distribution],
         "selection_rate_matrix": g.selection_rate_matrix,
     }
