@@ -7,7 +7,7 @@ and a planted gap: a share of the protected group's interactions is noise). For 
 tail regime (MovieLens-like 0.65, Last.fm-like 0.85) and gap setting:
 
 - the planted truth: the ideal recommender's population per-group NDCG@10 and RD
-  (``oracle_truth``: 20,000 users, Monte-Carlo s.e.), once per (tail, gap);
+  (``oracle_truth``: 200,000 users, Monte-Carlo s.e.), once per (tail, gap);
 - per replicate: 800 users drawn from the same model, split 80/10/10 per user
   (``split_per_user``), written as RecBole atomic files (``write_atomic_split``);
   ItemKNN, MF (BPR) and LightGCN trained by ``train_model`` (early stopping on
@@ -21,7 +21,9 @@ tail regime (MovieLens-like 0.65, Last.fm-like 0.85) and gap setting:
         benchmarks/results/masking_study.jsonl
 
 ``run`` appends one JSON line per (tail, gap, replicate) and skips those already in the
-file, so an interrupted run resumes. One process; torch on one thread.
+file, so an interrupted run resumes. One process; torch on one thread. ``truth
+--users U`` recomputes the planted truth of every (tail, gap) in the file on U users
+(the replicates do not depend on it) and rewrites the file's ``truth`` entries.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ GAPS: dict[str, tuple[float, str]] = {
 GENERATOR = {"n_items": 800, "n_clusters": 10, "taste": 2.5, "protected_share": 0.3,
              "interactions_per_user": 30}
 N_USERS = 800
-N_TRUTH_USERS = 20_000
+N_TRUTH_USERS = 200_000
 #: Trained models: name -> (grid, settings); at most EPOCHS epochs, early stopping.
 MODELS: dict[str, tuple[dict[str, list[Any]], dict[str, Any]]] = {
     "ItemKNN": ({"k": [50]}, {}),
@@ -168,6 +170,39 @@ def run(args: argparse.Namespace) -> None:
                           file=sys.stderr, flush=True)
 
 
+def truth(args: argparse.Namespace) -> None:
+    """Recompute the planted truth of every (tail, gap, seed) in the file on --users."""
+    path = Path(args.results)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    cells = sorted({(r["tail"], r["gap"], r["seed"]) for r in lines})
+    fresh = {}
+    for tail, gap, seed in cells:
+        model, gen = _model(tail, gap, seed)
+        start = time.perf_counter()
+        fresh[tail, gap, seed] = oracle_truth(model, rng=gen, n_users=args.users, n=CUT).to_dict()
+        t = fresh[tail, gap, seed]
+        print(f"tail={tail} gap={gap}: RD {t['rd']:.4f} ({t['rd_se']:.4f}) on {t['n_users']} "
+              f"users, {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+    path.write_text("".join(json.dumps({**r, "truth": fresh[r["tail"], r["gap"], r["seed"]]})
+                            + "\n" for r in lines))
+
+
+def _truth_table(path: str) -> None:
+    """The planted truth of each (tail, gap): the ideal recommender's group NDCG and RD."""
+    seen: dict[tuple[float, str], dict[str, Any]] = {}
+    for r in map(json.loads, Path(path).read_text().splitlines()):
+        seen.setdefault((r["tail"], r["gap"]), r)
+    print("| top-20 % share | gap | Zipf s | NDCG@10 F | NDCG@10 M | planted RD (s.e.) "
+          "| users |")
+    print("|---" * 7 + "|")
+    for (tail, gap), r in sorted(seen.items(), key=lambda p: (p[0][0], list(GAPS).index(p[0][1]))):
+        t = r["truth"]
+        rd = "0" if r["protected_noise"] == 0 else f"{t['rd']:.3f} ({t['rd_se']:.3f})"
+        print(f"| {tail:g} | {gap} | {r['exponent']:.3f} | {t['protected']:.3f} "
+              f"| {t['unprotected']:.3f} | {rd} | {t['n_users']:,} |")
+    print()
+
+
 def _rows(path: str) -> pd.DataFrame:
     """One row per (tail, gap, replicate, model)."""
     records = []
@@ -200,6 +235,7 @@ def _mean_se(x: pd.Series) -> str:
 
 
 def table(args: argparse.Namespace) -> None:
+    _truth_table(args.results)
     df = _rows(args.results)
     gaps = [g for g in GAPS if g in set(df["gap"])]
     print("| top-20 % share | gap | planted RD (s.e.) | model | NDCG@10 | NDCG@10 F / M "
@@ -263,8 +299,11 @@ def main() -> None:
     r.add_argument("--seed", type=int, default=20261218)
     r.add_argument("--out", default="benchmarks/results/masking_study.jsonl")
     sub.add_parser("table").add_argument("results")
+    t = sub.add_parser("truth")
+    t.add_argument("results")
+    t.add_argument("--users", type=int, default=N_TRUTH_USERS)
     args = parser.parse_args()
-    {"run": run, "table": table}[args.command](args)
+    {"run": run, "table": table, "truth": truth}[args.command](args)
 
 
 if __name__ == "__main__":
