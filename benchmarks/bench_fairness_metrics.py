@@ -5,9 +5,14 @@ planted in the list so that there are hits). Both implementations run in this pr
 on the same ``--baseline-users`` users (results checked equal, ratio reported); the
 vectorised path is then timed alone on ``--users`` users, from DataFrames to the
 per-user table (validation, id hashing, hit matrix, all metrics at every N), and
-``evaluate`` is timed with and without the bootstrap/permutation.
+``evaluate`` is timed with and without the bootstrap/permutation. Last, the cost of the
+popularity-bias section: ``evaluate`` with ``n_boot=200, n_resamples=199`` on
+``--train-users`` users with and without ``train=`` (20 training items per user from a
+Zipf popularity), alternated ``--repeats`` times in this process; the ratio of the
+medians is the section's cost.
 
     PYTHONPATH=src python benchmarks/bench_fairness_metrics.py --users 1000000
+    PYTHONPATH=src python benchmarks/bench_fairness_metrics.py --only-train --train-users 100000
 """
 
 from __future__ import annotations
@@ -50,6 +55,35 @@ def make_data(n_users: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.D
     return recs, test, table
 
 
+def make_train(n_users: int, seed: int, per_user: int = 20) -> pd.DataFrame:
+    """``per_user`` distinct training items per user from a Zipf(1) popularity."""
+    rng = np.random.default_rng([seed, 1])
+    weights = 1.0 / np.arange(1, N_ITEMS + 1)
+    items = rng.choice(N_ITEMS, size=(n_users, 3 * per_user), p=weights / weights.sum())
+    rows = [np.unique(row)[:per_user] for row in items]
+    return pd.DataFrame({"user_id": np.repeat(np.arange(n_users), [r.size for r in rows]),
+                         "item_id": np.concatenate(rows)})
+
+
+def train_cost(n_users: int, repeats: int, seed: int) -> None:
+    """``evaluate`` with and without ``train=`` (the popularity section), alternated."""
+    recs, test, users = make_data(n_users, seed)
+    train = make_train(n_users, seed)
+    opts = EvaluateOptions(n=CUTOFFS, n_boot=200, n_resamples=199)
+    times: dict[bool, list[float]] = {False: [], True: []}
+    for r in range(repeats):
+        for with_train in (False, True):
+            label = f"evaluate n_boot=200 {'with' if with_train else 'without'} train=, " \
+                    f"{n_users:,} users (run {r + 1})"
+            _, seconds = timed(label, evaluate, recs, test, users, attribute="gender",
+                               protected="F", n_items=N_ITEMS, options=opts, rng=r,
+                               train=train if with_train else None)
+            times[with_train].append(seconds)
+    a, b = float(np.median(times[False])), float(np.median(times[True]))
+    print(f"median without train= {a:.2f} s, with {b:.2f} s: the popularity section "
+          f"costs {b / a:.2f}x")
+
+
 def naive(recs: pd.DataFrame, test: pd.DataFrame) -> pd.DataFrame:
     """The per-user Python loop every evaluation script starts with."""
     truth = test.groupby("user_id")["item_id"].apply(set).to_dict()
@@ -90,8 +124,15 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=1_000_000)
     parser.add_argument("--baseline-users", type=int, default=50_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--train-users", type=int, default=100_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only-train", action="store_true",
+                        help="time only evaluate with and without train=")
     args = parser.parse_args()
     print("load average (1, 5, 15 min): {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
+    if args.only_train:
+        train_cost(args.train_users, args.repeats, args.seed)
+        return
 
     recs, test, _ = make_data(args.baseline_users, args.seed)
     ours, t_ours = timed(
@@ -139,6 +180,7 @@ def main() -> None:
         options=EvaluateOptions(n=CUTOFFS, n_boot=200, n_resamples=199),
         rng=0,
     )
+    train_cost(args.train_users, args.repeats, args.seed)
     print("load average (1, 5, 15 min): {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
 
 

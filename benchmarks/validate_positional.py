@@ -67,21 +67,22 @@ def _cell(args: tuple[str, int, int, float, int, int]) -> dict[str, Any]:
     values: dict[str, list[float]] = {name: [] for name in ESTIMATORS}
     covered: dict[str, list[bool]] = {name: [] for name in ESTIMATORS}
     contains0: dict[str, list[bool]] = {name: [] for name in ESTIMATORS}
-    l_below, position_cov = [], []
+    l_below, position_cov, unidentified = [], [], []
     for _ in range(reps):
         ev = simulate_scenario(model, n, k=k, p_bias=p_bias, n_orders=N_ORDERS, rng=gen)
         d = analyze(ev, AnalysisOptions(n_resamples=1, n_boot=N_BOOT, spb_repeats=SPB_REPEATS),
                     rng=gen).to_dict()
         d["pb_plugin"] = {"value": d["pb"]["plugin"], "ci_low": None, "ci_high": None}
+        unidentified.append(d["spb"].get("note") is not None)
         for name, (key, attr) in ESTIMATORS.items():
             obj = d[key]
-            if obj["value"] is None:
-                continue
             t = float(getattr(truth, attr))
-            values[name].append(obj["value"])
+            # an unidentified split has no value but its bounds as the interval
             if obj["ci_low"] is not None:
                 covered[name].append(obj["ci_low"] <= t <= obj["ci_high"])
                 contains0[name].append(obj["ci_low"] <= 0.0)
+            if obj["value"] is not None:
+                values[name].append(obj["value"])
         if d["pob_unbp"]["L"] is not None:
             l_below.append(d["pob_unbp"]["L"] <= truth.pb)
         lo = np.array([c[0] for c in d["position_distribution_ci"]])
@@ -95,6 +96,7 @@ def _cell(args: tuple[str, int, int, float, int, int]) -> dict[str, Any]:
     c = float(np.mean(l_below))
     out["L_below_tv"] = {"rate": c, "se": float(np.sqrt(c * (1 - c) / len(l_below)))}
     out["position_coverage"] = float(np.mean(position_cov))
+    out["split_unidentified"] = float(np.mean(unidentified))
     return out
 
 
@@ -255,6 +257,26 @@ def table(args: argparse.Namespace) -> None:
         print(f"| {_model(r, args.current)} | {r['k']} | {r['queries']} | {r['p_bias']:g} | "
               f"{lb['rate']:.3f} ({lb['se']:.3f}) | {r['position_coverage']:.3f} |")
     _zero_table(rows, args.current)
+    _identification_table(rows, args.current)
+
+
+def _identification_table(rows: list[dict[str, Any]], current: str | None) -> None:
+    """Cells where the soft/strong split was sometimes not identified: how often, and
+    how often the interval (the identification bounds when unidentified) covers."""
+    rows = [r for r in rows if r.get("split_unidentified")]
+    if not rows:
+        return
+    print("\n#### The split where it is not identified\n")
+    print("| model | k | n | p_bias | split not identified | sPB truth | sPB coverage "
+          "(bounds or CI) | soft truth | soft coverage | share coverage |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        e = r["estimators"]
+        cov = [f"{e[n]['coverage']:.3f} ({e[n]['coverage_se']:.3f})"
+               for n in ("spb", "spb_soft", "positional_share")]
+        print(f"| {_model(r, current)} | {r['k']} | {r['queries']} | {r['p_bias']:g} | "
+              f"{r['split_unidentified']:.3f} | {100 * e['spb']['truth']:.2f} | {cov[0]} | "
+              f"{100 * e['spb_soft']['truth']:.2f} | {cov[1]} | {cov[2]} |")
 
 
 def _ps_note(rows: list[dict[str, Any]]) -> None:

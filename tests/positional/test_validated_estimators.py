@@ -184,6 +184,20 @@ def test_scenario_truth_matches_a_large_simulation(model: str) -> None:
     assert ps == pytest.approx(truth.ps, abs=0.01)
 
 
+@pytest.mark.parametrize("model", ["paper", "graded"])
+def test_scenario_truth_at_full_bias_is_the_limit(model: str) -> None:
+    # every selection by position: the split's truth is its limit as p_bias -> 1
+    # (sPB = E_j TV(r_j, uniform)), not 0 / 0
+    k = 5
+    at_one = scenario_truth(model, k=k, p_bias=1.0, rng=1, n_draws=50_000)
+    near = scenario_truth(model, k=k, p_bias=1.0 - 1e-9, rng=1, n_draws=50_000)
+    assert np.isfinite(at_one.spb) and at_one.spb == pytest.approx(near.spb, abs=1e-6)
+    assert at_one.spb + at_one.soft == pytest.approx(1.0)
+    if model == "paper":  # crisp sets uniform over the non-empty subsets: E (k - |R|) / k
+        mean_size = (k / 2) / (1 - 2.0**-k)
+        assert at_one.spb == pytest.approx(1 - mean_size / k, abs=0.005)
+
+
 def test_spb_is_unbiased_where_the_papers_estimator_is_not() -> None:
     # k = 10, 20 orders: the cross-validated estimator counts relevant items it never
     # saw in training as "outside" (+4 pp, issue 14); the relevance-set model does not

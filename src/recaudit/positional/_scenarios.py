@@ -110,9 +110,11 @@ def scenario_truth(
     position = ((1.0 - qs.beta) / k)[:, None] + qs.beta[:, None] * w
     q = position.mean(axis=0)
     pbar = (1.0 - qs.beta - qs.eps)[:, None] * qs.relevance + ((qs.eps + qs.beta) / k)[:, None]
-    # the position-free choice law: relevance and decoding noise
-    free = ((1.0 - qs.beta - qs.eps)[:, None] * qs.relevance + qs.eps / k) / (
-        1.0 - qs.beta)[:, None]
+    # the position-free choice law: relevance and decoding noise (at beta = 1, where
+    # eps = 0, its limit as beta -> 1: the relevance law itself)
+    rest = (1.0 - qs.beta)[:, None]
+    free = np.divide((1.0 - qs.beta - qs.eps)[:, None] * qs.relevance + qs.eps / k, rest,
+                     out=qs.relevance.copy(), where=rest > 0)
     tv_rel = 0.5 * np.abs(free - 1.0 / k).sum(axis=1)
     spb = float(np.mean(qs.beta * tv_rel))
     share = float(qs.beta.mean())
