@@ -81,7 +81,7 @@ def _cell(args: tuple[str, int, int, float, int, int]) -> dict[str, Any]:
             if obj["ci_low"] is not None:
                 covered[name].append(obj["ci_low"] <= t <= obj["ci_high"])
                 contains0[name].append(obj["ci_low"] <= 0.0)
-            if obj["value"] is not None:
+            if obj["value"] is not None and np.isfinite(obj["value"]):
                 values[name].append(obj["value"])
         if d["pob_unbp"]["L"] is not None:
             l_below.append(d["pob_unbp"]["L"] <= truth.pb)

@@ -36,11 +36,12 @@ __all__ = ["StrongSoftResult", "strong_soft_bias", "strong_soft_split"]
 #: the k candidates: decoding noise, missed position effects).
 FLOORS = np.round(np.arange(0.0, 0.5001, 0.025), 4)
 _EM_TOL = 1e-7
+#: Most EM iterations of a fit, on all data or a bootstrap resample (warm-started from
+#: the full-data G): each stops at the tolerance. A cap of 40 per refit cut the
+#: bootstrap's spread where the relevance sets are weakly identified (a strong position
+#: effect leaves ~2 selections per query to learn them): coverage 0.67 against 0.82 at
+#: k = 10, p_bias 0.9 (docs/decisions.md).
 _EM_MAX = 500
-#: EM iterations of a bootstrap refit (warm-started from the full-data G): the mean
-#: set size converges within a few; 40 iterations give a bootstrap sd of E|R| within
-#: 2 % of 300 iterations' (k = 20, 500 queries; docs/decisions.md).
-_EM_MAX_BOOT = 40
 #: Fewest queries with >= 2 selections at the unfavoured positions for the relevance
 #: model to be identified: one selection per query says nothing about the size of its
 #: relevance set (any item is seen with probability 1/k, whatever the set), so with
@@ -57,9 +58,8 @@ NOTE_UNIDENTIFIED = (
 #: widens the intervals: GRID_POINTS probabilities, _GRID_LOW of them in [0, 4/k].
 GRID_POINTS = 61
 _GRID_LOW = 41
-#: EM iterations of H on all data and of a bootstrap refit (warm-started).
+#: Most EM iterations of H on all data and of a bootstrap refit (warm-started).
 _H_MAX = 500
-_H_MAX_BOOT = 30
 _H_TOL = 1e-10
 
 
@@ -208,7 +208,7 @@ def strong_soft_split(
     the unseen). :math:`\epsilon` maximises the profile likelihood over ``FLOORS``
     (every fourth floor first, then the neighbours of the best).
     CIs: percentile, over query-bootstrap resamples of the cross-fit's share and the
-    EM refitted on the same resample (warm-started, at the chosen floor). For strong
+    EM refitted on the same resample (warm-started, to convergence, at the chosen floor). For strong
     and soft bias this interval is joined (union) with the same bootstrap's interval
     of a free-form model (:func:`_free_form_displaced`: the distribution of the choice
     probabilities of no assumed form), because under graded relevance the
@@ -253,7 +253,7 @@ def strong_soft_split(
     boot = np.empty((n_boot, 2))  # strong, soft (the share's interval: _share_estimate)
     rng_weights = fit.weights
     for b in range(n_boot):
-        gb, _ = _em(lik[best], rng_weights[b], g.copy(), _EM_MAX_BOOT, _EM_TOL)
+        gb, _ = _em(lik[best], rng_weights[b], g.copy(), _EM_MAX, _EM_TOL)
         size_b = float(gb @ sizes)
         share_b = fit.share_boot[b]
         displaced_b = (1.0 - float(FLOORS[best])) * (1.0 - size_b / k)
@@ -344,7 +344,7 @@ def _free_form_displaced(
                _H_TOL)
     excess = k * np.maximum(grid - 1.0 / k, 0.0)  # TV contribution of one candidate
     pooled = weights @ incidence
-    return np.array([float(_em(lik, pooled[b], h.copy(), _H_MAX_BOOT, _H_TOL)[0] @ excess)
+    return np.array([float(_em(lik, pooled[b], h.copy(), _H_MAX, _H_TOL)[0] @ excess)
                      for b in range(pooled.shape[0])])
 
 
