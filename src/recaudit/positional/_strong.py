@@ -39,8 +39,8 @@ _EM_TOL = 1e-7
 #: Most EM iterations of a fit, on all data or a bootstrap resample (warm-started from
 #: the full-data G): each stops at the tolerance. A cap of 40 per refit cut the
 #: bootstrap's spread where the relevance sets are weakly identified (a strong position
-#: effect leaves ~2 selections per query to learn them): coverage 0.67 against 0.82 at
-#: k = 10, p_bias 0.9 (docs/decisions.md).
+#: effect leaves ~2 selections per query to learn them): sPB coverage 0.69 against 0.93
+#: at k = 10, p_bias 0.9 (docs/positional-statistics.md, "Where position dominates").
 _EM_MAX = 500
 #: Fewest queries with >= 2 selections at the unfavoured positions for the relevance
 #: model to be identified: one selection per query says nothing about the size of its
