@@ -215,8 +215,9 @@ class _PopularityValues:
     ``means``: ``(users, len(USER_MEAN_METRICS) * n_cuts)``, metric-major; ``rsp`` and
     ``reo``: the stacked count vectors of :meth:`PopularityCounts.stacked`; ``profile``:
     ``(users, len(PROFILE_FIGURES))``; ``pop_group``: the popularity-group codes
-    (:func:`_popularity_group_codes`); ``recount``: the rows that recount popularity and
-    the head in each bootstrap resample (:mod:`._popularity_recount`).
+    (:func:`_popularity_group_codes`); ``recount``: the rows of every evaluated user that
+    recount popularity in each bootstrap resample (:mod:`._popularity_recount`); a subset
+    shares them and passes its users' positions to :meth:`_Recount.statistics`.
     """
 
     means: npt.NDArray[np.float64]
@@ -253,7 +254,7 @@ class _PopularityValues:
         """The rows of the users ``idx``."""
         group = None if self.pop_group is None else self.pop_group[idx]
         return _PopularityValues(self.means[idx], self.rsp[idx], self.reo[idx], self.ns,
-                                 self.profile[idx], group, self.recount.subset(idx))
+                                 self.profile[idx], group, self.recount)
 
     def statistics(self, weights: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """Every metric under user weights ``(b, users)``: ``(b, len(keys))``.
@@ -361,10 +362,10 @@ class _PopularityReplicates:
 
     def _block(self, wf: npt.NDArray[np.float64]) -> dict[str, npt.NDArray[np.float64]]:
         """:meth:`chunk` of one block of resamples."""
-        items = self.everyone.recount.resample(wf)
-        overall, profile = self.everyone.recount.statistics(wf, items)
-        groups = [v.recount.statistics(wf[:, idx], items)
-                  for v, idx in zip(self.groups, self.members, strict=True)]
+        recount = self.everyone.recount
+        items = recount.resample(wf)
+        overall, profile = recount.statistics(wf, items)
+        groups = [recount.statistics(wf[:, idx], items, idx) for idx in self.members]
         out = {
             "pop_overall": overall,
             "pop_groups": np.stack([m for m, _ in groups], axis=1),
@@ -372,8 +373,7 @@ class _PopularityReplicates:
         }
         if self.pop_members:
             out["pop_user_groups"] = np.stack([
-                np.hstack(v.recount.statistics(wf[:, idx], items))
-                for v, idx in zip(self.pop_groups, self.pop_members, strict=True)
+                np.hstack(recount.statistics(wf[:, idx], items, idx)) for idx in self.pop_members
             ], axis=1)
         return out
 

@@ -10,11 +10,13 @@ computed from ``pop*``; the head and novelty's self-information stay at their ob
 values (re-choosing the head from ``pop*`` was measured and made the percentile CIs of
 the head-based figures worse: ``docs/decisions.md``).
 
-Every figure is a weighted sum over users of item rows, one sparse product for a block
-of resamples: with ``S`` a users x items matrix (e.g. ``1/|L_u@N|`` at each listed item),
-``sum_u w_u sum_i S_ui v_i = sum_i (w @ S)_i v_i`` for any item vector ``v`` of the
-resample (``pop*``, self-information, ``1[i in H]``). :meth:`_Recount.statistics` with
-every weight 1 is the point estimate.
+Every figure is a weighted sum over users of item rows: with ``S`` a users x items
+matrix (e.g. ``1/|L_u@N|`` at each listed item), ``sum_u w_u sum_i S_ui v_i =
+sum_u w_u (S v)_u`` for any item vector ``v`` of the resample (``pop*``, self-information,
+``1[i in H]``). The rows of every kind are stacked vertically, so a block of ``b``
+resamples costs one sparse-times-dense product ``S (v_1 .. v_b)`` per item vector
+(``O(nnz b)``, no dense item axis: the catalog's size does not enter) and a contraction
+with the weights. :meth:`_Recount.statistics` with every weight 1 is the point estimate.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ _PER_CUT = 3
 #: Item rows after the cut-offs: training items, training items / |R_u|, test items,
 #: test items / |T_u|.
 _TRAIN, _TRAIN_SHARE, _TEST, _TEST_SHARE = range(4)
-#: Largest number of dense entries of one block of ``w @ S`` (rows are split to fit).
+#: Largest number of dense entries of one block's ``S (v_1 .. v_b)`` (resamples are split
+#: into blocks to fit).
 _BLOCK_ENTRIES = 4_000_000
 
 
@@ -53,11 +56,14 @@ class _TrainingSide:
 
 @dataclass(frozen=True)
 class _Resample:
-    """The item vectors of a block of resamples, ``(b, n_codes)`` each."""
+    """The item vectors of a block of resamples, ``(b, n_codes)`` each, and their
+    per-user products ``per_user[v, k, u, b] = sum_i S^k_ui v_bi`` (``v`` = popularity,
+    self-information, head; ``k`` the kind of row; ``u`` every evaluated user)."""
 
     popularity: npt.NDArray[np.float64]
     information: npt.NDArray[np.float64]
     head: npt.NDArray[np.float64]
+    per_user: npt.NDArray[np.float64]
 
 
 def _incidence(
@@ -106,15 +112,18 @@ def _list_rows(
 class _Recount:
     """Per-user item rows of one set of users and the shared training side (internal).
 
-    ``rows``: users x ``(n_blocks * n_codes)``, the :data:`_PER_CUT` list rows of every
-    cut-off then the four training/test rows; ``defined``: users x ``(len(ns) + 2)``
-    0/1 flags (non-empty list at each cut-off, a training item, a test item);
-    ``train_rows``: users x ``n_codes``, the evaluated users' distinct training items.
+    ``rows``: ``(n_blocks * users) x n_codes``, row ``k * users + u`` holding user ``u``'s
+    row of kind ``k``: the :data:`_PER_CUT` list rows of every cut-off then the four
+    training/test rows; ``defined``: users x ``(len(ns) + 2)`` 0/1 flags (non-empty list
+    at each cut-off, a training item, a test item); ``train_rows``: users x ``n_codes``,
+    the evaluated users' distinct training items; ``row_sums``: ``(n_kinds, users)``, the
+    sum of each row.
     """
 
     rows: sp.csr_matrix
     defined: npt.NDArray[np.float64]
     train_rows: sp.csr_matrix
+    row_sums: npt.NDArray[np.float64]
     ns: tuple[int, ...]
     side: _TrainingSide
 
@@ -127,46 +136,58 @@ class _Recount:
         lists, listed = _list_rows(items, hits, ns, train.shape[1])
         train_share, has_train = _row_scaled(train)
         test_share, has_test = _row_scaled(test)
-        rows = sp.hstack([*lists, train, train_share, test, test_share], format="csr")
+        rows = sp.vstack([*lists, train, train_share, test, test_share], format="csr")
         defined = np.column_stack([listed, has_train, has_test])
-        return cls(rows, defined, train, ns, side)
+        sums = np.asarray(rows.sum(axis=1)).reshape(-1, train.shape[0])
+        return cls(rows, defined, train, sums, ns, side)
 
     @property
     def n_codes(self) -> int:
-        """Item codes (columns of one block)."""
+        """Item codes (columns of the rows)."""
         return int(self.train_rows.shape[1])
 
-    def subset(self, idx: npt.NDArray[np.intp]) -> _Recount:
-        """The rows of the users ``idx`` (the training side is shared)."""
-        return _Recount(self.rows[idx], self.defined[idx], self.train_rows[idx], self.ns,
-                        self.side)
+    @property
+    def n_users(self) -> int:
+        """Users whose rows these are."""
+        return int(self.train_rows.shape[0])
+
+    @property
+    def n_kinds(self) -> int:
+        """Kinds of row per user (the vertical blocks of ``rows``)."""
+        return _PER_CUT * len(self.ns) + 4
 
     def block_size(self) -> int:
-        """Resamples per block so that one block of ``w @ rows`` stays small."""
-        return max(1, _BLOCK_ENTRIES // max(self.rows.shape[1], 1))
+        """Resamples per block so that one block's dense products stay small."""
+        return max(1, _BLOCK_ENTRIES // max(3 * self.rows.shape[0], 1))
 
     def resample(self, weights: npt.NDArray[np.float64]) -> _Resample:
-        """``pop*`` of each resample (every user's weights ``(b, users)``, this object
-        holding every evaluated user), beside the observed self-information and head."""
+        """``pop*`` of each resample (every user's weights ``(b, users)``), beside the
+        observed self-information and head, and their products with every user's rows."""
         side = self.side
         pop = np.asarray(self.train_rows.T @ weights.T).T + side.fixed_popularity
         b = weights.shape[0]
-        return _Resample(pop, np.broadcast_to(side.information, (b, pop.shape[1])),
-                         np.broadcast_to(side.head, (b, pop.shape[1])))
+        information = np.broadcast_to(side.information, (b, pop.shape[1]))
+        head = np.broadcast_to(side.head, (b, pop.shape[1]))
+        per_user = np.stack([self._per_user(v) for v in (pop, information, head)])
+        return _Resample(pop, information, head, per_user)
+
+    def _per_user(self, vectors: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """``(n_kinds, users, b)``: ``sum_i S^k_ui v_bi`` for item vectors ``(b, n_codes)``."""
+        return np.asarray(self.rows @ vectors.T).reshape(self.n_kinds, self.n_users, -1)
 
     def statistics(
-        self, weights: npt.NDArray[np.float64], items: _Resample
+        self, weights: npt.NDArray[np.float64], items: _Resample,
+        users: npt.NDArray[np.intp] | None = None,
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """Every metric (``(b, len(POPULARITY_METRICS) * len(ns))``, metric-major) and
-        the profile figures (``(b, 3)``) of these users under ``weights`` ``(b, users)``
-        and the resamples' item vectors ``items``."""
-        n_cuts, n_codes = len(self.ns), self.n_codes
-        y = np.asarray(self.rows.T @ weights.T).T.reshape(weights.shape[0], -1, n_codes)
-        by_pop = np.einsum("bki,bi->bk", y, items.popularity)
-        by_info = np.einsum("bki,bi->bk", y, items.information)
-        by_head = np.einsum("bki,bi->bk", y, items.head)
-        by_tail = y.sum(axis=-1) - by_head
-        defined = weights @ self.defined
+        the profile figures (``(b, 3)``) of the users ``users`` (default: all) under
+        ``weights`` ``(b, len(users))`` and the resamples ``items`` (:meth:`resample`)."""
+        idx = np.arange(self.n_users) if users is None else users
+        n_cuts = len(self.ns)
+        by_pop, by_info, by_head = (
+            np.einsum("kub,bu->bk", items.per_user[v][:, idx], weights) for v in range(3))
+        by_tail = weights @ self.row_sums[:, idx].T - by_head
+        defined = weights @ self.defined[idx]
         total = weights.sum(axis=1)[:, None]
         cut = _PER_CUT * np.arange(n_cuts)
         base = _PER_CUT * n_cuts
