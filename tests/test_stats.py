@@ -133,19 +133,25 @@ def test_folded_basic_interval_is_the_basic_one_on_atanh() -> None:
     assert percentile_interval(np.abs(near)).low > 0.0
 
 
-def test_folded_basic_interval_at_one_falls_back_to_the_percentile_interval() -> None:
+def test_folded_basic_interval_at_one() -> None:
     d = np.array([1.0] * 50 + [0.9, 0.8, 0.95] * 10)
-    for est in (1.0, 0.97):  # the estimate at 1, or the upper quantile at 1
-        ci = folded_basic_interval(d, est)
-        pct = percentile_interval(d)
-        assert (ci.low, ci.high) == (pct.low, pct.high)
-        assert ci.method == "percentile bootstrap of |d| (|d| = 1 reached)"
+    # the estimate at 1: the reflection is degenerate, the percentile interval of |d*|
+    ci, pct = folded_basic_interval(d, 1.0), percentile_interval(d)
+    assert (ci.low, ci.high) == (pct.low, pct.high)
+    assert ci.method == "percentile bootstrap of |d| (estimate at |d| = 1)"
     ci = folded_basic_interval(-d, -1.0)
     assert (ci.low, ci.high) == (pct.low, pct.high)
-    # one replicate at 1 outside the quantiles used keeps the basic interval
+    # the upper quantile at 1 (clipped): the lower signed bound goes to -1, folded [0, 1]
+    ci = folded_basic_interval(d, 0.97)
+    assert ci.method == RULE_METHOD["basic-atanh-folded"]
+    assert ci.low == 0.0 and ci.high == pytest.approx(1.0, abs=1e-6)
+    assert folded_basic_interval(d, 0.97, confidence_level=0.5).high == pytest.approx(1.0)
+    # one replicate at 1 outside the quantiles used leaves the interval inside (0, 1)
     d = np.concatenate([np.tanh(np.random.default_rng(7).normal(0.5, 0.1, 199)), [1.0]])
     ci = folded_basic_interval(d, 0.45)
-    assert ci.method == RULE_METHOD["basic-atanh-folded"] and 0 < ci.low < ci.high < 1
+    z = basic_interval(np.arctanh(d[:-1].tolist() + [1 - 1e-12]), float(np.arctanh(0.45)))
+    assert (ci.low, ci.high) == pytest.approx((np.tanh(z.low), np.tanh(z.high)))
+    assert 0 < ci.low < ci.high < 1
     assert np.isnan(folded_basic_interval(d, np.nan).low)  # P_H + P_T = 0: undefined
     assert np.isnan(folded_basic_interval([np.nan, np.nan], 0.2).high)
 

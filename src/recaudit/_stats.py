@@ -237,6 +237,11 @@ def basic_interval(
                               confidence_level, method)
 
 
+#: ``|d*|`` is clipped to this before atanh in :func:`folded_basic_interval`
+#: (``atanh(1 - 1e-12) = 14.2``: a replicate at ``|d*| = 1`` stays the most extreme).
+_ATANH_CLIP = 1.0 - 1e-12
+
+
 def folded_basic_interval(
     replicates: npt.ArrayLike, estimate: float, *, confidence_level: float = 0.95
 ) -> ConfidenceInterval:
@@ -256,11 +261,15 @@ def folded_basic_interval(
     :math:`d` has no fold, and on the atanh scale (Fisher's transformation) the
     reflected bounds map back inside :math:`(-1, 1)` (the basic method on a
     transformed scale: Davison & Hinkley 1997, section 5.2).
-    At :math:`|\hat d| = 1`, or when a quantile the interval uses is at
-    :math:`|d^*| = 1` (atanh infinite), the reflection is undefined and the interval is
-    the percentile one of :math:`|d^*|` (:func:`percentile_interval`, its method says so).
-    Undefined replicates (``nan``) are dropped; a ``nan`` estimate or no finite
-    replicate gives ``nan`` bounds.
+    Replicates at :math:`|d^*| = 1` (atanh infinite) are clipped to
+    :math:`\pm(1 - 10^{-12})`: they keep their place in the ordering, and a quantile at
+    or next to one of them sends the reflected bound on the other side to about :math:`\mp 1`
+    (within :math:`10^{-5}` for :math:`|\hat d| < 0.999`), the limit of the rule (a
+    folded :math:`[0, 1]`: so few cases in one group that the data bound nothing). At
+    :math:`|\hat d| = 1` the reflection itself is degenerate (both bounds at
+    :math:`\pm 1`) and the interval is the percentile one of :math:`|d^*|`
+    (:func:`percentile_interval`; its method says so). Undefined replicates (``nan``)
+    are dropped; a ``nan`` estimate or no finite replicate gives ``nan`` bounds.
 
     References
     ----------
@@ -272,14 +281,13 @@ def folded_basic_interval(
     d = d[np.isfinite(d)]
     if d.size == 0 or not np.isfinite(estimate):
         return ConfidenceInterval(np.nan, np.nan, confidence_level, method)
-    a = (1.0 - confidence_level) / 2.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z_hat = np.arctanh(estimate)
-        q_low, q_high = np.quantile(np.arctanh(d), [a, 1.0 - a])
-    if not np.isfinite([z_hat, q_low, q_high]).all():
+    if abs(estimate) >= 1.0:
         ci = percentile_interval(np.abs(d), confidence_level=confidence_level)
         return ConfidenceInterval(ci.low, ci.high, confidence_level,
-                                  "percentile bootstrap of |d| (|d| = 1 reached)")
+                                  "percentile bootstrap of |d| (estimate at |d| = 1)")
+    a = (1.0 - confidence_level) / 2.0
+    z_hat = np.arctanh(estimate)
+    q_low, q_high = np.quantile(np.arctanh(np.clip(d, -_ATANH_CLIP, _ATANH_CLIP)), [a, 1.0 - a])
     signed = np.tanh([2.0 * z_hat - q_high, 2.0 * z_hat - q_low])
     size = np.abs(signed)
     low = 0.0 if signed[0] <= 0.0 <= signed[1] else float(size.min())

@@ -473,7 +473,7 @@ def test_ci_rule_is_recorded_and_read_back() -> None:
 
 def test_parity_at_one_and_undefined() -> None:
     """Lists of head items only: P_T = 0, so PopRSP = |d| = 1 in every resample, where
-    the atanh interval is undefined and the percentile one of |d*| is used; PopREO has
+    the atanh reflection is degenerate and the percentile one of |d*| is used; PopREO has
     no hit at all (only tail items are relevant): undefined, with an undefined CI."""
     recs, test, train, users = _data(seed=4, n_users=150)
     pop = train.drop_duplicates(["user_id", "item_id"]).groupby("item_id").size()
@@ -486,6 +486,6 @@ def test_parity_at_one_and_undefined() -> None:
     assert bias is not None
     rsp = bias.overall["poprsp@5"]
     assert rsp.value == 1.0 and (rsp.ci.low, rsp.ci.high) == (1.0, 1.0)
-    assert rsp.ci.method == "percentile bootstrap of |d| (|d| = 1 reached)"
+    assert rsp.ci.method == "percentile bootstrap of |d| (estimate at |d| = 1)"
     reo = bias.overall["popreo@5"]
     assert math.isnan(reo.value) and math.isnan(reo.ci.low) and math.isnan(reo.ci.high)

@@ -87,7 +87,8 @@ def evaluate(
     evaluated users' lists.
 
     Uncertainty is at the user level: a bootstrap of users stratified by group
-    (``options.n_boot`` resamples, percentile CIs) for every group and overall mean, IC, RD,
+    (``options.n_boot`` resamples, percentile CIs; the popularity-bias figures' rules are
+    in ``popularity_bias.ci_rule``) for every group and overall mean, IC, RD,
     NRD and IB -- by default with IC held at its observed value, because a bootstrap
     resample holds only ~63 % distinct users and its coverage is biased low (see
     ``options.resample_coverage``) -- and a permutation test of ``|M_UG - M_PG|``

@@ -21,6 +21,8 @@ stratified bootstrap as the top-N metrics:
   options' :class:`~recaudit.fairness.PopularityGrouping` says, the
   ``popularity_group`` attribute's definition) with every metric per such group, the
   plot of Abdollahpouri et al. (2021): profile popularity beside ARP per user group;
+- :class:`_PopularityReplicates`: the bootstrap replicates of every set of users
+  (recounted per resample, :mod:`._popularity_recount`) and their CIs by :data:`CI_RULE`;
 - :meth:`_PopularityValues.per_user_columns`: the per-user values themselves, the
   popularity columns of ``FairnessEvaluation.per_user``;
 - :class:`PopularityBias`: the result, with ``to_dict``/``from_dict``
@@ -514,7 +516,8 @@ class PopularityBias:
     :mod:`recaudit.fairness._popularity`): the head is the ``ceil(20 %)`` most popular
     catalog items by distinct training users. User means (ARP, APLT, ACLT, novelty)
     and the ratios of sums (PopRSP, PopREO) are taken over the group's evaluated users;
-    CIs come from the evaluation's stratified user bootstrap.
+    CIs come from the evaluation's stratified user bootstrap, each figure's by its
+    rule (``ci_rule``: :data:`CI_RULE`).
 
     Attributes
     ----------
