@@ -18,18 +18,23 @@ tail shape, planted gap ``rd`` and number of users. Truth:
 
 Every estimate and CI is ``evaluate``'s own (``train=`` given, so its stratified user
 bootstrap of 200 resamples gives the popularity section's CIs too). Per cell: bias =
-mean(estimate - truth) with its Monte-Carlo s.e. sd / sqrt(REPS), RMSE, coverage of the
-95 % percentile-bootstrap CI with sqrt(c (1 - c) / REPS), and the permutation test's
-rejection rate at alpha = 0.05 (its type-I error at rd = 0).
+mean(estimate - truth) with its Monte-Carlo s.e. sd / sqrt(REPS), RMSE, coverage of
+``evaluate``'s 95 % CI (percentile; in the popularity section the rule of its
+``ci_rule``) with sqrt(c (1 - c) / REPS), pooled over the cells in ``summary``, the
+median CI width and the share of CIs that hold all of [0, 1] (a folded PopRSP/PopREO
+interval at its limit, which covers vacuously), and the permutation test's rejection
+rate at alpha = 0.05 (its type-I error at rd = 0).
 
     PYTHONPATH=src OMP_NUM_THREADS=1 nice -n 10 python benchmarks/validate_fairness.py run \\
         --tail 0.65 0.85 --rd 0 0.1 0.2 --users 300 1000 --reps 200 \\
-        --out benchmarks/results/validate_fairness.jsonl
+        --out benchmarks/results/validate_fairness_basic.jsonl
     PYTHONPATH=src python benchmarks/validate_fairness.py table \\
-        benchmarks/results/validate_fairness.jsonl
+        benchmarks/results/validate_fairness_basic.jsonl
     PYTHONPATH=src python benchmarks/validate_fairness.py summary \\
-        benchmarks/results/validate_fairness.jsonl
+        benchmarks/results/validate_fairness_basic.jsonl
 
+``compare A.jsonl B.jsonl ...`` sets the popularity figures' pooled coverage of several
+runs side by side (e.g. the interval rules of ``docs/validation-fairness.md``).
 ``run`` appends one JSON line per cell (tail, rd, users, seed) and skips cells already
 in the file, so an interrupted run resumes. One process: no parallelism by design.
 """
@@ -144,7 +149,11 @@ def _summarise(est: list[tuple[float, float, float, float]]) -> dict[str, Any]:
     with_ci = a[np.isfinite(a[:, 1]) & np.isfinite(a[:, 2])]
     if with_ci.size:
         c = float(np.mean((with_ci[:, 1] <= with_ci[:, 3]) & (with_ci[:, 3] <= with_ci[:, 2])))
-        row |= {"coverage": c, "coverage_se": float(np.sqrt(c * (1 - c) / len(with_ci)))}
+        row |= {"coverage": c, "coverage_se": float(np.sqrt(c * (1 - c) / len(with_ci))),
+                "median_width": float(np.median(with_ci[:, 2] - with_ci[:, 1])),
+                # a folded interval at its limit [0, 1] bounds nothing (PopREO of a group
+                # with very few tail or head hits): its coverage is vacuous
+                "share_0_1": float(np.mean((with_ci[:, 1] <= 0) & (with_ci[:, 2] >= 1 - 1e-4)))}
     return row
 
 
@@ -215,25 +224,26 @@ def _rows(path: str) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (r["tail"], r["rd"], r["users"]))
 
 
-def _fmt(e: dict[str, Any]) -> tuple[str, str, str]:
+def _fmt(e: dict[str, Any]) -> tuple[str, str, str, str]:
     bias = f"{e['bias']:+.4f} ({e['bias_se']:.4f})" if "bias" in e else "–"
     rmse = f"{e['rmse']:.4f}" if "rmse" in e else "–"
     cov = f"{e['coverage']:.3f} ({e['coverage_se']:.3f})" if "coverage" in e else "–"
-    return bias, rmse, cov
+    width = f"{e['median_width']:.4g}" if "median_width" in e else "–"
+    return bias, rmse, cov, width
 
 
 def table(args: argparse.Namespace) -> None:
     rows = _rows(args.results)
     names = [n for n in rows[0]["estimators"]]
     print("| estimator | top-20 % share | rd | users | truth | bias (s.e.) | RMSE "
-          "| 95 % CI coverage (s.e.) |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| 95 % CI coverage (s.e.) | median CI width |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name in names:
         for r in rows:
             e = r["estimators"][name]
-            bias, rmse, cov = _fmt(e)
+            bias, rmse, cov, width = _fmt(e)
             print(f"| {name} | {r['tail']:g} | {r['rd']:g} | {r['users']} | {e['truth']:.4f} "
-                  f"| {bias} | {rmse} | {cov} |")
+                  f"| {bias} | {rmse} | {cov} | {width} |")
     print("\n| metric | top-20 % share | rd | users | reps | rejection rate at 0.05 (s.e.) |")
     print("|---|---|---|---|---|---|")
     for r in rows:
@@ -242,11 +252,21 @@ def table(args: argparse.Namespace) -> None:
                   f"| {v['rate']:.3f} ({v['se']:.3f}) |")
 
 
+def _pooled(est: list[tuple[dict[str, Any], dict[str, Any]]]) -> str:
+    """Coverage over every data set of the cells with a CI, with its binomial s.e."""
+    hits = sum(e["coverage"] * e["n"] for _, e in est if "coverage" in e)
+    n = sum(e["n"] for _, e in est if "coverage" in e)
+    if n == 0:
+        return "no CI"
+    c = hits / n
+    return f"{c:.3f} ({np.sqrt(c * (1 - c) / n):.3f})"
+
+
 def summary(args: argparse.Namespace) -> None:
     rows = _rows(args.results)
     print("| estimator | cells | max abs bias / its s.e. (cell) | coverage range "
-          "| cells below 0.95 by > 2 s.e. |")
-    print("|---|---|---|---|---|")
+          "| pooled coverage (s.e.) | cells below 0.95 by > 2 s.e. | CIs [0, 1], max cell |")
+    print("|---|---|---|---|---|---|---|")
     for name in rows[0]["estimators"]:
         est = [(r, r["estimators"][name]) for r in rows if "bias" in r["estimators"][name]]
         if not est:
@@ -257,8 +277,10 @@ def summary(args: argparse.Namespace) -> None:
                     for r, e in est if "coverage" in e)
         where = f"tail {r['tail']:g}, rd {r['rd']:g}, n {r['users']}"
         cov_txt = f"{min(cov):.3f}-{max(cov):.3f}" if cov else "no CI"
+        vacuous = [e["share_0_1"] for _, e in est if "share_0_1" in e]
+        vac_txt = f"{max(vacuous):.2f}" if vacuous else "–"
         print(f"| {name} | {len(est)} | {abs(w['bias']):.4f} / {w['bias_se']:.4f} ({where}) "
-              f"| {cov_txt} | {short} |")
+              f"| {cov_txt} | {_pooled(est)} | {short} | {vac_txt} |")
     null = [(k, v) for r in rows if r["rd"] == 0 for k, v in r["rejection"].items()]
     if null:
         n = sum(r["reps"] for r in rows if r["rd"] == 0) // max(1, len({r["users"] for r in rows}))
@@ -266,6 +288,22 @@ def summary(args: argparse.Namespace) -> None:
         print(f"\nType-I error at rd = 0 (alpha 0.05), mean over null cells per metric "
               f"(~{n} data sets per tail):")
         print(rates.groupby("metric")["rate"].mean().round(4).to_string())
+
+
+def compare(args: argparse.Namespace) -> None:
+    """Pooled coverage and per-cell range of every popularity figure in several runs."""
+    runs = {Path(f).stem: _rows(f) for f in args.results}
+    names = [n for n in next(iter(runs.values()))[0]["estimators"]
+             if not n.startswith(("rd:", "nrd:", "ib:"))]
+    print("| estimator | " + " | ".join(runs) + " |")
+    print("|---|" + "---|" * len(runs))
+    for name in names:
+        cells = []
+        for rows in runs.values():
+            est = [(r, r["estimators"][name]) for r in rows if name in r["estimators"]]
+            cov = [e["coverage"] for _, e in est if "coverage" in e]
+            cells.append(f"{_pooled(est)}, {min(cov):.2f}-{max(cov):.2f}" if cov else "–")
+        print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 def main() -> None:
@@ -279,11 +317,12 @@ def main() -> None:
     r.add_argument("--seed", type=int, default=20261218)
     r.add_argument("--population", type=int, default=N_POPULATION,
                    help="users of the large draw behind the popularity figures' truth")
-    r.add_argument("--out", default="benchmarks/results/validate_fairness.jsonl")
+    r.add_argument("--out", default="benchmarks/results/validate_fairness_basic.jsonl")
     for name in ("table", "summary"):
         sub.add_parser(name).add_argument("results")
+    sub.add_parser("compare").add_argument("results", nargs="+")
     args = parser.parse_args()
-    {"run": run, "table": table, "summary": summary}[args.command](args)
+    {"run": run, "table": table, "summary": summary, "compare": compare}[args.command](args)
 
 
 if __name__ == "__main__":

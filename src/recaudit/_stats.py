@@ -22,11 +22,16 @@ from .exceptions import InputError
 
 __all__ = [
     "METHOD_FROM_JSON",
+    "RULE_METHOD",
     "ConfidenceInterval",
     "Estimate",
+    "CI_RULES",
     "as_generator",
+    "basic_interval",
     "binomial_interval",
+    "bootstrap_interval",
     "bootstrap_weights",
+    "folded_basic_interval",
     "holm",
     "monte_carlo_pvalue",
     "percentile_interval",
@@ -71,6 +76,13 @@ class ConfidenceInterval:
 #: The method of an interval read back from ``{"value", "ci_low", "ci_high"}`` JSON,
 #: which does not record it.
 METHOD_FROM_JSON = "read from JSON (method not recorded)"
+
+#: The interval rules of :func:`bootstrap_interval`, by the name results record.
+CI_RULES = ("percentile", "basic", "basic-atanh-folded")
+#: The :attr:`ConfidenceInterval.method` of each rule (a folded interval that fell back
+#: to the percentile one says so in its own method, which a rule alone does not).
+RULE_METHOD = {"percentile": "percentile bootstrap", "basic": "basic bootstrap",
+               "basic-atanh-folded": "basic bootstrap on atanh, folded"}
 
 
 @dataclass(frozen=True)
@@ -179,13 +191,121 @@ def percentile_interval(
     ch. 13). Undefined replicates (``nan``) are dropped; if none are left the bounds
     are ``nan``.
     """
+    method = RULE_METHOD["percentile"]
     r = np.asarray(replicates, dtype=float)
     r = r[np.isfinite(r)]
     a = (1.0 - confidence_level) / 2.0
     if r.size == 0:
-        return ConfidenceInterval(np.nan, np.nan, confidence_level, "percentile bootstrap")
+        return ConfidenceInterval(np.nan, np.nan, confidence_level, method)
     lo, hi = np.quantile(r, [a, 1.0 - a])
-    return ConfidenceInterval(float(lo), float(hi), confidence_level, "percentile bootstrap")
+    return ConfidenceInterval(float(lo), float(hi), confidence_level, method)
+
+
+def basic_interval(
+    replicates: npt.ArrayLike, estimate: float, *, confidence_level: float = 0.95
+) -> ConfidenceInterval:
+    r"""Basic (reverse-percentile) bootstrap interval of a statistic.
+
+    With :math:`\hat\theta` the estimate, :math:`q^*_a` the a-quantile of the finite
+    replicates :math:`\theta^*` (linear interpolation, as :func:`percentile_interval`)
+    and :math:`c` the level,
+
+    .. math:: \bigl[2\hat\theta - q^*_{(1+c)/2},\; 2\hat\theta - q^*_{(1-c)/2}\bigr]
+
+    (Davison & Hinkley 1997, section 5.2). It takes the bootstrap distribution
+    of :math:`\theta^* - \hat\theta` for that of :math:`\hat\theta - \theta`, so a
+    bias the replicates repeat (:math:`E^*\theta^* - \hat\theta \approx E\hat\theta -
+    \theta`, e.g. a selection made on the same sample) is taken off the estimate, where
+    the percentile interval would add it a second time. Equals
+    ``scipy.stats.bootstrap(..., method="basic")`` on the same replicates. Undefined
+    replicates (``nan``) are dropped; a ``nan`` estimate or no finite replicate gives
+    ``nan`` bounds.
+
+    References
+    ----------
+    Davison, A. C. & Hinkley, D. V. (1997). Bootstrap Methods and their Application,
+    section 5.2. Cambridge University Press.
+    """
+    method = RULE_METHOD["basic"]
+    r = np.asarray(replicates, dtype=float)
+    r = r[np.isfinite(r)]
+    if r.size == 0 or not np.isfinite(estimate):
+        return ConfidenceInterval(np.nan, np.nan, confidence_level, method)
+    a = (1.0 - confidence_level) / 2.0
+    q_low, q_high = np.quantile(r, [a, 1.0 - a])
+    return ConfidenceInterval(float(2.0 * estimate - q_high), float(2.0 * estimate - q_low),
+                              confidence_level, method)
+
+
+#: ``|d*|`` is clipped to this before atanh in :func:`folded_basic_interval`
+#: (``atanh(1 - 1e-12) = 14.2``: a replicate at ``|d*| = 1`` stays the most extreme).
+_ATANH_CLIP = 1.0 - 1e-12
+
+
+def folded_basic_interval(
+    replicates: npt.ArrayLike, estimate: float, *, confidence_level: float = 0.95
+) -> ConfidenceInterval:
+    r"""Interval for :math:`|d|` from a signed statistic :math:`d \in [-1, 1]`.
+
+    The basic interval (:func:`basic_interval`) of :math:`z = \operatorname{atanh} d`
+    from the replicates :math:`z^* = \operatorname{atanh} d^*`, mapped back by
+    :math:`\tanh` to :math:`[l, h]` and folded at 0:
+
+    .. math:: [0, \max(|l|, |h|)] \text{ if } l \le 0 \le h, \quad
+              [\min(|l|, |h|), \max(|l|, |h|)] \text{ otherwise.}
+
+    ``estimate`` and ``replicates`` are the signed :math:`\hat d` and :math:`d^*`; the
+    interval is the one of :math:`|d|`, and covers it whenever the signed one covers
+    :math:`d`. A statistic folded at 0 (such as :math:`|d|`) is biased upward near 0,
+    where a percentile interval of :math:`|d^*|` lies above the truth; the signed
+    :math:`d` has no fold, and on the atanh scale (Fisher's transformation) the
+    reflected bounds map back inside :math:`(-1, 1)` (the basic method on a
+    transformed scale: Davison & Hinkley 1997, section 5.2).
+    Replicates at :math:`|d^*| = 1` (atanh infinite) are clipped to
+    :math:`\pm(1 - 10^{-12})`: they keep their place in the ordering, and a quantile at
+    or next to one of them sends the reflected bound on the other side to about :math:`\mp 1`
+    (within :math:`10^{-5}` for :math:`|\hat d| < 0.999`), the limit of the rule (a
+    folded :math:`[0, 1]`: so few cases in one group that the data bound nothing). At
+    :math:`|\hat d| = 1` the reflection itself is degenerate (both bounds at
+    :math:`\pm 1`) and the interval is the percentile one of :math:`|d^*|`
+    (:func:`percentile_interval`; its method says so). Undefined replicates (``nan``)
+    are dropped; a ``nan`` estimate or no finite replicate gives ``nan`` bounds.
+
+    References
+    ----------
+    Davison, A. C. & Hinkley, D. V. (1997). Bootstrap Methods and their Application,
+    section 5.2. Cambridge University Press.
+    """
+    method = RULE_METHOD["basic-atanh-folded"]
+    d = np.asarray(replicates, dtype=float)
+    d = d[np.isfinite(d)]
+    if d.size == 0 or not np.isfinite(estimate):
+        return ConfidenceInterval(np.nan, np.nan, confidence_level, method)
+    if abs(estimate) >= 1.0:
+        ci = percentile_interval(np.abs(d), confidence_level=confidence_level)
+        return ConfidenceInterval(ci.low, ci.high, confidence_level,
+                                  "percentile bootstrap of |d| (estimate at |d| = 1)")
+    a = (1.0 - confidence_level) / 2.0
+    z_hat = np.arctanh(estimate)
+    q_low, q_high = np.quantile(np.arctanh(np.clip(d, -_ATANH_CLIP, _ATANH_CLIP)), [a, 1.0 - a])
+    signed = np.tanh([2.0 * z_hat - q_high, 2.0 * z_hat - q_low])
+    size = np.abs(signed)
+    low = 0.0 if signed[0] <= 0.0 <= signed[1] else float(size.min())
+    return ConfidenceInterval(low, float(size.max()), confidence_level, method)
+
+
+def bootstrap_interval(
+    rule: str, replicates: npt.ArrayLike, estimate: float, *, confidence_level: float = 0.95
+) -> ConfidenceInterval:
+    """The interval of ``rule`` (one of :data:`CI_RULES`): :func:`percentile_interval`
+    (``estimate`` unused), :func:`basic_interval` or :func:`folded_basic_interval`."""
+    if rule == "percentile":
+        return percentile_interval(replicates, confidence_level=confidence_level)
+    if rule == "basic":
+        return basic_interval(replicates, estimate, confidence_level=confidence_level)
+    if rule == "basic-atanh-folded":
+        return folded_basic_interval(replicates, estimate, confidence_level=confidence_level)
+    raise InputError(f"`rule` must be one of {CI_RULES}, got {rule!r}")
 
 
 def studentized_interval(

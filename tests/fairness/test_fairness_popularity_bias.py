@@ -23,7 +23,13 @@ from recaudit.fairness import (
     popularity_metrics,
 )
 from recaudit.fairness._inputs import POPULARITY_GROUP_MSG
-from recaudit.fairness._popularity_bias import NO_TRAIN_REASON, NO_TRAIN_USER_REASON
+from recaudit.fairness._popularity_bias import (
+    CI_RULE,
+    NO_TRAIN_REASON,
+    NO_TRAIN_USER_REASON,
+    OLDER_CI_RULE,
+)
+from recaudit.fairness._results import NO_BOOT
 from recaudit.fairness._synthetic import simulate_interbias
 
 N_ITEMS = 400
@@ -426,3 +432,60 @@ def test_more_quantiles_than_training_users() -> None:
     assert bias is not None and bias.user_popularity_groups == {}
     with pytest.raises(InputError, match="`q` must be an integer >= 2 and <= the number"):
         evaluate(recs, test, users, attribute="popularity_group", protected="q1", **kw)
+
+
+# ------------------------------------------------------------- the CIs' rules
+def test_ci_rule_is_recorded_and_read_back() -> None:
+    recs, test, train, users = _data(seed=2, n_users=120)
+    result = _evaluate(recs, test, train, users, n_boot=50)
+    bias = result.popularity_bias
+    assert bias is not None and bias.ci_rule == CI_RULE
+    methods = {"percentile": "percentile bootstrap", "basic": "basic bootstrap",
+               "basic-atanh-folded": "basic bootstrap on atanh, folded"}
+    for key, est in bias.overall.items():
+        assert est.ci.method == methods[CI_RULE[key.split("@")[0]]], key
+    assert bias.profile_overall["profile_tail_share"].ci.method == "basic bootstrap"
+    assert bias.user_popularity_groups["niche"].metrics["novelty@10"].ci.method == \
+        "basic bootstrap"
+    d = result.to_dict()
+    assert d["popularity_bias"]["ci_rule"] == dict(CI_RULE)
+    back = FairnessEvaluation.from_dict(d).popularity_bias
+    assert back is not None and back.ci_rule == CI_RULE
+    for key, est in back.overall.items():
+        assert est.ci.method == bias.overall[key].ci.method, key
+    assert back.user_popularity_groups["diverse"].profile["profile_popularity"].ci.method == \
+        "percentile bootstrap"
+    del d["popularity_bias"]["ci_rule"]  # a JSON written before it: percentile CIs
+    older = FairnessEvaluation.from_dict(d).popularity_bias
+    assert older is not None and older.ci_rule == OLDER_CI_RULE
+    assert {e.ci.method for e in older.overall.values()} == {"percentile bootstrap"}
+    d["popularity_bias"]["ci_rule"] = {"aplt": "bca"}
+    with pytest.raises(InputError, match=r"popularity_bias\.ci_rule: unknown figure 'aplt' or "
+                       r"rule 'bca'"):
+        FairnessEvaluation.from_dict(d)
+    d["popularity_bias"]["ci_rule"] = {"arp": "basic"}  # a partial one: the rest percentile
+    partial = FairnessEvaluation.from_dict(d).popularity_bias
+    assert partial is not None and partial.ci_rule["arp"] == "basic"
+    assert partial.ci_rule["aplt"] == "percentile"
+    no_boot = _evaluate(recs, test, train, users, n_boot=0).popularity_bias
+    assert no_boot is not None and no_boot.overall["aplt@10"].ci.method == NO_BOOT
+
+
+def test_parity_at_one_and_undefined() -> None:
+    """Lists of head items only: P_T = 0, so PopRSP = |d| = 1 in every resample, where
+    the atanh reflection is degenerate and the percentile one of |d*| is used; PopREO has
+    no hit at all (only tail items are relevant): undefined, with an undefined CI."""
+    recs, test, train, users = _data(seed=4, n_users=150)
+    pop = train.drop_duplicates(["user_id", "item_id"]).groupby("item_id").size()
+    head = pop.sort_values(ascending=False, kind="stable").index[:20].to_numpy()
+    recs = pd.DataFrame({"user_id": np.repeat(users.user_id.to_numpy(), 10),
+                         "item_id": np.tile(head[:10], len(users)),
+                         "rank": np.tile(np.arange(1, 11), len(users))})
+    test = test[~test.item_id.isin(head)]
+    bias = _evaluate(recs, test, train, users, n_boot=50).popularity_bias
+    assert bias is not None
+    rsp = bias.overall["poprsp@5"]
+    assert rsp.value == 1.0 and (rsp.ci.low, rsp.ci.high) == (1.0, 1.0)
+    assert rsp.ci.method == "percentile bootstrap of |d| (estimate at |d| = 1)"
+    reo = bias.overall["popreo@5"]
+    assert math.isnan(reo.value) and math.isnan(reo.ci.low) and math.isnan(reo.ci.high)

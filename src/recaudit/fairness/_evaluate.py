@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from .._stats import ConfidenceInterval, Estimate, holm, percentile_interval
+from .._stats import ConfidenceInterval, Estimate, bootstrap_interval, holm
 from ._exposure import (
     PopularityProfile,
     average_popularity,
@@ -41,7 +41,12 @@ from ._interbias import (
 )
 from ._metrics import METRICS, TopNLists, ranking_metrics
 from ._options import EvaluateOptions
-from ._popularity_bias import PopularityBias, _PopularityReplicates, _PopularityValues
+from ._popularity_bias import (
+    CI_RULE,
+    PopularityBias,
+    _PopularityReplicates,
+    _PopularityValues,
+)
 from ._protocol import Protocol, _candidates_iv
 from ._resampling import _bootstrap, _permutation_pvalues
 from ._results import COVERAGE_FIXED, NO_BOOT, FairnessEvaluation, GroupMetrics, InterBias
@@ -82,7 +87,8 @@ def evaluate(
     evaluated users' lists.
 
     Uncertainty is at the user level: a bootstrap of users stratified by group
-    (``options.n_boot`` resamples, percentile CIs) for every group and overall mean, IC, RD,
+    (``options.n_boot`` resamples, percentile CIs; the popularity-bias figures' rules are
+    in ``popularity_bias.ci_rule``) for every group and overall mean, IC, RD,
     NRD and IB -- by default with IC held at its observed value, because a bootstrap
     resample holds only ~63 % distinct users and its coverage is biased low (see
     ``options.resample_coverage``) -- and a permutation test of ``|M_UG - M_PG|``
@@ -239,20 +245,26 @@ class _Replicates:
     reps: dict[str, npt.NDArray[np.float64]] | None
     confidence_level: float
 
-    def interval(self, reps: npt.NDArray[np.float64] | None) -> ConfidenceInterval:
-        if reps is None:
-            return ConfidenceInterval(np.nan, np.nan, self.confidence_level, NO_BOOT)
-        return percentile_interval(reps, confidence_level=self.confidence_level)
+    def rule_estimate(self, value: float, centre: float, rule: str, name: str,
+                      *index: int) -> Estimate:
+        """``value`` with the ``rule`` interval (:func:`bootstrap_interval`) of the
+        replicates ``name[:, *index]`` around ``centre`` (the estimate on the replicates'
+        scale; ``value`` itself but for the folded rule's signed ``d``)."""
+        if self.reps is None:
+            ci = ConfidenceInterval(np.nan, np.nan, self.confidence_level, NO_BOOT)
+        else:
+            column: tuple[slice | int, ...] = (slice(None), *index)
+            ci = bootstrap_interval(rule, self.reps[name][column], centre,
+                                    confidence_level=self.confidence_level)
+        return Estimate(float(value), ci)
 
     def estimate(self, value: float, name: str, k: int) -> Estimate:
         """``value`` with the percentile CI of column ``k`` of replicates ``name``."""
-        reps = None if self.reps is None else self.reps[name][:, k]
-        return Estimate(float(value), self.interval(reps))
+        return self.rule_estimate(value, value, "percentile", name, k)
 
     def group_estimate(self, value: float, g: int, k: int, name: str = "groups") -> Estimate:
         """Like :meth:`estimate` for group ``g``'s value of key ``k`` (replicates ``name``)."""
-        reps = None if self.reps is None else self.reps[name][:, g, k]
-        return Estimate(float(value), self.interval(reps))
+        return self.rule_estimate(value, value, "percentile", name, g, k)
 
     def n_undefined(self, k: int) -> int:
         """Resamples in which RD of key ``k`` was undefined."""
@@ -357,21 +369,12 @@ def _popularity_results(
     """The popularity-bias metrics overall and per group with their CIs (None: not computed)."""
     if pop is None or inp.popularity_source is None:
         return None
-    keys = pop.everyone.keys
-    overall = pop.everyone.point()
-    groups = {}
-    for g in order:
-        point = pop.groups[g].point()
-        groups[str(names[g])] = {
-            key: boot.group_estimate(point[k], g, k, "pop_groups") for k, key in enumerate(keys)
-        }
     return PopularityBias(
-        overall={key: boot.estimate(overall[k], "pop_overall", k) for k, key in enumerate(keys)},
-        groups=groups,
         n_head_items=int(inp.popularity_source.is_head.sum()),
         n_train_users=inp.popularity_source.n_train_users,
         popularity_grouping=inp.popularity_source.grouping,
-        **pop.summaries(boot.group_estimate, [str(name) for name in names], order),
+        ci_rule=CI_RULE,
+        **pop.summaries(boot.rule_estimate, [str(name) for name in names], order),
     )
 
 

@@ -96,13 +96,17 @@ def bounds(obj: Any, where: str) -> tuple[float, float, float]:
     return number(value), number(low), number(high)
 
 
-def estimate(obj: Any, where: str, level: float, missing_method: str) -> Estimate:
+def estimate(
+    obj: Any, where: str, level: float, missing_method: str, *,
+    method: str = "percentile bootstrap",
+) -> Estimate:
     """An :class:`~recaudit._stats.Estimate` read by :meth:`Estimate.from_dict
     <recaudit._stats.Estimate.from_dict>`, the lenient forms first put in its
     ``{value, ci_low, ci_high}`` shape by :func:`bounds`; the interval's level is
-    ``level`` and its method ``missing_method`` when both bounds are absent."""
+    ``level`` and its method ``method``, ``missing_method`` when both bounds are absent."""
     value, low, high = bounds(obj, where)
-    method = missing_method if math.isnan(low) and math.isnan(high) else "percentile bootstrap"
+    if math.isnan(low) and math.isnan(high):
+        method = missing_method
     return Estimate.from_dict(
         {"value": value, "ci_low": low, "ci_high": high}, confidence_level=level, method=method
     )

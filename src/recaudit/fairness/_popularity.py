@@ -156,6 +156,21 @@ def _parity_of_sums(sums: npt.NDArray[np.float64], n_cuts: int) -> npt.NDArray[n
         return np.where(mean > 0, p.std(axis=-1) / np.where(mean > 0, mean, 1.0), np.nan)
 
 
+def _signed_parity_of_sums(
+    sums: npt.NDArray[np.float64], n_cuts: int
+) -> npt.NDArray[np.float64]:
+    """``d = (P_H - P_T) / (P_H + P_T)`` of numerator/denominator sums, in ``[-1, 1]``:
+    std/mean (ddof 0) of two values is ``|P_H - P_T| / (P_H + P_T)``, so
+    :func:`_parity_of_sums` is ``|d|``; nan where it is (a denominator or the sum is 0)."""
+    num = sums[..., : 2 * n_cuts].reshape(*sums.shape[:-1], n_cuts, 2)
+    den = sums[..., 2 * n_cuts :][..., None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+        total = p[..., 0] + p[..., 1]
+        return np.where(total > 0, (p[..., 0] - p[..., 1]) / np.where(total > 0, total, 1.0),
+                        np.nan)
+
+
 def popularity_parity(
     counts: PopularityCounts, weights: npt.ArrayLike | None = None
 ) -> dict[str, npt.NDArray[np.float64]]:

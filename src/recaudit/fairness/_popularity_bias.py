@@ -21,6 +21,8 @@ stratified bootstrap as the top-N metrics:
   options' :class:`~recaudit.fairness.PopularityGrouping` says, the
   ``popularity_group`` attribute's definition) with every metric per such group, the
   plot of Abdollahpouri et al. (2021): profile popularity beside ARP per user group;
+- :class:`_PopularityReplicates`: the bootstrap replicates of every set of users
+  (recounted per resample, :mod:`._popularity_recount`) and their CIs by :data:`CI_RULE`;
 - :meth:`_PopularityValues.per_user_columns`: the per-user values themselves, the
   popularity columns of ``FairnessEvaluation.per_user``;
 - :class:`PopularityBias`: the result, with ``to_dict``/``from_dict``
@@ -29,16 +31,17 @@ stratified bootstrap as the top-N metrics:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import scipy.sparse as sp
 
-from .._stats import Estimate
+from .._stats import CI_RULES, RULE_METHOD, Estimate
 from ..exceptions import InputError
 from . import _from_json as js
 from ._metrics import TopNLists, _codes, _columns_iv
@@ -133,7 +136,8 @@ def _popularity_source(
     everyone = pd.factorize(train["user_id"])[0].astype(np.int64)
     pairs = np.unique(everyone * n_codes + items)
     popularity = np.bincount(pairs % n_codes, minlength=len(item_index)).astype(np.float64)
-    is_head = head_items(popularity, _sortable(item_index.to_numpy()), n_items=n_items)
+    item_ids = _sortable(item_index.to_numpy())
+    is_head = head_items(popularity, item_ids, n_items=n_items)
     users = _codes(train["user_id"], user_ids)
     train_head, train_tail = _per_user_group_counts(users, items, is_head, len(user_ids))
     t_users, t_items = _codes(test["user_id"], user_ids), _codes(test["item_id"], item_index)
@@ -155,21 +159,24 @@ def _popularity_source(
         grouping=grouping,
         train_items=train_items,
         test_items=_incidence(t_users, t_items, len(user_ids), len(item_index)),
-        recount=_recount_side(train_items, popularity, n_train_users, is_head, n_items),
+        recount=_recount_side(train_items, popularity, n_train_users, is_head, n_items,
+                              item_ids),
     )
     return source, None
 
 
 def _recount_side(
     train_items: sp.csr_matrix, popularity: npt.NDArray[np.float64], n_train_users: int,
-    is_head: npt.NDArray[np.bool_], n_items: int,
+    is_head: npt.NDArray[np.bool_], n_items: int, item_ids: npt.NDArray[Any],
 ) -> _TrainingSide:
     """What a resample's recount holds fixed: the training users outside the evaluated
-    ones (their counts), the observed head and self-information."""
+    ones (their counts and number), the head's size and its tie rule (``item_ids``)."""
+    outside = n_train_users - int((np.diff(train_items.indptr) > 0).sum())
     return _TrainingSide(
         fixed_popularity=popularity - np.asarray(train_items.sum(axis=0)).ravel(),
-        information=np.log2(n_train_users / np.maximum(popularity, 1.0)),
-        head=is_head.astype(np.float64),
+        fixed_users=float(outside),
+        by_id=np.lexsort((item_ids,)),
+        n_head=int(is_head.sum()),
         n_items=n_items,
     )
 
@@ -310,9 +317,40 @@ def _weighted_means(
     return out
 
 
-#: ``estimate(value, g, k, replicates)``: an :class:`Estimate` with the percentile CI of
-#: column ``k`` of set ``g`` of the named bootstrap replicates (``_Replicates.group_estimate``).
-GroupEstimate = Callable[[float, int, int, str], Estimate]
+class RuleEstimate(Protocol):
+    """``estimate(value, centre, rule, name, *index)``: an :class:`Estimate` of ``value``
+    with the ``rule`` interval (:func:`~recaudit._stats.bootstrap_interval`) of the
+    replicates ``name[:, *index]`` around ``centre``, the estimate on the replicates'
+    scale (``_Replicates.rule_estimate``)."""
+
+    def __call__(self, value: float, centre: float, rule: str, name: str,
+                 *index: int) -> Estimate: ...
+
+
+#: The bootstrap interval of each figure (:func:`~recaudit._stats.bootstrap_interval`;
+#: ``ci_rule`` of the JSON). The head-based figures and novelty are basic intervals: their
+#: replicates re-choose the head (and recount novelty) on the resample and so repeat the
+#: head-selection bias, which the basic interval takes off; PopRSP and PopREO are
+#: ``|d|`` of a signed ``d``, whose basic interval on atanh is folded to ``|d|``; ARP and
+#: the profile popularity keep the percentile interval (``docs/decisions.md``).
+CI_RULE: Mapping[str, str] = MappingProxyType({
+    "arp": "percentile", "aplt": "basic", "aclt": "basic", "poprsp": "basic-atanh-folded",
+    "popreo": "basic-atanh-folded", "novelty": "basic", "profile_popularity": "percentile",
+    "profile_tail_share": "basic", "test_tail_share": "basic",
+})
+#: The rule of every figure in a JSON written before ``ci_rule``.
+OLDER_CI_RULE: Mapping[str, str] = MappingProxyType(dict.fromkeys(CI_RULE, "percentile"))
+CI_RULE_MSG = "{where}: unknown figure {figure!r} or rule {rule!r} (rules: {rules})"
+
+
+#: Where a figure's replicates are: ``(name, index, offset)``, figure ``k`` at
+#: ``name[:, *index, offset + k]``.
+_Where = tuple[str, tuple[int, ...], int]
+
+
+def _rule_of(key: str) -> str:
+    """The :data:`CI_RULE` of ``<metric>@<N>`` or of a profile figure."""
+    return CI_RULE[key.split("@")[0]]
 
 
 @dataclass(frozen=True)
@@ -378,29 +416,53 @@ class _PopularityReplicates:
         return out
 
     def summaries(
-        self, estimate: GroupEstimate, names: list[str], order: list[int]
+        self, estimate: RuleEstimate, names: list[str], order: list[int]
     ) -> dict[str, Any]:
-        """``profile_overall``, ``profile_groups`` and ``user_popularity_groups`` of
-        :class:`PopularityBias`, with CIs by ``estimate``; ``names[g]`` is the name of
-        attribute group ``g``, ``order`` the reporting order of the groups."""
-        def profile(values: _PopularityValues, g: int) -> dict[str, Estimate]:
-            point = values.profile_point()
-            return {f: estimate(point[k], g, k, "pop_profile")
-                    for k, f in enumerate(PROFILE_FIGURES)}
+        """``overall``, ``groups``, ``profile_overall``, ``profile_groups`` and
+        ``user_popularity_groups`` of :class:`PopularityBias`, with CIs by ``estimate``
+        and :data:`CI_RULE`; ``names[g]`` is the name of attribute group ``g``, ``order``
+        the reporting order of the groups. The intervals' centres are the recount at
+        every weight 1 (the point estimates, PopRSP/PopREO signed)."""
+        items = self.everyone.recount.resample(np.ones((1, self.everyone.means.shape[0])))
+        keys = self.everyone.keys
+        n_keys = len(keys)
 
-        keys = [*self.everyone.keys, *PROFILE_FIGURES]
+        def section(values: _PopularityValues, users: npt.NDArray[np.intp] | None,
+                    metrics_at: _Where, profile_at: _Where
+                    ) -> tuple[dict[str, Estimate], dict[str, Estimate]]:
+            """The metrics and profile figures of ``values`` (the evaluated users at
+            ``users``, all when ``None``); ``(name, index, offset)``: figure ``k``'s
+            replicates are ``name[:, *index, offset + k]``."""
+            ones = np.ones((1, values.means.shape[0]))
+            metrics, profile = values.recount.statistics(ones, items, users)
+            point = np.concatenate([values.point(), values.profile_point()])
+            centre = np.concatenate([metrics[0], profile[0]])
+            out = []
+            for figures, (name, index, offset), start in ((keys, metrics_at, 0),
+                                                          (PROFILE_FIGURES, profile_at, n_keys)):
+                out.append({
+                    f: estimate(point[start + k], centre[start + k], _rule_of(f), name,
+                                *index, offset + k)
+                    for k, f in enumerate(figures)
+                })
+            return out[0], out[1]
+
+        overall, profile_overall = section(self.everyone, None, ("pop_overall", (), 0),
+                                           ("pop_profile", (0,), 0))
+        groups = {names[g]: section(self.groups[g], self.members[g], ("pop_groups", (g,), 0),
+                                    ("pop_profile", (1 + g,), 0)) for g in order}
         user_groups = {}
         for j, values in enumerate(self.pop_groups):
-            point = np.concatenate([values.point(), values.profile_point()])
-            ests = {key: estimate(point[k], j, k, "pop_user_groups") for k, key in enumerate(keys)}
+            metrics, profile = section(values, self.pop_members[j],
+                                       ("pop_user_groups", (j,), 0),
+                                       ("pop_user_groups", (j,), n_keys))
             user_groups[self.labels[j]] = UserPopularityGroup(
-                n_users=int(self.pop_members[j].size),
-                profile={f: ests.pop(f) for f in PROFILE_FIGURES},
-                metrics=ests,
-            )
+                n_users=int(self.pop_members[j].size), profile=profile, metrics=metrics)
         return {
-            "profile_overall": profile(self.everyone, 0),
-            "profile_groups": {names[g]: profile(self.groups[g], 1 + g) for g in order},
+            "overall": overall,
+            "groups": {name: m for name, (m, _) in groups.items()},
+            "profile_overall": profile_overall,
+            "profile_groups": {name: p for name, (_, p) in groups.items()},
             "user_popularity_groups": user_groups,
         }
 
@@ -432,14 +494,19 @@ class UserPopularityGroup:
         }
 
     @classmethod
-    def from_dict(cls, obj: Any, *, where: str, level: float, missing: str) -> UserPopularityGroup:
-        """Read :meth:`to_dict`'s JSON back."""
+    def from_dict(
+        cls, obj: Any, *, where: str, level: float, missing: str,
+        ci_rule: Mapping[str, str] = OLDER_CI_RULE,
+    ) -> UserPopularityGroup:
+        """Read :meth:`to_dict`'s JSON back (``ci_rule``: the section's, the intervals'
+        methods)."""
         if not isinstance(obj, Mapping):
             raise InputError(js.SECTION_MSG.format(where=where))
+        read = _Reader(level, missing, ci_rule)
         return cls(
             n_users=int(js.need(obj, where, "n_users")),
-            profile=_profile_section(obj, where, level, missing),
-            metrics=_section(obj, where, level, missing),
+            profile=read.profile(obj, where),
+            metrics=read.section(obj, where),
         )
 
 
@@ -452,7 +519,8 @@ class PopularityBias:
     :mod:`recaudit.fairness._popularity`): the head is the ``ceil(20 %)`` most popular
     catalog items by distinct training users. User means (ARP, APLT, ACLT, novelty)
     and the ratios of sums (PopRSP, PopREO) are taken over the group's evaluated users;
-    CIs come from the evaluation's stratified user bootstrap.
+    CIs come from the evaluation's stratified user bootstrap, each figure's by its
+    rule (``ci_rule``: :data:`CI_RULE`).
 
     Attributes
     ----------
@@ -477,6 +545,10 @@ class PopularityBias:
     popularity_grouping : PopularityGrouping
         The grouping that made ``user_popularity_groups`` (``EvaluateOptions.
         popularity_groups``; the default when read from a JSON written before it).
+    ci_rule : Mapping[str, str]
+        Metric name (``arp``, ..., without ``@N``) or profile figure -> the rule of its
+        CIs, one of :data:`~recaudit._stats.CI_RULES` (:data:`CI_RULE`; every figure
+        ``"percentile"`` when read from a JSON written before it, and by default).
     """
 
     overall: Mapping[str, Estimate]
@@ -487,15 +559,18 @@ class PopularityBias:
     profile_groups: Mapping[str, Mapping[str, Estimate]] = field(default_factory=dict)
     user_popularity_groups: Mapping[str, UserPopularityGroup] = field(default_factory=dict)
     popularity_grouping: PopularityGrouping = DEFAULT_GROUPING
+    ci_rule: Mapping[str, str] = field(default_factory=lambda: OLDER_CI_RULE)
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"head", "n_head_items", "n_train_users", "overall", "groups", "profile":
-        {"overall", "groups"}, "user_popularity_method", "user_popularity_rule",
-        "user_popularity_groups"}`` (the method: the grouping's name)."""
+        """``{"head", "n_head_items", "n_train_users", "ci_rule", "overall", "groups",
+        "profile": {"overall", "groups"}, "user_popularity_method",
+        "user_popularity_rule", "user_popularity_groups"}`` (the method: the grouping's
+        name)."""
         return {
             "head": HEAD_RULE,
             "n_head_items": self.n_head_items,
             "n_train_users": self.n_train_users,
+            "ci_rule": dict(self.ci_rule),
             "overall": _estimates_dict(self.overall),
             "groups": {name: _estimates_dict(table) for name, table in self.groups.items()},
             "profile": {
@@ -516,8 +591,9 @@ class PopularityBias:
         cls, obj: Any, *, level: float, missing: str, where: str = SECTION_WHERE
     ) -> PopularityBias:
         """Read :meth:`to_dict`'s JSON back (``level``/``missing``: as for the groups;
-        ``profile``, ``user_popularity_method`` and ``user_popularity_groups`` may be
-        absent)."""
+        ``ci_rule``, ``profile``, ``user_popularity_method`` and
+        ``user_popularity_groups`` may be absent); an interval's method is its figure's
+        ``ci_rule``."""
         if not isinstance(obj, Mapping):
             raise InputError(f"{where} must be a JSON object or null")
         groups = _object(js.need(obj, where, "groups"), f"{where}.groups")
@@ -527,32 +603,76 @@ class PopularityBias:
             js.find(obj, "user_popularity_groups") or {}, f"{where}.user_popularity_groups"
         )
         method = js.find(obj, "user_popularity_method")
+        rules = _ci_rule(js.find(obj, "ci_rule"), f"{where}.ci_rule")
+        read = _Reader(level, missing, rules)
         return cls(
-            overall=_section(js.need(obj, where, "overall"), f"{where}.overall", level, missing),
+            overall=read.section(js.need(obj, where, "overall"), f"{where}.overall"),
             groups={
-                str(name): _section(table, f"{where}.groups.{name}", level, missing)
+                str(name): read.section(table, f"{where}.groups.{name}")
                 for name, table in groups.items()
             },
             n_head_items=int(js.need(obj, where, "n_head_items")),
             n_train_users=int(js.need(obj, where, "n_train_users")),
-            profile_overall=_profile_section(
-                profile.get("overall") or {}, f"{where}.profile.overall", level, missing
-            ),
+            profile_overall=read.profile(profile.get("overall") or {},
+                                         f"{where}.profile.overall"),
             profile_groups={
-                str(name): _profile_section(table, f"{where}.profile.groups.{name}", level,
-                                            missing)
+                str(name): read.profile(table, f"{where}.profile.groups.{name}")
                 for name, table in profile_groups.items()
             },
             user_popularity_groups={
                 str(name): UserPopularityGroup.from_dict(
                     table, where=f"{where}.user_popularity_groups.{name}", level=level,
-                    missing=missing,
-                )
+                    missing=missing, ci_rule=rules)
                 for name, table in user_groups.items()
             },
             popularity_grouping=(DEFAULT_GROUPING if method is None else parse_popularity_groups(
                 method, name=f"{where}.user_popularity_method")),
+            ci_rule=rules,
         )
+
+
+def _ci_rule(obj: Any, where: str) -> Mapping[str, str]:
+    """``ci_rule`` of a JSON (:data:`OLDER_CI_RULE` when absent), each rule checked."""
+    if obj is None:
+        return OLDER_CI_RULE
+    rules = dict(_object(obj, where))
+    for figure, rule in rules.items():
+        if figure not in CI_RULE or rule not in CI_RULES:
+            raise InputError(CI_RULE_MSG.format(where=where, figure=figure, rule=rule,
+                                                rules=", ".join(CI_RULES)))
+    return MappingProxyType({**OLDER_CI_RULE, **rules})
+
+
+@dataclass(frozen=True)
+class _Reader:
+    """Reads the section's estimates: level, the method without bounds, the rules."""
+
+    level: float
+    missing: str
+    rules: Mapping[str, str]
+
+    def estimate(self, obj: Any, where: str, figure: str) -> Estimate:
+        return js.estimate(obj, where, self.level, self.missing,
+                           method=RULE_METHOD[self.rules[figure]])
+
+    def profile(self, obj: Any, where: str) -> dict[str, Estimate]:
+        """The :data:`PROFILE_FIGURES` of a JSON object (those present, in their order)."""
+        if not isinstance(obj, Mapping):
+            raise InputError(js.SECTION_MSG.format(where=where))
+        return {f: self.estimate(obj[f], f"{where}.{f}", f) for f in PROFILE_FIGURES if f in obj}
+
+    def section(self, obj: Any, where: str) -> dict[str, Estimate]:
+        """The ``<metric>@<N>`` estimates of a JSON object, in reporting order."""
+        if not isinstance(obj, Mapping):
+            raise InputError(js.SECTION_MSG.format(where=where))
+        found = {}
+        for key, value in obj.items():
+            parsed = js.metric_key(key)
+            if parsed is not None and parsed[0] in POPULARITY_METRICS:
+                found[parsed] = value
+        ordered = sorted(found, key=lambda mn: (POPULARITY_METRICS.index(mn[0]), mn[1]))
+        return {f"{m}@{n}": self.estimate(found[(m, n)], f"{where}.{m}@{n}", m)
+                for m, n in ordered}
 
 
 def _estimates_dict(table: Mapping[str, Estimate]) -> dict[str, Any]:
@@ -563,28 +683,3 @@ def _object(obj: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(obj, Mapping):
         raise InputError(f"{where} must be a JSON object")
     return obj
-
-
-def _profile_section(obj: Any, where: str, level: float, missing: str) -> dict[str, Estimate]:
-    """The :data:`PROFILE_FIGURES` of a JSON object (those present, in their order)."""
-    if not isinstance(obj, Mapping):
-        raise InputError(js.SECTION_MSG.format(where=where))
-    return {
-        f: js.estimate(obj[f], f"{where}.{f}", level, missing) for f in PROFILE_FIGURES if f in obj
-    }
-
-
-def _section(obj: Any, where: str, level: float, missing: str) -> dict[str, Estimate]:
-    """The ``<metric>@<N>`` popularity-bias estimates of a JSON object, in reporting order."""
-    if not isinstance(obj, Mapping):
-        raise InputError(js.SECTION_MSG.format(where=where))
-    found = {}
-    for key, value in obj.items():
-        parsed = js.metric_key(key)
-        if parsed is not None and parsed[0] in POPULARITY_METRICS:
-            found[parsed] = value
-    ordered = sorted(found, key=lambda mn: (POPULARITY_METRICS.index(mn[0]), mn[1]))
-    return {
-        f"{m}@{n}": js.estimate(found[(m, n)], f"{where}.{m}@{n}", level, missing)
-        for m, n in ordered
-    }

@@ -5,18 +5,23 @@ replicate that held it at its observed value would see only part of the variance
 figure built on it (the profile popularity, a mean over users of counts of the same
 users, about half). Each resample with multinomial user weights ``w`` recounts it:
 ``pop*_i = sum_u w_u 1[i in R_u]`` over the evaluated users plus the fixed count of the
-training users outside them (they are not resampled). ARP and the profile popularity are
-computed from ``pop*``; the head and novelty's self-information stay at their observed
-values (re-choosing the head from ``pop*`` was measured and made the percentile CIs of
-the head-based figures worse: ``docs/decisions.md``).
+training users outside them (they are not resampled), and everything the point estimate
+derives from popularity is derived again from ``pop*``: ARP and the profile popularity,
+the head (the ``ceil(20 %)`` most popular items by ``pop*``, ties to the smaller item id,
+as :func:`~recaudit.fairness._popularity.head_items`) and novelty's self-information
+``log2(N* / max(pop*_i, 1))`` with ``N*`` the resample's training users. A replicate so
+made is the statistic of the resampled data set; it repeats the O(1/n) bias of a head
+chosen on the sample, which the basic interval of the head-based figures takes off
+(:data:`~recaudit.fairness._popularity_bias.CI_RULE`, ``docs/decisions.md``).
 
 Every figure is a weighted sum over users of item rows: with ``S`` a users x items
 matrix (e.g. ``1/|L_u@N|`` at each listed item), ``sum_u w_u sum_i S_ui v_i =
 sum_u w_u (S v)_u`` for any item vector ``v`` of the resample (``pop*``, self-information,
-``1[i in H]``). The rows of every kind are stacked vertically, so a block of ``b``
+``1[i in H*]``). The rows of every kind are stacked vertically, so a block of ``b``
 resamples costs one sparse-times-dense product ``S (v_1 .. v_b)`` per item vector
 (``O(nnz b)``, no dense item axis: the catalog's size does not enter) and a contraction
-with the weights. :meth:`_Recount.statistics` with every weight 1 is the point estimate.
+with the weights. :meth:`_Recount.statistics` with every weight 1 is the point estimate
+(PopRSP and PopREO as the signed ``d`` whose absolute value they are).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
-from ._popularity import _parity_of_sums
+from ._popularity import _signed_parity_of_sums
 
 #: Item rows per cut-off: ``1/|L_u@N|`` per listed slot, 1 per listed slot, 1 per hit.
 _PER_CUT = 3
@@ -41,17 +46,27 @@ _BLOCK_ENTRIES = 4_000_000
 
 @dataclass(frozen=True)
 class _TrainingSide:
-    """What every subset shares: the fixed part of the counts and the head rule."""
+    """What every subset shares: the fixed part of the counts and the head rule.
+
+    ``fixed_popularity``/``fixed_users``: the training users outside the evaluated ones
+    (their item counts, their number); ``by_id``: the item codes in ascending item id
+    (the head's tie rule); ``n_head``: the head's size.
+    """
 
     fixed_popularity: npt.NDArray[np.float64]
-    information: npt.NDArray[np.float64]
-    head: npt.NDArray[np.float64]
+    fixed_users: float
+    by_id: npt.NDArray[np.intp]
+    n_head: int
     n_items: int
 
-    @property
-    def n_head(self) -> int:
-        """Items in the head."""
-        return int(self.head.sum())
+    def head(self, popularity: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """``1[i in H]`` of each row of ``popularity`` ``(b, n_codes)``: its ``n_head``
+        largest entries, ties to the smaller item id (the rule of
+        :func:`~recaudit.fairness._popularity.head_items`)."""
+        ranked = np.argsort(-popularity[:, self.by_id], axis=1, kind="stable")
+        out = np.zeros_like(popularity)
+        np.put_along_axis(out, self.by_id[ranked[:, : self.n_head]], 1.0, axis=1)
+        return out
 
 
 @dataclass(frozen=True)
@@ -161,13 +176,14 @@ class _Recount:
         return max(1, _BLOCK_ENTRIES // max(3 * self.rows.shape[0], 1))
 
     def resample(self, weights: npt.NDArray[np.float64]) -> _Resample:
-        """``pop*`` of each resample (every user's weights ``(b, users)``), beside the
-        observed self-information and head, and their products with every user's rows."""
+        """``pop*``, self-information and head of each resample (every user's weights
+        ``(b, users)``, this object holding every evaluated user), and their products with
+        every user's rows."""
         side = self.side
         pop = np.asarray(self.train_rows.T @ weights.T).T + side.fixed_popularity
-        b = weights.shape[0]
-        information = np.broadcast_to(side.information, (b, pop.shape[1]))
-        head = np.broadcast_to(side.head, (b, pop.shape[1]))
+        n_train = weights @ self.defined[:, len(self.ns)] + side.fixed_users
+        information = np.log2(n_train[:, None] / np.maximum(pop, 1.0))
+        head = side.head(pop)
         per_user = np.stack([self._per_user(v) for v in (pop, information, head)])
         return _Resample(pop, information, head, per_user)
 
@@ -179,7 +195,8 @@ class _Recount:
         self, weights: npt.NDArray[np.float64], items: _Resample,
         users: npt.NDArray[np.intp] | None = None,
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-        """Every metric (``(b, len(POPULARITY_METRICS) * len(ns))``, metric-major) and
+        """Every metric (``(b, len(POPULARITY_METRICS) * len(ns))``, metric-major;
+        PopRSP and PopREO as the signed ``d`` of :func:`_signed_parity_of_sums`) and
         the profile figures (``(b, 3)``) of the users ``users`` (default: all) under
         ``weights`` ``(b, len(users))`` and the resamples ``items`` (:meth:`resample`)."""
         idx = np.arange(self.n_users) if users is None else users
@@ -207,8 +224,8 @@ class _Recount:
                 by_pop[:, cut] / defined[:, :n_cuts],
                 tail_rec / np.asarray(self.ns, dtype=np.float64) / total,
                 tail_rec / total,
-                _parity_of_sums(rsp, n_cuts),
-                _parity_of_sums(reo, n_cuts),
+                _signed_parity_of_sums(rsp, n_cuts),
+                _signed_parity_of_sums(reo, n_cuts),
                 by_info[:, cut] / defined[:, :n_cuts],
             ])
             profile = np.column_stack([

@@ -25,7 +25,10 @@ __all__ = ["FairnessEvaluation", "GroupMetrics", "InterBias", "PopularityBias"]
 
 COVERAGE_FIXED = "held fixed (resample_coverage=False)"
 NO_BOOT = "not computed (n_boot=0)"
-CI_METHOD = "percentile bootstrap over users, stratified by group"
+CI_METHOD = (
+    "percentile bootstrap over users, stratified by group "
+    "(popularity_bias: the rule of each figure is its ci_rule)"
+)
 PVALUE_METHOD = (
     "permutation of protected labels over users, |M_UG - M_PG|, "
     "(1 + #{T_b >= T}) / (B + 1), Holm over all metrics and cut-offs"
