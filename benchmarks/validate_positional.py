@@ -192,12 +192,18 @@ def run(args: argparse.Namespace) -> None:
     done = {_key(r) for r in map(json.loads, lines)
             if not args.replace or (args.tag is not None and r.get("run") == args.tag)}
     todo = [c for c in cells if _cell_key(c) not in done]
+    # a PS row continued by `run --ps-only` (more data sets, the same first ones) is kept
+    # when a full rerun replaces its cell: PS has no part in what a rerun changes
+    ps_rows = {_key(r): (r["estimators"]["ps"], r["ps_run"])
+               for r in map(json.loads, lines) if r.get("ps_run")}
     # the largest cells first, so that two workers finish together
     todo.sort(key=lambda c: -c[1] * c[2])
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for res in pool.map(_cell, todo):
             if args.tag is not None:
                 res["run"] = args.tag
+            if _key(res) in ps_rows:
+                res["estimators"]["ps"], res["ps_run"] = ps_rows[_key(res)]
             _store(out, res)
             print(f"{res['model']} k={res['k']} n={res['queries']} p={res['p_bias']}: "
                   f"spb bias {res['estimators']['spb'].get('bias', float('nan')):+.4f}",
