@@ -285,10 +285,9 @@ def folded_basic_interval(
         ci = percentile_interval(np.abs(d), confidence_level=confidence_level)
         return ConfidenceInterval(ci.low, ci.high, confidence_level,
                                   "percentile bootstrap of |d| (estimate at |d| = 1)")
-    a = (1.0 - confidence_level) / 2.0
-    z_hat = np.arctanh(estimate)
-    q_low, q_high = np.quantile(np.arctanh(np.clip(d, -_ATANH_CLIP, _ATANH_CLIP)), [a, 1.0 - a])
-    signed = np.tanh([2.0 * z_hat - q_high, 2.0 * z_hat - q_low])
+    z = basic_interval(np.arctanh(np.clip(d, -_ATANH_CLIP, _ATANH_CLIP)),
+                       float(np.arctanh(estimate)), confidence_level=confidence_level)
+    signed = np.tanh([z.low, z.high])
     size = np.abs(signed)
     low = 0.0 if signed[0] <= 0.0 <= signed[1] else float(size.min())
     return ConfidenceInterval(low, float(size.max()), confidence_level, method)
