@@ -146,12 +146,19 @@ class PopularityCounts:
         return rsp, reo
 
 
-def _parity_of_sums(sums: npt.NDArray[np.float64], n_cuts: int) -> npt.NDArray[np.float64]:
-    """std/mean (ddof 0) over {head, tail} of numerator/denominator sums; nan if undefined."""
+def _rates_of_sums(sums: npt.NDArray[np.float64], n_cuts: int) -> npt.NDArray[np.float64]:
+    """``(..., n_cuts, 2)``: numerator / denominator over {head, tail} of the sums of
+    :meth:`PopularityCounts.stacked` (nan where a denominator is 0)."""
     num = sums[..., : 2 * n_cuts].reshape(*sums.shape[:-1], n_cuts, 2)
     den = sums[..., 2 * n_cuts :][..., None, :]
     with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def _parity_of_sums(sums: npt.NDArray[np.float64], n_cuts: int) -> npt.NDArray[np.float64]:
+    """std/mean (ddof 0) over {head, tail} of numerator/denominator sums; nan if undefined."""
+    p = _rates_of_sums(sums, n_cuts)
+    with np.errstate(divide="ignore", invalid="ignore"):
         mean = p.mean(axis=-1)
         return np.where(mean > 0, p.std(axis=-1) / np.where(mean > 0, mean, 1.0), np.nan)
 
@@ -162,10 +169,8 @@ def _signed_parity_of_sums(
     """``d = (P_H - P_T) / (P_H + P_T)`` of numerator/denominator sums, in ``[-1, 1]``:
     std/mean (ddof 0) of two values is ``|P_H - P_T| / (P_H + P_T)``, so
     :func:`_parity_of_sums` is ``|d|``; nan where it is (a denominator or the sum is 0)."""
-    num = sums[..., : 2 * n_cuts].reshape(*sums.shape[:-1], n_cuts, 2)
-    den = sums[..., 2 * n_cuts :][..., None, :]
+    p = _rates_of_sums(sums, n_cuts)
     with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
         total = p[..., 0] + p[..., 1]
         return np.where(total > 0, (p[..., 0] - p[..., 1]) / np.where(total > 0, total, 1.0),
                         np.nan)
