@@ -199,7 +199,7 @@ class _Recount:
         PopRSP and PopREO as the signed ``d`` of :func:`_signed_parity_of_sums`) and
         the profile figures (``(b, 3)``) of the users ``users`` (default: all) under
         ``weights`` ``(b, len(users))`` and the resamples ``items`` (:meth:`resample`)."""
-        idx = np.arange(self.n_users) if users is None else users
+        idx: slice | npt.NDArray[np.intp] = slice(None) if users is None else users
         n_cuts = len(self.ns)
         by_pop, by_info, by_head = (
             np.einsum("kub,bu->bk", items.per_user[v][:, idx], weights) for v in range(3))
