@@ -90,6 +90,21 @@ def test_basic_interval_by_hand() -> None:
     assert np.isnan(basic_interval([0.1, 0.2], np.nan).high)
 
 
+def test_basic_interval_is_clipped_to_the_support() -> None:
+    # replicates 0.1 0.2 0.4 0.5 0.9 around 0.1: the reflection is [-0.3, 0.0] unclipped
+    reps = [0.1, 0.4, 0.2, 0.9, 0.5]
+    free = basic_interval(reps, 0.1, confidence_level=0.5)
+    assert (free.low, free.high) == pytest.approx((-0.3, 0.0))
+    ci = basic_interval(reps, 0.1, confidence_level=0.5, support=(0.0, 1.0))
+    assert (ci.low, ci.high) == pytest.approx((0.0, 0.0))
+    high = basic_interval([0.5, 0.6, 0.7], 0.8, confidence_level=0.5, support=(0.0, 1.0))
+    assert high.high == 1.0 and high.low == pytest.approx(2 * 0.8 - 0.65)
+    # the rule passes the support to the basic interval only
+    assert bootstrap_interval("basic", reps, 0.1, confidence_level=0.5,
+                              support=(0.0, 1.0)) == ci
+    assert bootstrap_interval("percentile", [-0.5, 0.5], 0.0, support=(0.0, 1.0)).low < 0
+
+
 def test_basic_interval_equals_scipy_on_its_replicates() -> None:
     x = np.random.default_rng(4).exponential(size=200)
     res = stats.bootstrap((x,), np.mean, method="basic", n_resamples=999, random_state=5)

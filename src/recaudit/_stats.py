@@ -26,6 +26,7 @@ __all__ = [
     "ConfidenceInterval",
     "Estimate",
     "CI_RULES",
+    "UNBOUNDED",
     "as_generator",
     "basic_interval",
     "binomial_interval",
@@ -79,6 +80,8 @@ METHOD_FROM_JSON = "read from JSON (method not recorded)"
 
 #: The interval rules of :func:`bootstrap_interval`, by the name results record.
 CI_RULES = ("percentile", "basic", "basic-atanh-folded")
+#: The range of a statistic without bounds (the ``support`` of :func:`basic_interval`).
+UNBOUNDED: tuple[float, float] = (-np.inf, np.inf)
 #: The :attr:`ConfidenceInterval.method` of each rule (a folded interval that fell back
 #: to the percentile one says so in its own method, which a rule alone does not).
 RULE_METHOD = {"percentile": "percentile bootstrap", "basic": "basic bootstrap",
@@ -202,7 +205,8 @@ def percentile_interval(
 
 
 def basic_interval(
-    replicates: npt.ArrayLike, estimate: float, *, confidence_level: float = 0.95
+    replicates: npt.ArrayLike, estimate: float, *, confidence_level: float = 0.95,
+    support: tuple[float, float] = UNBOUNDED,
 ) -> ConfidenceInterval:
     r"""Basic (reverse-percentile) bootstrap interval of a statistic.
 
@@ -212,7 +216,10 @@ def basic_interval(
 
     .. math:: \bigl[2\hat\theta - q^*_{(1+c)/2},\; 2\hat\theta - q^*_{(1-c)/2}\bigr]
 
-    (Davison & Hinkley 1997, section 5.2). It takes the bootstrap distribution
+    (Davison & Hinkley 1997, section 5.2), each bound clipped to ``support``, the range
+    of the statistic (the reflection can cross it: an APLT of 0.01 with replicates up to
+    0.03 gets a low bound of -0.01; clipping cannot remove a truth inside the range, so
+    coverage is unchanged). It takes the bootstrap distribution
     of :math:`\theta^* - \hat\theta` for that of :math:`\hat\theta - \theta`, so a
     bias the replicates repeat (:math:`E^*\theta^* - \hat\theta \approx E\hat\theta -
     \theta`, e.g. a selection made on the same sample) is taken off the estimate, where
@@ -233,8 +240,8 @@ def basic_interval(
         return ConfidenceInterval(np.nan, np.nan, confidence_level, method)
     a = (1.0 - confidence_level) / 2.0
     q_low, q_high = np.quantile(r, [a, 1.0 - a])
-    return ConfidenceInterval(float(2.0 * estimate - q_high), float(2.0 * estimate - q_low),
-                              confidence_level, method)
+    low, high = np.clip([2.0 * estimate - q_high, 2.0 * estimate - q_low], *support)
+    return ConfidenceInterval(float(low), float(high), confidence_level, method)
 
 
 #: ``|d*|`` is clipped to this before atanh in :func:`folded_basic_interval`
@@ -294,14 +301,18 @@ def folded_basic_interval(
 
 
 def bootstrap_interval(
-    rule: str, replicates: npt.ArrayLike, estimate: float, *, confidence_level: float = 0.95
+    rule: str, replicates: npt.ArrayLike, estimate: float, *, confidence_level: float = 0.95,
+    support: tuple[float, float] = UNBOUNDED,
 ) -> ConfidenceInterval:
     """The interval of ``rule`` (one of :data:`CI_RULES`): :func:`percentile_interval`
-    (``estimate`` unused), :func:`basic_interval` or :func:`folded_basic_interval`."""
+    (``estimate`` and ``support`` unused: its bounds are replicates),
+    :func:`basic_interval` clipped to ``support``, or :func:`folded_basic_interval`
+    (``support`` unused: it stays in ``[0, 1]``)."""
     if rule == "percentile":
         return percentile_interval(replicates, confidence_level=confidence_level)
     if rule == "basic":
-        return basic_interval(replicates, estimate, confidence_level=confidence_level)
+        return basic_interval(replicates, estimate, confidence_level=confidence_level,
+                              support=support)
     if rule == "basic-atanh-folded":
         return folded_basic_interval(replicates, estimate, confidence_level=confidence_level)
     raise InputError(f"`rule` must be one of {CI_RULES}, got {rule!r}")

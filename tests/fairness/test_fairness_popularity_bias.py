@@ -489,3 +489,35 @@ def test_parity_at_one_and_undefined() -> None:
     assert rsp.ci.method == "percentile bootstrap of |d| (estimate at |d| = 1)"
     reo = bias.overall["popreo@5"]
     assert math.isnan(reo.value) and math.isnan(reo.ci.low) and math.isnan(reo.ci.high)
+
+
+def test_basic_intervals_stay_in_the_figures_range() -> None:
+    """Head-only lists but for three users with one tail item: APLT is near 0 and its
+    replicates skewed right, so the reflected low bound falls below 0 and is clipped."""
+    recs, test, train, users = _data(seed=4, n_users=150)
+    pop = train.drop_duplicates(["user_id", "item_id"]).groupby("item_id").size()
+    ranked = pop.sort_values(ascending=False, kind="stable").index.to_numpy()
+    items = np.tile(ranked[:10], (len(users), 1))
+    items[:3, 9] = ranked[-1]  # three users get one tail item each
+    recs = pd.DataFrame({"user_id": np.repeat(users.user_id.to_numpy(), 10),
+                         "item_id": items.ravel(),
+                         "rank": np.tile(np.arange(1, 11), len(users))})
+    bias = _evaluate(recs, test, train, users, n_boot=200).popularity_bias
+    assert bias is not None
+    aplt = bias.overall["aplt@10"]
+    assert aplt.value == pytest.approx(3 / 10 / 150)
+    assert aplt.ci.low == 0.0 < aplt.value <= aplt.ci.high
+    sections = [bias.overall, *bias.groups.values(),
+                *(g.metrics for g in bias.user_popularity_groups.values())]
+    for section in sections:
+        for key, est in section.items():
+            name, cut = key.split("@")
+            top = {"aplt": 1.0, "aclt": float(cut)}.get(name)
+            if top is not None and not math.isnan(est.ci.low):
+                assert 0.0 <= est.ci.low <= est.ci.high <= top, key
+            if name == "novelty" and not math.isnan(est.ci.low):
+                assert est.ci.low >= 0.0, key
+    for profile in (bias.profile_overall, *(g.profile for g in
+                                           bias.user_popularity_groups.values())):
+        for f in ("profile_tail_share", "test_tail_share"):
+            assert 0.0 <= profile[f].ci.low <= profile[f].ci.high <= 1.0, f

@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from .._stats import ConfidenceInterval, Estimate, bootstrap_interval, holm
+from .._stats import UNBOUNDED, ConfidenceInterval, Estimate, bootstrap_interval, holm
 from ._exposure import (
     PopularityProfile,
     average_popularity,
@@ -246,16 +246,17 @@ class _Replicates:
     confidence_level: float
 
     def rule_estimate(self, value: float, centre: float, rule: str, name: str,
-                      *index: int) -> Estimate:
+                      *index: int, support: tuple[float, float] = UNBOUNDED) -> Estimate:
         """``value`` with the ``rule`` interval (:func:`bootstrap_interval`) of the
         replicates ``name[:, *index]`` around ``centre`` (the estimate on the replicates'
-        scale; ``value`` itself but for the folded rule's signed ``d``)."""
+        scale; ``value`` itself but for the folded rule's signed ``d``), within the
+        figure's range ``support``."""
         if self.reps is None:
             ci = ConfidenceInterval(np.nan, np.nan, self.confidence_level, NO_BOOT)
         else:
             column: tuple[slice | int, ...] = (slice(None), *index)
             ci = bootstrap_interval(rule, self.reps[name][column], centre,
-                                    confidence_level=self.confidence_level)
+                                    confidence_level=self.confidence_level, support=support)
         return Estimate(float(value), ci)
 
     def estimate(self, value: float, name: str, k: int) -> Estimate:

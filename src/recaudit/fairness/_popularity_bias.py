@@ -41,7 +41,7 @@ import numpy.typing as npt
 import pandas as pd
 import scipy.sparse as sp
 
-from .._stats import CI_RULES, RULE_METHOD, Estimate
+from .._stats import CI_RULES, RULE_METHOD, UNBOUNDED, Estimate
 from ..exceptions import InputError
 from . import _from_json as js
 from ._metrics import TopNLists, _codes, _columns_iv
@@ -318,13 +318,13 @@ def _weighted_means(
 
 
 class RuleEstimate(Protocol):
-    """``estimate(value, centre, rule, name, *index)``: an :class:`Estimate` of ``value``
-    with the ``rule`` interval (:func:`~recaudit._stats.bootstrap_interval`) of the
-    replicates ``name[:, *index]`` around ``centre``, the estimate on the replicates'
-    scale (``_Replicates.rule_estimate``)."""
+    """``estimate(value, centre, rule, name, *index, support=...)``: an :class:`Estimate`
+    of ``value`` with the ``rule`` interval (:func:`~recaudit._stats.bootstrap_interval`)
+    of the replicates ``name[:, *index]`` around ``centre``, the estimate on the
+    replicates' scale, within the figure's range ``support`` (``_Replicates.rule_estimate``)."""
 
     def __call__(self, value: float, centre: float, rule: str, name: str,
-                 *index: int) -> Estimate: ...
+                 *index: int, support: tuple[float, float] = UNBOUNDED) -> Estimate: ...
 
 
 #: The bootstrap interval of each figure (:func:`~recaudit._stats.bootstrap_interval`;
@@ -351,6 +351,25 @@ _Where = tuple[str, tuple[int, ...], int]
 def _rule_of(key: str) -> str:
     """The :data:`CI_RULE` of ``<metric>@<N>`` or of a profile figure."""
     return CI_RULE[key.split("@")[0]]
+
+
+#: The figures bounded by a range their basic interval is clipped to (ACLT@N: ``[0, N]``).
+_SHARES = ("aplt", "profile_tail_share", "test_tail_share")
+
+
+def _support_of(key: str) -> tuple[float, float]:
+    """The range of ``<metric>@<N>`` or of a profile figure: shares in ``[0, 1]``, ACLT@N
+    in ``[0, N]``, novelty (self-information of items no more popular than the users
+    counted) ``>= 0``; the others unbounded (percentile and folded intervals stay in
+    range by construction)."""
+    name, _, cut = key.partition("@")
+    if name in _SHARES:
+        return (0.0, 1.0)
+    if name == "aclt":
+        return (0.0, float(cut))
+    if name == "novelty":
+        return (0.0, np.inf)
+    return UNBOUNDED
 
 
 @dataclass(frozen=True)
@@ -442,7 +461,7 @@ class _PopularityReplicates:
                                                           (PROFILE_FIGURES, profile_at, n_keys)):
                 out.append({
                     f: estimate(point[start + k], centre[start + k], _rule_of(f), name,
-                                *index, offset + k)
+                                *index, offset + k, support=_support_of(f))
                     for k, f in enumerate(figures)
                 })
             return out[0], out[1]
