@@ -195,7 +195,7 @@ def evaluate(
     ic = item_coverage(lists.items, n_items=inp.n_items, n=ns)
     source = inp.popularity_source
     pop = (None if source is None else _PopularityReplicates.of(
-        _PopularityValues.of(source, lists, ns), members, source.grouping.labels))
+        _PopularityValues.of(source, lists, ns), members, source))
     boot = _Replicates(
         _bootstrap(x, lists, members, is_protected, ns, cut_of_key, ic, inp, pop),
         inp.options.confidence_level,

@@ -54,6 +54,7 @@ from ._popularity import (
     popularity_kernel,
 )
 from ._popularity_recount import _incidence, _Recount, _TrainingSide
+from ._popularity_regroup import _Regroup, _regroup
 from ._user_groups import (
     DEFAULT_GROUPING,
     PopularityGrouping,
@@ -99,6 +100,7 @@ class _PopularitySource:
     train_items: sp.csr_matrix
     test_items: sp.csr_matrix
     recount: _TrainingSide
+    regroup: _Regroup | None
 
 
 def _sortable(ids: npt.NDArray[Any]) -> npt.NDArray[Any]:
@@ -144,6 +146,8 @@ def _popularity_source(
     test_head, test_tail = _per_user_group_counts(t_users, t_items, is_head, len(user_ids))
     train_items = _incidence(users, items, len(user_ids), len(item_index))
     n_train_users = int(everyone.max()) + 1
+    by_id = np.lexsort((item_ids,))
+    popularity_group = _popularity_group_codes(train, user_ids, grouping)
     source = _PopularitySource(
         popularity=popularity,
         is_head=is_head,
@@ -155,27 +159,42 @@ def _popularity_source(
         test_tail=test_tail,
         profile=_profile(users, items, popularity, (train_head, train_tail),
                          (test_head, test_tail)),
-        popularity_group=_popularity_group_codes(train, user_ids, grouping),
+        popularity_group=popularity_group,
         grouping=grouping,
         train_items=train_items,
         test_items=_incidence(t_users, t_items, len(user_ids), len(item_index)),
         recount=_recount_side(train_items, popularity, n_train_users, is_head, n_items,
-                              item_ids),
+                              by_id),
+        regroup=None if popularity_group is None else _regroup_of(
+            train, items, user_ids, grouping, by_id),
     )
     return source, None
 
 
+def _regroup_of(
+    train: pd.DataFrame, items: npt.NDArray[np.int64], user_ids: pd.Index,
+    grouping: PopularityGrouping, by_id: npt.NDArray[np.intp],
+) -> _Regroup:
+    """What re-cuts the popularity groups per resample: every training user (in
+    ascending ``user_id``, the groups' tie rule) and their place among ``user_ids``."""
+    codes, ids = pd.factorize(train["user_id"], sort=True)
+    evaluated = _codes(pd.Series(ids.to_numpy()), user_ids).astype(np.intp)
+    return _regroup(grouping, codes.astype(np.int64), items, len(ids), len(by_id),
+                    evaluated, by_id, len(user_ids))
+
+
 def _recount_side(
     train_items: sp.csr_matrix, popularity: npt.NDArray[np.float64], n_train_users: int,
-    is_head: npt.NDArray[np.bool_], n_items: int, item_ids: npt.NDArray[Any],
+    is_head: npt.NDArray[np.bool_], n_items: int, by_id: npt.NDArray[np.intp],
 ) -> _TrainingSide:
     """What a resample's recount holds fixed: the training users outside the evaluated
-    ones (their counts and number), the head's size and its tie rule (``item_ids``)."""
+    ones (their counts and number), the head's size and its tie rule (``by_id``: the
+    item codes in ascending item id)."""
     outside = n_train_users - int((np.diff(train_items.indptr) > 0).sum())
     return _TrainingSide(
         fixed_popularity=popularity - np.asarray(train_items.sum(axis=0)).ravel(),
         fixed_users=float(outside),
-        by_id=np.lexsort((item_ids,)),
+        by_id=by_id,
         n_head=int(is_head.sum()),
         n_items=n_items,
     )
@@ -377,7 +396,8 @@ class _PopularityReplicates:
     """The per-group values behind the bootstrap replicates (internal).
 
     ``groups``/``members``: the attribute groups (by code); ``pop_groups``/``pop_members``:
-    the popularity groups, named ``labels`` (empty without them).
+    the popularity groups, named ``labels`` (empty without them), and ``regroup``, which
+    re-cuts them in each resample (``None`` without them).
     """
 
     everyone: _PopularityValues
@@ -386,23 +406,27 @@ class _PopularityReplicates:
     labels: tuple[str, ...] = DEFAULT_GROUPING.labels
     pop_groups: list[_PopularityValues] = field(default_factory=list)
     pop_members: list[npt.NDArray[np.intp]] = field(default_factory=list)
+    regroup: _Regroup | None = None
 
     @classmethod
     def of(
         cls, values: _PopularityValues, members: list[npt.NDArray[np.intp]],
-        labels: tuple[str, ...],
+        source: _PopularitySource,
     ) -> _PopularityReplicates:
-        """The values of every group; ``labels`` name ``values.pop_group``'s codes."""
+        """The values of every group; ``source.grouping.labels`` name
+        ``values.pop_group``'s codes."""
+        labels = source.grouping.labels
         pop_members = [] if values.pop_group is None else [
             np.flatnonzero(values.pop_group == j) for j in range(len(labels))
         ]
         return cls(values, [values.subset(idx) for idx in members], members, labels,
-                   [values.subset(idx) for idx in pop_members], pop_members)
+                   [values.subset(idx) for idx in pop_members], pop_members,
+                   source.regroup)
 
     @property
     def replicate_names(self) -> tuple[str, ...]:
         """The keys of :meth:`chunk`."""
-        extra = ("pop_user_groups",) if self.pop_members else ()
+        extra = ("pop_user_groups",) if self.regroup is not None else ()
         return ("pop_overall", "pop_groups", "pop_profile", *extra)
 
     def chunk(self, wf: npt.NDArray[np.float64]) -> dict[str, npt.NDArray[np.float64]]:
@@ -411,7 +435,8 @@ class _PopularityReplicates:
         with popularity groups, ``pop_user_groups`` ``(b, len(labels), K + P)``.
 
         Popularity is recounted in each resample from its weights
-        (:meth:`_Recount.resample`), in blocks of resamples that keep memory small.
+        (:meth:`_Recount.resample`), and the popularity groups re-cut on it
+        (:meth:`_Regroup.memberships`), in blocks of resamples that keep memory small.
         """
         step = self.everyone.recount.block_size()
         blocks = [self._block(wf[i : i + step]) for i in range(0, wf.shape[0], step)]
@@ -428,9 +453,10 @@ class _PopularityReplicates:
             "pop_groups": np.stack([m for m, _ in groups], axis=1),
             "pop_profile": np.stack([profile] + [p for _, p in groups], axis=1),
         }
-        if self.pop_members:
+        if self.regroup is not None:
+            member = self.regroup.memberships(wf, items.popularity)
             out["pop_user_groups"] = np.stack([
-                np.hstack(recount.statistics(wf[:, idx], items, idx)) for idx in self.pop_members
+                np.hstack(recount.statistics(copies, items)) for copies in member
             ], axis=1)
         return out
 
