@@ -98,7 +98,7 @@ def test_groups_of_a_resample_are_those_of_the_resampled_data_set(
         assert value == pytest.approx(expected[key], rel=1e-10), key
 
 
-def test_replicates_use_the_re_cut_groups() -> None:
+def test_replicates_re_cut_the_groups_training_profile_only() -> None:
     _, _, inp, source = _inputs(3, "abdollahpouri")
     values = _PopularityValues.of(source, inp.lists, CUTS)
     reps = _PopularityReplicates.of(values, [np.arange(len(inp.lists.user_ids))], source)
@@ -107,9 +107,16 @@ def test_replicates_use_the_re_cut_groups() -> None:
     chunk = reps.chunk(w)["pop_user_groups"]
     items = values.recount.resample(w)
     member = source.regroup.memberships(w, items.popularity)
+    n_metrics = len(values.keys)
     for g in range(member.shape[0]):
-        want = np.hstack(values.recount.statistics(member[g], items))
-        np.testing.assert_allclose(chunk[:, g], want, rtol=1e-12, equal_nan=True)
-        fixed = np.hstack(values.recount.statistics(w[:, reps.pop_members[g]], items,
-                                                     reps.pop_members[g]))
-        assert not np.allclose(chunk[:, g], fixed, equal_nan=True)  # membership moved
+        idx = reps.pop_members[g]
+        fixed_metrics, fixed_profile = values.recount.statistics(w[:, idx], items, idx)
+        _, recut_profile = values.recount.statistics(member[g], items)
+        # the lists' metrics of the observed users, the profile of the re-cut group
+        np.testing.assert_allclose(chunk[:, g, :n_metrics], fixed_metrics, rtol=1e-12,
+                                   equal_nan=True)
+        # the training profile of the re-cut group, the test tail share of the observed
+        np.testing.assert_allclose(chunk[:, g, n_metrics:n_metrics + 2], recut_profile[:, :2],
+                                   rtol=1e-12, equal_nan=True)
+        np.testing.assert_allclose(chunk[:, g, n_metrics + 2], fixed_profile[:, 2], rtol=1e-12)
+        assert not np.allclose(recut_profile, fixed_profile)  # the membership moved

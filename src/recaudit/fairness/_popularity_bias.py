@@ -346,6 +346,12 @@ class RuleEstimate(Protocol):
                  *index: int, support: tuple[float, float] = UNBOUNDED) -> Estimate: ...
 
 
+#: The profile figures of a popularity group whose replicates re-cut the group per
+#: resample (the training profile the groups are cut on; the test tail share, like the
+#: lists' metrics, keeps the observed users: decision 199).
+_RECUT = np.array([f != "test_tail_share" for f in PROFILE_FIGURES])
+
+
 #: The bootstrap interval of each figure (:func:`~recaudit._stats.bootstrap_interval`;
 #: ``ci_rule`` of the JSON). The head-based figures and novelty are basic intervals: their
 #: replicates re-choose the head (and recount novelty) on the resample and so repeat the
@@ -435,8 +441,11 @@ class _PopularityReplicates:
         with popularity groups, ``pop_user_groups`` ``(b, len(labels), K + P)``.
 
         Popularity is recounted in each resample from its weights
-        (:meth:`_Recount.resample`), and the popularity groups re-cut on it
-        (:meth:`_Regroup.memberships`), in blocks of resamples that keep memory small.
+        (:meth:`_Recount.resample`), in blocks of resamples that keep memory small. A
+        popularity group's training profile (:data:`_RECUT`: what the groups are cut on)
+        is that of the group re-cut on the resample (:meth:`_Regroup.memberships`); its
+        lists' metrics and test tail share are those of its observed users (measured
+        both ways, ``docs/decisions.md``).
         """
         step = self.everyone.recount.block_size()
         blocks = [self._block(wf[i : i + step]) for i in range(0, wf.shape[0], step)]
@@ -455,8 +464,11 @@ class _PopularityReplicates:
         }
         if self.regroup is not None:
             member = self.regroup.memberships(wf, items.popularity)
+            fixed = [recount.statistics(wf[:, idx], items, idx) for idx in self.pop_members]
+            recut = [recount.statistics(copies, items)[1] for copies in member]
             out["pop_user_groups"] = np.stack([
-                np.hstack(recount.statistics(copies, items)) for copies in member
+                np.hstack([m, np.where(_RECUT, r, p)])
+                for (m, p), r in zip(fixed, recut, strict=True)
             ], axis=1)
         return out
 
