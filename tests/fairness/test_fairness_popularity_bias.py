@@ -23,12 +23,8 @@ from recaudit.fairness import (
     popularity_metrics,
 )
 from recaudit.fairness._inputs import POPULARITY_GROUP_MSG
-from recaudit.fairness._popularity_bias import (
-    CI_RULE,
-    NO_TRAIN_REASON,
-    NO_TRAIN_USER_REASON,
-    OLDER_CI_RULE,
-)
+from recaudit.fairness._popularity_bias import CI_RULE, OLDER_CI_RULE
+from recaudit.fairness._popularity_source import NO_TRAIN_REASON, NO_TRAIN_USER_REASON
 from recaudit.fairness._results import NO_BOOT
 from recaudit.fairness._synthetic import simulate_interbias
 

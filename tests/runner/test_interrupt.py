@@ -40,8 +40,10 @@ def completed(path: Path) -> int:
 @pytest.mark.parametrize("quiet", [True, False])
 def test_ctrl_c_says_what_is_journaled_and_how_to_continue(tmp_path, retriever, emb_cache,
                                                            quiet) -> None:
+    # 0.1 s per evaluation, 2 at a time: 8 s for the 160, so a loaded machine still
+    # signals the run before it ends (at 0.04 s it once finished first under load)
     config = write_config(tmp_path, cache_dir=emb_cache, n_queries=10, n_perms=16,
-                          delay_s=0.04, concurrency=2)
+                          delay_s=0.1, concurrency=2)
     run = prepared_run(config, tmp_path / "run", retriever)
     journal = run / "journal.sqlite"
     args = [str(config), "--out", str(run), "--resume", "--no-analyze"]
