@@ -27,11 +27,14 @@ rate at alpha = 0.05 (its type-I error at rd = 0).
 
     PYTHONPATH=src OMP_NUM_THREADS=1 nice -n 10 python benchmarks/validate_fairness.py run \\
         --tail 0.65 0.85 --rd 0 0.1 0.2 --users 300 1000 --reps 200 \\
-        --out benchmarks/results/validate_fairness_basic.jsonl
+        --out benchmarks/results/validate_fairness_regroup.jsonl
     PYTHONPATH=src python benchmarks/validate_fairness.py table \\
-        benchmarks/results/validate_fairness_basic.jsonl
+        benchmarks/results/validate_fairness_regroup.jsonl
     PYTHONPATH=src python benchmarks/validate_fairness.py summary \\
-        benchmarks/results/validate_fairness_basic.jsonl
+        benchmarks/results/validate_fairness_regroup.jsonl
+
+``--popularity-groups quantile:4`` (any grouping of ``parse_popularity_groups``) judges
+the per-group figures of that grouping instead of niche / diverse / blockbuster.
 
 ``compare A.jsonl B.jsonl ...`` sets the popularity figures' pooled coverage of several
 runs side by side (e.g. the interval rules of ``docs/validation-fairness.md``).
@@ -61,7 +64,7 @@ from recaudit.fairness._synthetic import (
     popularity_figures,
     simulate_interbias,
 )
-from recaudit.fairness._user_groups import ABDOLLAHPOURI_LABELS
+from recaudit.fairness._user_groups import ABDOLLAHPOURI_LABELS, parse_popularity_groups
 
 CUT = 10
 #: The inter-bias keys judged here (all 15 keys are computed by `evaluate`).
@@ -74,7 +77,8 @@ N_POPULATION = 100_000
 ALPHA = 0.05
 
 
-def evaluate_adapter(data: SyntheticData, *, rng: np.random.Generator) -> Any:
+def evaluate_adapter(data: SyntheticData, *, rng: np.random.Generator,
+                     popularity_groups: str = "abdollahpouri") -> Any:
     """The one call of ``recaudit.fairness.evaluate`` (adapt here when its signature moves)."""
     return evaluate(
         data.recs,
@@ -85,12 +89,13 @@ def evaluate_adapter(data: SyntheticData, *, rng: np.random.Generator) -> Any:
         n_items=SIM["n_items"],
         train=data.train,
         options=EvaluateOptions(n=(5, CUT, 15), n_boot=N_BOOT, n_resamples=N_PERM,
-                                min_group_size=20),
+                                min_group_size=20, popularity_groups=popularity_groups),
         rng=rng,
     )
 
 
-def popularity_estimates(res: Any) -> dict[str, Any]:
+def popularity_estimates(res: Any, labels: tuple[str, ...] = ABDOLLAHPOURI_LABELS
+                         ) -> dict[str, Any]:
     """Every judged figure of ``res.popularity_bias`` as ``name -> Estimate``, named as
     :func:`~recaudit.fairness._synthetic.popularity_figures` names its truth."""
     pb = res.popularity_bias
@@ -98,7 +103,7 @@ def popularity_estimates(res: Any) -> dict[str, Any]:
     out |= {f: pb.profile_overall[f] for f in PROFILE_NAMES}
     for g in ("F", "M"):
         out |= {f"{g}:{f}": pb.profile_groups[g][f] for f in PROFILE_NAMES}
-    for label in ABDOLLAHPOURI_LABELS:
+    for label in labels:
         group = pb.user_popularity_groups[label]
         out |= {f"{label}:{k}": group.metrics[k] for k in POP_KEYS}
         out |= {f"{label}:{f}": group.profile[f] for f in PROFILE_NAMES}
@@ -106,25 +111,27 @@ def popularity_estimates(res: Any) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=4)
-def _population(tail: float, rd: float, seed: int, size: int) -> dict[str, float]:
+def _population(tail: float, rd: float, seed: int, size: int,
+                grouping: str = "abdollahpouri") -> dict[str, float]:
     """Every popularity figure on one ``size``-user draw of the cell (unscaled)."""
     gen = np.random.default_rng([seed, 7, int(round(tail * 1000)), int(round(rd * 1000))])
     d = simulate_interbias(size, rng=gen, top_share=tail, rd=rd, **SIM)
-    out = popularity_figures(d, n=CUT, n_items=SIM["n_items"])
+    out = popularity_figures(d, n=CUT, n_items=SIM["n_items"], popularity_groups=grouping)
     # the overall metrics as before, from the module the estimates do not use
     out |= popularity_metrics(d.recs, d.test, d.train, n=CUT, n_items=SIM["n_items"])
     return out
 
 
 def population_truth(
-    tail: float, rd: float, seed: int, users: int, size: int = N_POPULATION
+    tail: float, rd: float, seed: int, users: int, size: int = N_POPULATION,
+    grouping: str = "abdollahpouri",
 ) -> dict[str, float]:
     """The figures of a ``size``-user draw at ``users`` users: popularity counts distinct
     training users, so ARP scales by ``(n - 1) / (N - 1)`` (a recommended item is not the
     user's own) and profile popularity as ``1 + (x - 1) (n - 1) / (N - 1)`` (the user
     counts itself)."""
     scale = (users - 1) / (size - 1)
-    truth = dict(_population(tail, rd, seed, size))
+    truth = dict(_population(tail, rd, seed, size, grouping))
     for name in truth:
         if name.endswith(f"arp@{CUT}"):
             truth[name] *= scale
@@ -158,7 +165,8 @@ def _summarise(est: list[tuple[float, float, float, float]]) -> dict[str, Any]:
 
 
 def _one_data_set(res: Any, truth: dict[str, Any], pop_truth: dict[str, float],
-                  rows: dict[str, list[tuple[float, float, float, float]]]) -> None:
+                  rows: dict[str, list[tuple[float, float, float, float]]],
+                  labels: tuple[str, ...] = ABDOLLAHPOURI_LABELS) -> None:
     """Append one evaluation's ``(value, low, high, truth)`` of every judged figure."""
     def add(name: str, est: Any, t: float) -> None:
         rows.setdefault(name, []).append((est.value, est.ci.low, est.ci.high, t))
@@ -169,23 +177,25 @@ def _one_data_set(res: Any, truth: dict[str, Any], pop_truth: dict[str, float],
         add(f"rd:{k}", gap.rd, truth[k]["rd"])
         add(f"nrd:{k}", gap.nrd, truth[k]["nrd"])
         add(f"ib:{k}", gap.ib, float(np.sqrt(truth[k]["nrd"] * (1 - ic))))
-    for name, est in popularity_estimates(res).items():
+    for name, est in popularity_estimates(res, labels).items():
         add(name, est, pop_truth[name])
 
 
 def _cell(
-    tail: float, rd: float, users: int, reps: int, seed: int, population: int
+    tail: float, rd: float, users: int, reps: int, seed: int, population: int,
+    grouping: str = "abdollahpouri",
 ) -> dict[str, Any]:
     truth = planted_truth(n_test=SIM["n_test"], list_length=SIM["list_length"],
                           base_hit=SIM["base_hit"], rd=rd, n=[5, CUT, 15])
-    pop_truth = population_truth(tail, rd, seed, users, population)
+    pop_truth = population_truth(tail, rd, seed, users, population, grouping)
+    labels = parse_popularity_groups(grouping).labels
     gen = np.random.default_rng([seed, users, int(round(tail * 1000)), int(round(rd * 1000))])
     rows: dict[str, list[tuple[float, float, float, float]]] = {}
     rejected: dict[str, list[bool]] = {k: [] for k in KEYS}
     for _ in range(reps):
         data = simulate_interbias(users, rng=gen, top_share=tail, rd=rd, **SIM)
-        res = evaluate_adapter(data, rng=gen)
-        _one_data_set(res, truth, pop_truth, rows)
+        res = evaluate_adapter(data, rng=gen, popularity_groups=grouping)
+        _one_data_set(res, truth, pop_truth, rows, labels)
         for k in KEYS:
             rejected[k].append(res.inter_bias[k].pvalue <= ALPHA)
     rejection = {}
@@ -193,7 +203,7 @@ def _cell(
         rate = float(np.mean(r))
         rejection[k] = {"rate": rate, "se": float(np.sqrt(rate * (1 - rate) / len(r)))}
     return {"tail": tail, "rd": rd, "users": users, "reps": reps, "seed": seed,
-            "population": population,
+            "population": population, "popularity_groups": grouping,
             "estimators": {name: _summarise(v) for name, v in rows.items()},
             "rejection": rejection}
 
@@ -205,13 +215,15 @@ def run(args: argparse.Namespace) -> None:
     if out.exists():
         for line in out.read_text().splitlines():
             r = json.loads(line)
-            done.add((r["tail"], r["rd"], r["users"], r["seed"]))
+            done.add((r["tail"], r["rd"], r["users"], r["seed"],
+                      r.get("popularity_groups", "abdollahpouri")))
     cells = [(t, g, u) for t in args.tail for g in args.rd for u in args.users
-             if (t, g, u, args.seed) not in done]
+             if (t, g, u, args.seed, args.popularity_groups) not in done]
     with out.open("a") as fh:
         for tail, rd, users in cells:
             start = time.perf_counter()
-            res = _cell(tail, rd, users, args.reps, args.seed, args.population)
+            res = _cell(tail, rd, users, args.reps, args.seed, args.population,
+                        args.popularity_groups)
             res["seconds"] = round(time.perf_counter() - start, 1)
             fh.write(json.dumps(res) + "\n")
             fh.flush()
@@ -317,7 +329,9 @@ def main() -> None:
     r.add_argument("--seed", type=int, default=20261218)
     r.add_argument("--population", type=int, default=N_POPULATION,
                    help="users of the large draw behind the popularity figures' truth")
-    r.add_argument("--out", default="benchmarks/results/validate_fairness_basic.jsonl")
+    r.add_argument("--popularity-groups", default="abdollahpouri",
+                   help="the grouping of the per-group figures (e.g. quantile:4)")
+    r.add_argument("--out", default="benchmarks/results/validate_fairness_regroup.jsonl")
     for name in ("table", "summary"):
         sub.add_parser(name).add_argument("results")
     sub.add_parser("compare").add_argument("results", nargs="+")

@@ -24,16 +24,18 @@ def _section(res, cut: int) -> dict[str, float]:
     return out
 
 
-@pytest.mark.parametrize(("share", "rd"), [(0.65, 0.0), (0.85, 0.2)])
-def test_against_evaluate(share: float, rd: float) -> None:
+@pytest.mark.parametrize(("share", "rd", "grouping", "n_groups"), [
+    (0.65, 0.0, "abdollahpouri", 3), (0.85, 0.2, "abdollahpouri", 3),
+    (0.85, 0.1, "quantile:4", 4), (0.65, 0.1, "abdollahpouri:cumulative", 3)])
+def test_against_evaluate(share: float, rd: float, grouping: str, n_groups: int) -> None:
     d = simulate_interbias(800, rng=np.random.default_rng(11), top_share=share, rd=rd, **SIM)
+    options = EvaluateOptions(n=(10,), n_boot=0, n_resamples=0, popularity_groups=grouping)
     res = evaluate(d.recs, d.test, d.users, attribute="gender", protected="F", n_items=400,
-                   train=d.train, options=EvaluateOptions(n=(10,), n_boot=0, n_resamples=0),
-                   rng=0)
-    mine = popularity_figures(d, n=10, n_items=400)
+                   train=d.train, options=options, rng=0)
+    mine = popularity_figures(d, n=10, n_items=400, popularity_groups=grouping)
     theirs = _section(res, 10)
     assert set(mine) == set(theirs)
-    assert len(mine) == 6 + 3 + 2 * 3 + 3 * (6 + 3)
+    assert len(mine) == 6 + 3 + 2 * 3 + n_groups * (6 + 3)
     for key, value in mine.items():
         assert value == pytest.approx(theirs[key], rel=1e-9, abs=1e-12), key
 

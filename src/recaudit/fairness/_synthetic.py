@@ -64,7 +64,7 @@ from scipy import optimize, special, stats
 from ..exceptions import InputError
 from ._metrics import METRICS, _n_iv
 from ._popularity import PopularityPerUser, per_user_popularity, popularity_parity
-from ._user_groups import ABDOLLAHPOURI_LABELS, user_popularity_groups
+from ._user_groups import parse_popularity_groups, user_popularity_groups
 
 __all__ = [
     "SyntheticData",
@@ -305,8 +305,13 @@ def _profile_table(data: SyntheticData, n_items: int) -> pd.DataFrame:
     return out.loc[test["user_id"].unique()]
 
 
-def popularity_figures(data: SyntheticData, *, n: int, n_items: int) -> dict[str, float]:
+def popularity_figures(
+    data: SyntheticData, *, n: int, n_items: int, popularity_groups: str = "abdollahpouri"
+) -> dict[str, float]:
     """The figures of ``evaluate``'s ``popularity_bias`` section at cut-off ``n``, by pandas.
+
+    ``popularity_groups`` names the grouping (:func:`~recaudit.fairness.
+    parse_popularity_groups`) of the per-group figures.
 
     Returns
     -------
@@ -315,17 +320,19 @@ def popularity_figures(data: SyntheticData, *, n: int, n_items: int) -> dict[str
         user), the :data:`PROFILE_NAMES` over every evaluated user and per gender
         (``"F:profile_popularity"``, ...), and every metric and profile figure per
         popularity group of :func:`~recaudit.fairness.user_popularity_groups`
-        (``"niche:arp@10"``, ``"blockbuster:profile_tail_share"``, ...).
+        (``"niche:arp@10"``, ``"blockbuster:profile_tail_share"``, ``"q1:aplt@10"``, ...).
     """
+    grouping = parse_popularity_groups(popularity_groups)
     pu = per_user_popularity(data.recs, data.test, data.train, n=n, n_items=n_items)
     values = pu.values.set_index("user_id")
     profile = _profile_table(data, n_items).loc[values.index]
-    labels = user_popularity_groups(data.train).reindex(values.index).to_numpy()
+    labels = user_popularity_groups(data.train, **grouping.arguments).reindex(
+        values.index).to_numpy()
     gender = data.users.set_index("user_id")["gender"].reindex(values.index).to_numpy()
     out = _figures(values, profile, pu, np.ones(len(values), dtype=bool), n, "")
     for g in ("F", "M"):
         out |= {f"{g}:{f}": float(profile.loc[gender == g, f].mean()) for f in PROFILE_NAMES}
-    for label in ABDOLLAHPOURI_LABELS:
+    for label in grouping.labels:
         out |= _figures(values, profile, pu, labels == label, n, f"{label}:")
     return out
 
