@@ -19,15 +19,16 @@ matrix (e.g. ``1/|L_u@N|`` at each listed item), ``sum_u w_u sum_i S_ui v_i =
 sum_u w_u (S v)_u`` for any item vector ``v`` of the resample (``pop*``, self-information,
 ``1[i in H*]``). The profile popularity of a user's ``w_u`` copies counts, among the
 holders of each of its items, the user itself once, not ``w_u`` times:
-``sum_u w_u ((S pop*)_u - (w_u - 1))`` over the users with a training item. Clones of one
-user are not users who share its taste; counted as such they raised every replicate by
-about ``E[w (w - 1)] / E[w] = 1`` (0.6-0.8 measured at 300-1,000 users) where the sample
-has no such term, and both the percentile and the basic interval then carried that shift
-(decision 200). The rows of every kind are stacked vertically, so a block of ``b``
-resamples costs one sparse-times-dense product ``S (v_1 .. v_b)`` per item vector
-(``O(nnz b)``, no dense item axis: the catalog's size does not enter) and a contraction
-with the weights. :meth:`_Recount.statistics` with every weight 1 is the point estimate
-(PopRSP and PopREO as the signed ``d`` whose absolute value they are).
+``sum_u w_u ((S pop*)_u - (w_u - 1))`` over the users with a training item. A user's
+clones hold every one of its items, co-holders no user of the sample has; counted, they
+raised every replicate by about ``E[w (w - 1)] / E[w] = 1`` (0.6-0.8 measured at
+300-1,000 users) where the sample has no such term, and both the percentile and the basic
+interval then carried that shift (decision 200). The rows of every kind are stacked
+vertically, so a block of ``b`` resamples costs one sparse-times-dense product
+``S (v_1 .. v_b)`` per item vector (``O(nnz b)``, no dense item axis: the catalog's size
+does not enter) and a contraction with the weights. :meth:`_Recount.statistics` with
+every weight 1 is the point estimate (PopRSP and PopREO as the signed ``d`` whose
+absolute value they are).
 """
 
 from __future__ import annotations
