@@ -160,8 +160,8 @@ def test_popularity_group_attribute_from_train() -> None:
     recs, test, train, users = _data(seed=5)
     auto = _evaluate(recs, test, train, users, n_boot=20, attribute="popularity_group",
                      protected="niche")
-    by_hand = _evaluate(recs, test, train, add_popularity_groups(users, train), n_boot=20,
-                        attribute="popularity_group", protected="niche")
+    by_hand = _evaluate(recs, test, train, add_popularity_groups(users, train, n_items=N_ITEMS),
+                        n_boot=20, attribute="popularity_group", protected="niche")
     assert set(auto.groups) == {"niche", "diverse", "blockbuster"}
     assert repr(auto.to_dict()) == repr(by_hand.to_dict())
 
@@ -191,13 +191,14 @@ def test_users_own_popularity_group_column_is_kept() -> None:
 
 
 # ------------------------------------- the users' own side and the popularity groups
-def _labels_by_pandas(train: pd.DataFrame) -> pd.Series:
+def _labels_by_pandas(train: pd.DataFrame, n_items: int = N_ITEMS) -> pd.Series:
     """niche / diverse / blockbuster from the head ratio, computed directly (the rule of
-    Abdollahpouri et al.: ceil(20 %) head items, ceil(20 %) users at each end)."""
+    Abdollahpouri et al.: ceil(20 %) head items of the ``n_items`` catalog, the head of
+    the popularity metrics, ceil(20 %) users at each end)."""
     pairs = train[["user_id", "item_id"]].drop_duplicates()
     pop = pairs.groupby("item_id").size().rename("pop").reset_index()
     pop = pop.sort_values(["pop", "item_id"], ascending=[False, True])
-    head = set(pop.item_id[: math.ceil(0.2 * len(pop))])
+    head = set(pop.item_id[: math.ceil(0.2 * n_items)])
     ratio = pairs.assign(h=pairs.item_id.isin(head)).groupby("user_id").h.mean().reset_index()
     ratio = ratio.sort_values(["h", "user_id"]).reset_index(drop=True)
     k = math.ceil(0.2 * len(ratio))

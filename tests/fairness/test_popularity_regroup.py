@@ -75,7 +75,7 @@ def test_groups_of_a_resample_are_those_of_the_resampled_data_set(
     labels = parse_popularity_groups(grouping).labels
     for b in range(w.shape[0]):
         copies = pd.Series(w[b].astype(int), index=evaluated)
-        groups = user_popularity_groups(_copies(d.train, copies),
+        groups = user_popularity_groups(_copies(d.train, copies), n_items=N_ITEMS,
                                         **parse_popularity_groups(grouping).arguments)
         owner = groups.index.to_numpy() // 1000
         for g, label in enumerate(labels):
@@ -85,7 +85,8 @@ def test_groups_of_a_resample_are_those_of_the_resampled_data_set(
     # and a group's replicate is the statistic of that group's copies
     copies = pd.Series(w[0].astype(int), index=evaluated)
     r_train = _copies(d.train, copies)
-    groups = user_popularity_groups(r_train, **parse_popularity_groups(grouping).arguments)
+    groups = user_popularity_groups(r_train, n_items=N_ITEMS,
+                                    **parse_popularity_groups(grouping).arguments)
     ids = set(groups.index[groups == labels[0]])
     r_recs, r_test = (_copies(t[t["user_id"].isin(evaluated)], copies) for t in (d.recs, test))
     expected = popularity_metrics(r_recs[r_recs["user_id"].isin(ids)],

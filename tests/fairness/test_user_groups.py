@@ -28,6 +28,23 @@ def test_abdollahpouri_hand() -> None:
     assert g.name == "popularity_group" and g.index.name == "user_id"
 
 
+def test_catalog_head() -> None:
+    # a 15-item catalog (5 items outside train): head = ceil(0.2 * 15) = 3 items
+    # {i0, i1, i2} (i2..i9 tie at 1 user, ties by id); ratio: u0 = 1, u1..u7 = 2/3,
+    # u8 = u9 = 1, so the niche users move from u0, u1 to u1, u2
+    g = user_popularity_groups(_train(), n_items=15)
+    assert g.loc[[1, 2]].tolist() == ["niche", "niche"]
+    assert g.loc[0] == "diverse"
+    assert g.loc[[8, 9]].tolist() == ["blockbuster", "blockbuster"]
+    assert user_popularity_groups(_train(), n_items=10).equals(user_popularity_groups(_train()))
+    users = pd.DataFrame({"user_id": [0, 2]})
+    assert add_popularity_groups(users, _train(), n_items=15)["popularity_group"].tolist() == [
+        "diverse", "niche"]
+    for bad in (9, True, 12.0, "15"):
+        with pytest.raises(InputError, match=r"`n_items` \(the catalog size\).*10 distinct"):
+            user_popularity_groups(_train(), n_items=bad)  # type: ignore[arg-type]
+
+
 def test_cumulative_head() -> None:
     # 27 distinct pairs; 20 % = 5.4 -> the head is i0 alone (10 interactions)
     g = user_popularity_groups(_train(), item_head="cumulative")

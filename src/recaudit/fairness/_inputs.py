@@ -172,9 +172,10 @@ def _popularity_iv(
 
 def _popularity_group_iv(
     users: pd.DataFrame, attribute: str | Sequence[str], train: pd.DataFrame | None,
-    grouping: PopularityGrouping,
+    grouping: PopularityGrouping, n_items: int,
 ) -> pd.DataFrame:
-    """``users`` with the ``popularity_group`` column when it is asked for and absent.
+    """``users`` with the ``popularity_group`` column when it is asked for and absent,
+    its head that of the ``n_items`` catalog (the popularity metrics' own).
 
     A users table that has its own ``popularity_group`` column keeps it.
     """
@@ -184,7 +185,7 @@ def _popularity_group_iv(
         return users
     if train is None:
         raise InputError(POPULARITY_GROUP_MSG)
-    return add_popularity_groups(users, train, **grouping.arguments)
+    return add_popularity_groups(users, train, **grouping.arguments, n_items=n_items)
 
 
 def _groups_iv(
@@ -226,15 +227,15 @@ def _evaluate_iv(
     if not isinstance(options, EvaluateOptions):
         raise InputError(OPTIONS_MSG.format(value=options))
     generator = as_generator(rng)
-    users = _popularity_group_iv(users, attribute, train, options.popularity_groups)
-    attributes = _attributes_iv(attribute, users)
-    labels = _group_labels(users, attributes)
-    protected_name = _protected_iv(protected, attributes)
     _columns_iv(recs, "recs", ("user_id", "item_id", "rank"))
     _columns_iv(test, "test", ("user_id", "item_id"))
     if train is not None:
         _columns_iv(train, "train", ("item_id",))
     item_index, size, source = _catalog_iv(recs, test, train, items, n_items)
+    users = _popularity_group_iv(users, attribute, train, options.popularity_groups, size)
+    attributes = _attributes_iv(attribute, users)
+    labels = _group_labels(users, attributes)
+    protected_name = _protected_iv(protected, attributes)
     lists = build_top_n(
         recs,
         test,

@@ -12,9 +12,10 @@ once each). Its groups are those :func:`~recaudit.fairness.user_popularity_group
 on it, derived from the resample's recounted popularity ``pop*``
 (:mod:`._popularity_recount`):
 
-- the head of ``"abdollahpouri"``: the ``ceil(20 %)`` most popular of the items with
-  ``pop* > 0`` (the resample's training items; ties to the smaller item id), or the most
-  popular ones holding 20 % of the interactions (``"cumulative"``);
+- the head of ``"abdollahpouri"``: the ``ceil(20 %)`` most popular items of the
+  ``n_items`` catalog, at most the items with ``pop* > 0`` (the resample's training
+  items; ties to the smaller item id), or the most popular ones holding 20 % of the
+  interactions (``"cumulative"``);
 - each user's statistic: the share of that head among their training items, or the
   mean ``pop*`` of their training items (``"quantile"``);
 - the users ranked by it, ties by ascending ``user_id`` (a user's copies sit together),
@@ -49,7 +50,8 @@ class _Regroup:
     ``rows``: every training user (ascending ``user_id``) x item codes, 0/1 distinct
     training items; ``sizes``: their numbers of items; ``evaluated``: each training
     user's position among the evaluated users (-1: not evaluated); ``by_id``: the item
-    codes in ascending item id; ``n_evaluated``: the evaluated users.
+    codes in ascending item id; ``n_evaluated``: the evaluated users; ``n_items``: the
+    catalog size of the ``"top_items"`` head.
     """
 
     grouping: PopularityGrouping
@@ -58,6 +60,7 @@ class _Regroup:
     evaluated: npt.NDArray[np.intp]
     by_id: npt.NDArray[np.intp]
     n_evaluated: int
+    n_items: int
 
     def memberships(
         self, weights: npt.NDArray[np.float64], popularity: npt.NDArray[np.float64]
@@ -93,7 +96,7 @@ class _Regroup:
         ordered = np.take_along_axis(popularity[:, self.by_id], ranked, axis=1)
         if self.grouping.item_head == "top_items":
             present = (popularity > 0).sum(axis=1)
-            size = np.minimum(np.ceil(HEAD_FRACTION * present), present)
+            size = np.minimum(np.ceil(HEAD_FRACTION * self.n_items), present)
         else:
             cum = np.cumsum(ordered, axis=1)
             total = cum[:, -1:]
@@ -118,6 +121,7 @@ def _regroup(
     grouping: PopularityGrouping, train_users: npt.NDArray[np.int64],
     train_items: npt.NDArray[np.int64], n_train_users: int, n_codes: int,
     evaluated: npt.NDArray[np.intp], by_id: npt.NDArray[np.intp], n_evaluated: int,
+    n_items: int,
 ) -> _Regroup:
     """The :class:`_Regroup` of the training pairs ``(train_users, train_items)`` (users
     coded in ascending ``user_id``, items by catalog code)."""
@@ -126,4 +130,4 @@ def _regroup(
     rows = sp.csr_matrix((np.ones(keys.size), (keys // width, keys % width)),
                          shape=(n_train_users, n_codes))
     sizes = np.diff(rows.indptr).astype(np.float64)
-    return _Regroup(grouping, rows, sizes, evaluated, by_id, n_evaluated)
+    return _Regroup(grouping, rows, sizes, evaluated, by_id, n_evaluated, n_items)

@@ -97,7 +97,7 @@ def _popularity_source(
     train_items = _incidence(users, items, len(user_ids), len(item_index))
     n_train_users = int(everyone.max()) + 1
     by_id = np.lexsort((item_ids,))
-    popularity_group = _popularity_group_codes(train, user_ids, grouping)
+    popularity_group = _popularity_group_codes(train, user_ids, grouping, n_items)
     source = _PopularitySource(
         popularity=popularity,
         is_head=is_head,
@@ -116,21 +116,21 @@ def _popularity_source(
         recount=_recount_side(train_items, popularity, n_train_users, is_head, n_items,
                               by_id),
         regroup=None if popularity_group is None else _regroup_of(
-            train, items, user_ids, grouping, by_id),
+            train, items, user_ids, grouping, by_id, n_items),
     )
     return source, None
 
 
 def _regroup_of(
     train: pd.DataFrame, items: npt.NDArray[np.int64], user_ids: pd.Index,
-    grouping: PopularityGrouping, by_id: npt.NDArray[np.intp],
+    grouping: PopularityGrouping, by_id: npt.NDArray[np.intp], n_items: int,
 ) -> _Regroup:
     """What re-cuts the popularity groups per resample: every training user (in
     ascending ``user_id``, the groups' tie rule) and their place among ``user_ids``."""
     codes, ids = pd.factorize(train["user_id"], sort=True)
     evaluated = _codes(pd.Series(ids.to_numpy()), user_ids).astype(np.intp)
     return _regroup(grouping, codes.astype(np.int64), items, len(ids), len(by_id),
-                    evaluated, by_id, len(user_ids))
+                    evaluated, by_id, len(user_ids), n_items)
 
 
 def _recount_side(
@@ -170,13 +170,14 @@ def _profile(
 
 
 def _popularity_group_codes(
-    train: pd.DataFrame, user_ids: pd.Index, grouping: PopularityGrouping
+    train: pd.DataFrame, user_ids: pd.Index, grouping: PopularityGrouping, n_items: int
 ) -> npt.NDArray[np.intp] | None:
     """Each evaluated user's index in ``grouping.labels`` (-1: not in ``train``);
-    ``None`` when ``train`` has fewer than ``grouping.min_users`` users (no groups)."""
+    ``None`` when ``train`` has fewer than ``grouping.min_users`` users (no groups).
+    The head is that of the ``n_items`` catalog, the popularity metrics' own."""
     if train["user_id"].nunique() < grouping.min_users:
         return None
-    labels = user_popularity_groups(train, **grouping.arguments)
+    labels = user_popularity_groups(train, **grouping.arguments, n_items=n_items)
     pos = _codes(pd.Series(labels.index.to_numpy()), user_ids)
     codes = np.full(len(user_ids), -1, dtype=np.intp)
     code_of = {name: j for j, name in enumerate(grouping.labels)}

@@ -326,8 +326,8 @@ def popularity_figures(
     pu = per_user_popularity(data.recs, data.test, data.train, n=n, n_items=n_items)
     values = pu.values.set_index("user_id")
     profile = _profile_table(data, n_items).loc[values.index]
-    labels = user_popularity_groups(data.train, **grouping.arguments).reindex(
-        values.index).to_numpy()
+    labels = user_popularity_groups(data.train, **grouping.arguments,
+                                    n_items=n_items).reindex(values.index).to_numpy()
     gender = data.users.set_index("user_id")["gender"].reindex(values.index).to_numpy()
     out = _figures(values, profile, pu, np.ones(len(values), dtype=bool), n, "")
     for g in ("F", "M"):

@@ -10,12 +10,15 @@ intersected with gender (``attribute=["gender", "popularity_group"]``).
   unfairness of popularity bias in recommendation", RMSE workshop at RecSys,
   arXiv:1907.13286; used again in Abdollahpouri et al. 2021, "User-centered
   evaluation of popularity bias in recommender systems", UMAP): the popular items
-  ``H`` are the head (by default the ``ceil(20 %)`` most popular items, the head of
-  :mod:`recaudit.fairness._popularity`; ``item_head="cumulative"``: the most popular
-  items that together hold 20 % of the interactions, the ``H`` group of the UMAP'21
-  paper's head/mid/tail split). Each user's *head ratio* is the share of ``H`` among
-  their distinct training items; the ``ceil(20 %)`` users with the highest ratio are
-  ``blockbuster``, the ``ceil(20 %)`` with the lowest ``niche``, the rest ``diverse``.
+  ``H`` are the head (by default the ``ceil(20 %)`` most popular of ``n_items``
+  catalog items, the head of :mod:`recaudit.fairness._popularity`; ``n_items``
+  defaults to the distinct training items, and :func:`~recaudit.fairness.evaluate`
+  passes its catalog, so the groups and the popularity metrics share one head;
+  ``item_head="cumulative"``: the most popular items that together hold 20 % of the
+  interactions, the ``H`` group of the UMAP'21 paper's head/mid/tail split). Each
+  user's *head ratio* is the share of ``H`` among their distinct training items; the
+  ``ceil(20 %)`` users with the highest ratio are ``blockbuster``, the ``ceil(20 %)``
+  with the lowest ``niche``, the rest ``diverse``.
 - ``method="quantile"``: users ranked by the mean popularity of their training items
   (popularity = distinct training users of the item), cut into ``q`` groups of equal
   size (sizes differ by at most one): ``q1`` (least mainstream) .. ``q<q>``.
@@ -63,6 +66,10 @@ USER_SHARE = 0.2
 METHOD_MSG = "`method` must be 'abdollahpouri' or 'quantile', got {value!r}"
 ITEM_HEAD_MSG = "`item_head` must be 'top_items' or 'cumulative', got {value!r}"
 Q_MSG = "`q` must be an integer >= 2 and <= the number of users ({n}), got {value!r}"
+N_ITEMS_MSG = (
+    "`n_items` (the catalog size) must be an integer >= the {k} distinct training items, "
+    "got {value!r}"
+)
 FEW_USERS_MSG = "popularity groups need at least 3 users with training interactions, got {n}"
 NO_TRAIN_MSG = (
     "`users` has user_id {user!r} (row {row}) without training interactions: "
@@ -102,6 +109,7 @@ def user_popularity_groups(
     method: Literal["abdollahpouri", "quantile"] = "abdollahpouri",
     q: int = 3,
     item_head: Literal["top_items", "cumulative"] = "top_items",
+    n_items: int | None = None,
 ) -> pd.Series:
     """One popularity-group label per training user (see the module docstring).
 
@@ -114,6 +122,11 @@ def user_popularity_groups(
         Number of quantile groups (``method="quantile"``).
     item_head : {"top_items", "cumulative"}
         The popular items of ``method="abdollahpouri"``.
+    n_items : int, optional
+        Catalog size of the ``"top_items"`` head, ``ceil(20 %)`` of it (catalog items
+        outside ``train`` are tail); default: the distinct training items. Give the
+        catalog that the popularity metrics use (``evaluate`` does), or a user's group
+        is cut by a smaller head than the one their tail share is measured by.
 
     Returns
     -------
@@ -140,6 +153,7 @@ def user_popularity_groups(
     if n_users < 3:
         raise InputError(FEW_USERS_MSG.format(n=n_users))
     pop = np.bincount(icode, minlength=len(items)).astype(np.float64)
+    catalog = _n_items_iv(n_items, len(items))
     uids = users.to_numpy()
     if method == "quantile":
         if not isinstance(q, int | np.integer) or isinstance(q, bool) or not 2 <= q <= n_users:
@@ -149,7 +163,7 @@ def user_popularity_groups(
         labels = np.array([f"q{g + 1}" for g in group], dtype=object)
     else:
         head = (
-            head_items(pop, items.to_numpy())
+            head_items(pop, items.to_numpy(), n_items=catalog)
             if item_head == "top_items"
             else _cumulative_head(pop, items.to_numpy())
         )
@@ -162,6 +176,15 @@ def user_popularity_groups(
     return pd.Series(labels, index=pd.Index(uids, name="user_id"), name=GROUP_COLUMN)
 
 
+def _n_items_iv(n_items: int | None, k: int) -> int:
+    """The catalog size: ``n_items``, checked to hold the ``k`` training items, or ``k``."""
+    if n_items is None:
+        return k
+    if isinstance(n_items, bool) or not isinstance(n_items, int | np.integer) or n_items < k:
+        raise InputError(N_ITEMS_MSG.format(k=k, value=n_items))
+    return int(n_items)
+
+
 def add_popularity_groups(
     users: pd.DataFrame,
     train: pd.DataFrame,
@@ -170,11 +193,13 @@ def add_popularity_groups(
     method: Literal["abdollahpouri", "quantile"] = "abdollahpouri",
     q: int = 3,
     item_head: Literal["top_items", "cumulative"] = "top_items",
+    n_items: int | None = None,
 ) -> pd.DataFrame:
     """A copy of ``users`` with a popularity-group attribute column.
 
     Every user of ``users`` must have training interactions (an ``InputError``
-    names the first that has none). Groups are computed over all users of ``train``.
+    names the first that has none). Groups are computed over all users of ``train``;
+    ``n_items`` is the catalog size of the head (:func:`user_popularity_groups`).
 
     Examples
     --------
@@ -188,7 +213,8 @@ def add_popularity_groups(
     _columns_iv(users, "users", ("user_id",))
     if column in users.columns:
         raise InputError(COLUMN_EXISTS_MSG.format(column=column))
-    groups = user_popularity_groups(train, method=method, q=q, item_head=item_head)
+    groups = user_popularity_groups(train, method=method, q=q, item_head=item_head,
+                                    n_items=n_items)
     pos = groups.index.get_indexer(users["user_id"].to_numpy())
     if (pos < 0).any():
         row = int(np.argmax(pos < 0))
