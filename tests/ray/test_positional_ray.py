@@ -93,7 +93,9 @@ batch_size = 1
 @pytest.mark.slow
 def test_local_smollm2_constrained_matches_local(tmp_path, ray_cluster, retriever, emb_cache,
                                                  smollm2_path):
-    """The packaged SmolLM2, constrained at T=0 (deterministic): same answers on Ray."""
+    """The packaged SmolLM2, constrained at T=0: same answers on Ray (the llama.cpp
+    engine's probabilities depend on its prompt-cache state within a tolerance,
+    docs/runner.md "Resume and executors on the llama.cpp engine")."""
     cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=2, n_perms=2,
                                    models=LOCAL_MODEL))
     local = run_audit(cfg, out_dir=tmp_path / "local", retriever=retriever)
@@ -106,7 +108,7 @@ def test_local_smollm2_constrained_matches_local(tmp_path, ray_cluster, retrieve
     if want["choice_probs"].notna().any():
         np.testing.assert_allclose(np.array(got["choice_probs"].map(json.loads).tolist()),
                                    np.array(want["choice_probs"].map(json.loads).tolist()),
-                                   atol=1e-6)
+                                   atol=0.02)
 
 
 def test_ray_resumes_a_local_run_exactly(tmp_path, ray_cluster, retriever, emb_cache):

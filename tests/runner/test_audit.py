@@ -129,5 +129,7 @@ def test_local_constrained_audit_has_no_discards(tmp_path, retriever, emb_cache,
     assert resolved["prompt"]["constrained"] is True
     manifest = json.loads((tmp_path / "run" / "run.json").read_text())
     (entry,) = manifest["sessions"][0]["backends"]
-    assert entry["model"] == "smollm2" and entry["max_batch"] == 2
-    assert entry["name"].startswith("local:") and entry["name"].endswith("+constrained")
+    # a GGUF model runs on the in-process llama.cpp engine, which the manifest names
+    assert entry["model"] == "smollm2" and entry["n_parallel"] == 2
+    assert entry["engine"] == "llama.cpp" and entry["quantization"] == "Q4_1"
+    assert entry["name"].startswith("llamacpp:") and entry["name"].endswith("+constrained")

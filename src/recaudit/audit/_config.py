@@ -32,6 +32,7 @@ from .._toml import read_toml
 from ..exceptions import ConfigError, InputError
 from ..llm._types import Backend
 from ..llm.backends._factory import (
+    LOCAL_ENGINES,
     LocalParams,
     ModelConfig,
     OpenAIParams,
@@ -593,9 +594,14 @@ def _local_params(t: Mapping[str, Any], where: Where, base_dir: Path,
                 f"{where.name('model')}: {name!r} is neither a packaged model "
                 f"({', '.join(PACKAGED_MODELS)}) nor an existing path ({model}); "
                 "relative paths start at the config file's folder")
+    engine = get_str(t, "engine", where, default="auto")
+    if engine not in LOCAL_ENGINES:
+        raise ConfigError(f"{where.name('engine')} must be one of "
+                          f"{', '.join(map(repr, LOCAL_ENGINES))}, got {engine!r}")
     return LocalParams(model=model,
                        n_threads=get_int(t, "n_threads", where, default=1, minimum=1),
-                       batch_size=_within_run(t, "batch_size", where, run_concurrency, 8))
+                       batch_size=_within_run(t, "batch_size", where, run_concurrency, 8),
+                       engine=engine)  # type: ignore[arg-type]
 
 
 def _simulated_params(t: Mapping[str, Any], where: Where) -> SimulatedParams:

@@ -1,5 +1,6 @@
 """LLM backends behind the :class:`recaudit.llm.Backend` protocol."""
 
+from ._llamacpp import LlamaCppBackend
 from ._local import (
     DEFAULT_GGUF_FILE,
     DEFAULT_MODEL,
@@ -8,7 +9,9 @@ from ._local import (
     PackagedModel,
     default_model_path,
     packaged_model_path,
+    resolve_local_model,
 )
+from ._packaged import gguf_quantization
 
 # isort: split
 # -- llm-runner
@@ -19,10 +22,13 @@ __all__ = [
     "DEFAULT_GGUF_FILE",
     "DEFAULT_MODEL",
     "PACKAGED_MODELS",
+    "LlamaCppBackend",
     "LocalBackend",
     "PackagedModel",
     "default_model_path",
+    "gguf_quantization",
     "packaged_model_path",
+    "resolve_local_model",
     # llm-runner
     "OpenAIBackend",
     "SimulatedBackend",

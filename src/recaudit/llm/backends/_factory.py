@@ -25,6 +25,8 @@ from ._simulated import SimulatedBackend, SimulationProfile, stable_words
 
 __all__ = [
     "BackendKind",
+    "LOCAL_ENGINES",
+    "LocalEngine",
     "LocalParams",
     "ModelConfig",
     "OpenAIParams",
@@ -33,6 +35,10 @@ __all__ = [
 ]
 
 BackendKind = Literal["openai", "local", "simulated"]
+#: How a ``local`` model runs: llama.cpp in process (GGUF files), transformers, or
+#: ``"auto"`` (llama.cpp for a GGUF file, transformers for a model folder).
+LocalEngine = Literal["auto", "llamacpp", "transformers"]
+LOCAL_ENGINES: tuple[str, ...] = ("auto", "llamacpp", "transformers")
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,16 @@ class LocalParams:
     model: str | Path | None = None
     n_threads: int = 1
     batch_size: int = 8
+    engine: LocalEngine = "auto"
+
+    def resolved_engine(self) -> Literal["llamacpp", "transformers"]:
+        """The engine that runs this model: ``engine``, or for ``"auto"`` llama.cpp when
+        the model is a GGUF file (packaged models are) and transformers otherwise."""
+        if self.engine != "auto":
+            return self.engine
+        from ._local import resolve_local_model
+
+        return "llamacpp" if resolve_local_model(self.model)[1] else "transformers"
 
 
 @dataclass(frozen=True)
@@ -102,10 +118,16 @@ def _shared_backend(m: ModelConfig, *, seed: int, constrained: bool) -> Backend 
             rng=np.random.default_rng(stable_words("jitter", seed, m.name)),
         )
     if isinstance(p, LocalParams):
-        from ._local import LocalBackend
-
         # `[prompt] constrained` selects the backend's constrained mode (its
         # equivalent of a JSON-schema `response_format`)
+        if p.resolved_engine() == "llamacpp":
+            from ._llamacpp import LlamaCppBackend
+
+            # `batch_size` is the sequences llama.cpp decodes together (its slots)
+            return LlamaCppBackend(p.model, n_threads=p.n_threads, n_parallel=p.batch_size,
+                                   constrained=constrained)
+        from ._local import LocalBackend
+
         local = LocalBackend(p.model, n_threads=p.n_threads, constrained=constrained)
         return local if p.batch_size == 1 else BatchingBackend(local, max_batch=p.batch_size)
     return None

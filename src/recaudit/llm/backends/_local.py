@@ -66,6 +66,7 @@ from ._packaged import (
     PACKAGED_MODELS,
     PackagedModel,
     default_model_path,
+    gguf_quantization,
     packaged_model_path,
 )
 
@@ -77,6 +78,7 @@ __all__ = [
     "PackagedModel",
     "default_model_path",
     "packaged_model_path",
+    "resolve_local_model",
 ]
 
 
@@ -268,6 +270,22 @@ class LocalBackend:
         self._closed = False
 
     # -- public API ---------------------------------------------------------------
+
+    def describe(self) -> dict[str, object]:
+        """What answered, for the run manifest (``run.json``): the engine, its version,
+        the weights (a GGUF is dequantised to float32) and the answer mode."""
+        import transformers
+
+        source = self.gguf_file or self.model_path.name
+        quant = (f"float32, dequantised from {gguf_quantization(self.gguf_file)}"
+                 if self.gguf_file else str(getattr(self.model.config, "torch_dtype", "")))
+        mode = ("constrained: forced prefix {\"article_number\": , identifier chosen from "
+                "the choice probabilities (argmax at T = 0, seeded draw otherwise)"
+                if self.constrained else "free text: greedy or plain temperature sampling")
+        return {"backend": "local", "name": self.name, "engine": "transformers",
+                "engine_version": f"transformers {transformers.__version__}",
+                "model_file": source, "quantization": quant, "answer_mode": mode,
+                "n_threads": self.n_threads}
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """Answer one request (in a worker thread)."""
@@ -634,6 +652,26 @@ def _complete_batch_iv(
 def _local_backend_iv(
     model: str | Path | None, gguf_file: str | None, n_threads: int, device: str
 ) -> tuple[Path, str | None, int, str]:
+    folder, gguf_file = resolve_local_model(model, gguf_file)
+    if isinstance(n_threads, bool) or not isinstance(n_threads, int) or n_threads < 1:
+        raise InputError(MSG_THREADS.format(value=n_threads))
+    if not isinstance(device, str) or not device:
+        raise InputError(MSG_DEVICE.format(value=device))
+    return folder, gguf_file, n_threads, device
+
+
+def resolve_local_model(
+    model: str | Path | None, gguf_file: str | None = None
+) -> tuple[Path, str | None]:
+    """The folder and GGUF file name of a local model: a packaged model name (its
+    package located, ``None`` = the default), a ``.gguf`` file, or a folder (with
+    ``gguf_file`` inside it, or a transformers folder when ``gguf_file`` is None).
+
+    Raises
+    ------
+    InputError
+        Neither a packaged name nor an existing folder or file; ``gguf_file`` missing.
+    """
     if model is None:
         model = DEFAULT_MODEL
     if isinstance(model, str) and model in PACKAGED_MODELS:
@@ -648,8 +686,4 @@ def _local_backend_iv(
                                               names=", ".join(PACKAGED_MODELS)))
     if gguf_file is not None and not (folder / gguf_file).is_file():
         raise InputError(MSG_GGUF.format(path=folder / gguf_file))
-    if isinstance(n_threads, bool) or not isinstance(n_threads, int) or n_threads < 1:
-        raise InputError(MSG_THREADS.format(value=n_threads))
-    if not isinstance(device, str) or not device:
-        raise InputError(MSG_DEVICE.format(value=device))
-    return folder, gguf_file, n_threads, device
+    return folder, gguf_file

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ from ...exceptions import InputError
 from .._retrieval import cache_root
 
 __all__ = [
+    "gguf_quantization",
     "DEFAULT_GGUF_FILE",
     "DEFAULT_MODEL",
     "MSG_MODEL",
@@ -141,3 +143,13 @@ def _assemble(model: PackagedModel) -> Path:
     except (OSError, ValueError) as exc:  # missing chunks, sha256 mismatch, disk full
         raise InputError(MSG_ASSEMBLE.format(name=model.name, error=exc)) from exc
     return target.parent
+
+
+_QUANT = re.compile(r"(?i)(?:^|[.\-_])((?:I?Q\d(?:_[A-Z0-9]+)*)|BF16|F16|F32)(?:$|[.\-_])")
+
+
+def gguf_quantization(file_name: str) -> str:
+    """The quantisation named in a GGUF file name (``"Q4_1"``, ``"Q4_K_M"``, ``"F16"``),
+    else ``"unknown"`` (GGUF files are conventionally named after it)."""
+    found = _QUANT.search(Path(file_name).stem)
+    return found.group(1).upper() if found else "unknown"
