@@ -268,3 +268,21 @@ def test_an_identified_split_has_no_note(positional_dir: Path) -> None:
     report = build_report(positional_dir)
     assert all(g["spb_note"] is None for g in report.data["groups"])
     assert "(bounds)</td>" not in report.html
+
+
+def test_the_engine_that_answered_is_named(positional_dir: Path) -> None:
+    """run.json's last session names the engine, its version, the quantisation and
+    the answer mode; the page shows them (the engine is part of the system under test)."""
+    entry = {"model": "smollm2", "k": 5, "backend": "local",
+             "name": "llamacpp:SmolLM2-135M-Instruct.Q4_1.gguf+constrained",
+             "engine": "llama.cpp", "engine_version": "xllamacpp 2026.10.11549",
+             "quantization": "Q4_1", "answer_mode": "constrained: forced prefix"}
+    old = {**entry, "engine": "transformers", "engine_version": "transformers 5.24.0"}
+    (positional_dir / "run.json").write_text(json.dumps({"sessions": [
+        {"backends": [old]}, {"backends": [entry]}]}))
+    report = build_report(positional_dir)
+    assert report.data["reproduction"]["engines"] == [
+        {k: str(v) for k, v in entry.items() if k != "backend"}]
+    assert "xllamacpp 2026.10.11549" in report.html and "Q4_1" in report.html
+    (positional_dir / "run.json").write_text("{not json")
+    assert build_report(positional_dir).data["reproduction"]["engines"] == []

@@ -251,6 +251,9 @@ class PositionalRun:
     sequential: Mapping[str, Any] | None = None
     #: ``mitigation.json`` of ``recaudit positional mitigate`` (None when absent).
     mitigation: Mapping[str, Any] | None = None
+    #: What answered, from ``run.json``'s last session: one entry per model and k with
+    #: the engine, its version, the quantisation and the answer mode when known.
+    engines: tuple[Mapping[str, str], ...] = ()
 
     @cached_property
     def groups(self) -> tuple[Configuration, ...]:
@@ -656,4 +659,24 @@ def load_positional(analysis: Any, *, source: str, folder: Path | None = None) -
         sequential=_sequential(folder / SEQUENTIAL_JSON)
         if folder is not None and (folder / SEQUENTIAL_JSON).is_file() else None,
         mitigation=_mitigation(folder) if folder is not None else None,
+        engines=_engines(folder / "run.json") if folder is not None else (),
     )
+
+
+#: The fields of a ``run.json`` backend entry the report shows, in order.
+ENGINE_FIELDS = ("model", "k", "name", "engine", "engine_version", "quantization",
+                 "answer_mode", "model_id", "base_url")
+
+
+def _engines(path: Path) -> tuple[Mapping[str, str], ...]:
+    """The backends of ``run.json``'s last session (an absent or unreadable manifest
+    shows none: it is a companion, not the analysis)."""
+    if not path.is_file():
+        return ()
+    try:
+        sessions = read_json(path, what="run manifest").get("sessions") or []
+        backends = sessions[-1].get("backends") or [] if sessions else []
+    except (InputError, AttributeError):
+        return ()
+    return tuple({f: str(b[f]) for f in ENGINE_FIELDS if b.get(f) is not None}
+                 for b in backends if isinstance(b, dict))

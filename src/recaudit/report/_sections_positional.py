@@ -477,6 +477,7 @@ def positional_data(run: PositionalRun, summary: dict[str, Any]) -> dict[str, An
             "config": run.config_text,
             "seed": run.seed,
             "versions": dict(run.versions),
+            "engines": [dict(e) for e in run.engines],
         },
         **({"mitigation": run.mitigation} if run.mitigation is not None else {}),
     }
