@@ -108,7 +108,7 @@ def test_local_smollm2_constrained_matches_local(tmp_path, ray_cluster, retrieve
     if want["choice_probs"].notna().any():
         np.testing.assert_allclose(np.array(got["choice_probs"].map(json.loads).tolist()),
                                    np.array(want["choice_probs"].map(json.loads).tolist()),
-                                   atol=0.02)
+                                   atol=0.05)
 
 
 def test_ray_resumes_a_local_run_exactly(tmp_path, ray_cluster, retriever, emb_cache):
