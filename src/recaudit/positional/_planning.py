@@ -76,7 +76,7 @@ MAX_QUERIES = 1_000_000
 #: Largest number of evaluations per simulated sequential path (memory and time).
 MAX_SEQUENTIAL_EVALUATIONS = 400_000
 #: Fixed Gaussian draws integrating the normal approximation of the power, and their seed.
-GAUSS_DRAWS = 200_000
+GAUSS_DRAWS = 100_000
 GAUSS_SEED = 20_240_601
 #: Elements per simulated chunk (bounds memory: ~8 bytes each, a few arrays).
 _CHUNK = 2_000_000
@@ -251,7 +251,7 @@ def fixed_power(effect: Effect, *, orders: int, queries: int, alpha: float,
     :math:`\sigma^2 = \operatorname{tr}\Sigma / k`, :math:`\nu = (k - 1)(n - 1)` (k
     sum-constrained positions pooled; Wilson-Hilferty for the chi-square). The
     probability that some coordinate leaves its bound is integrated over
-    ``GAUSS_DRAWS`` fixed draws (Monte-Carlo integration error < 0.002). The k
+    ``GAUSS_DRAWS`` fixed draws (Monte-Carlo integration error < 0.0015). The k
     coordinates are dependent (they sum to 1): treating the 2k events as independent
     overstated the power by up to 0.03 at 80 % (measured, docs/planning.md).
     Measured against simulation in docs/validation-positional.md ("Planning").
@@ -283,6 +283,8 @@ def fixed_queries(effect: Effect, *, orders: int, power: float, alpha: float,
                   answers: Answers = "sampled") -> int | None:
     """Smallest number of queries (>= 2) at which :func:`fixed_power` reaches ``power``;
     ``None`` when no number up to :data:`MAX_QUERIES` does (e.g. no effect)."""
+    if effect.pb == 0.0:
+        return None
 
     def ok(n: int) -> bool:
         return fixed_power(effect, orders=orders, queries=n, alpha=alpha,
