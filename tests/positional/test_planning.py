@@ -29,6 +29,7 @@ from recaudit.positional._planning import (
     sequential_stopping_times,
     simulate_shares,
 )
+from recaudit.positional._sequential import log_e_values
 from recaudit.positional._simulation import exact_query_shares
 
 
@@ -80,17 +81,21 @@ def test_exact_needs_fewer_queries_than_sampled():
     assert sampled is not None and exact is not None and exact < sampled / 2
 
 
-def test_sequential_stopping_against_the_public_test():
+def test_sequential_stopping_against_an_independent_generator():
+    """The planner's paths (power_study's numba generator) against simulate_evaluations'
+    data read by the public test's e-process."""
     effect = Effect.from_p_bias(0.2, k=5)
-    tau = sequential_stopping_times(effect, orders=10, max_queries=6, alpha=0.05, reps=600,
+    tau = sequential_stopping_times(effect, orders=10, max_queries=6, alpha=0.05, reps=800,
                                     gen=np.random.default_rng(5))
     planned = float(np.mean(np.isfinite(tau)))
     gen = np.random.default_rng(6)
-    hits = [sequential_uniformity_test(
-        simulate_evaluations(6, k=5, n_perms=10, p_bias=0.2, rng=gen).position,
-        k=5, alpha=0.05).reject for _ in range(300)]
-    se = math.sqrt(0.25 / 600 + 0.25 / 300)
-    assert planned == pytest.approx(np.mean(hits), abs=3 * se)
+    paths = [simulate_evaluations(6, k=5, n_perms=10, p_bias=0.2, rng=gen).position
+             for _ in range(800)]
+    crossed = log_e_values(np.stack(paths), 5, method="favoured").max(axis=1) >= math.log(20)
+    for pos, hit in zip(paths[:10], crossed[:10], strict=True):  # the kernel is the test's
+        assert sequential_uniformity_test(pos, k=5, alpha=0.05).reject == hit
+    se = math.sqrt(0.25 / 800 * 2)
+    assert planned == pytest.approx(crossed.mean(), abs=3 * se)
 
 
 def test_sequential_type_one_error_at_most_alpha():
