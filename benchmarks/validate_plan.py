@@ -7,9 +7,14 @@ simulations that share no code path with the planner's own:
 
 - fixed (sampled) POB-UNBP power: :func:`recaudit.positional.power_study` (the spec's
   section-8 simulation study, POB-UNBP only);
-- exact POB-UNBP power and PB half-width: exact choice-probability vectors computed in
-  this script from :func:`simulate_evaluations`' orders and relevance sets, then
-  :func:`pob_unbp`'s bound and :func:`positional_bias`'s interval on the per-query means;
+- exact POB-UNBP power: the simulator's exact per-query mean probabilities
+  (``exact_query_shares``; its covariance, and that of vectors built from
+  :func:`simulate_evaluations` as below, match the section-8 formula in
+  tests/positional/test_planning.py) through POB-UNBP's decision (``power_study``'s
+  vectorised POB-UNBP);
+- exact PB half-width: exact choice-probability vectors computed in this script from
+  :func:`simulate_evaluations`' orders and relevance sets, then PB's interval on the
+  per-query means (as ``analyze --exact``);
 - sequential power: the e-process of :func:`sequential_uniformity_test` (its kernel
   ``log_e_values``, ``favoured``, looked at after every evaluation; the test itself is
   checked in tests/sequential) on :func:`simulate_evaluations` data (the planner draws
@@ -45,6 +50,7 @@ from recaudit.positional import (
 )
 from recaudit.positional._crossfit import crossfit_shares, pb_from_shares
 from recaudit.positional._sequential import log_e_values
+from recaudit.positional._simulation import exact_query_shares
 from recaudit.positional._unbp import _reject_many
 
 ORDERS = 20
@@ -78,8 +84,11 @@ def simulated_power(design: str, k: int, p_bias: float, n_q: int, reps: int,
         hits = round(study.rows[0].rejection_rate * reps)
     elif design == "exact":
         hits = 0
-        for _ in range(reps):
-            hits += int(_reject_many(exact_shares(n_q, k, p_bias, gen)[None], ALPHA)[0])
+        chunk = max(1, 2_000_000 // (n_q * ORDERS * k))
+        for start in range(0, reps, chunk):
+            shares = exact_query_shares(min(chunk, reps - start), n_q, k=k, n_perms=ORDERS,
+                                        p_bias=p_bias, gen=gen)
+            hits += int(_reject_many(shares, ALPHA).sum())
     else:
         positions = np.stack([
             simulate_evaluations(n_q, k=k, n_perms=ORDERS, p_bias=p_bias, rng=gen).position
@@ -191,7 +200,7 @@ def main() -> None:
     r = sub.add_parser("run")
     r.add_argument("--reps", type=int, default=1000, help="simulated data sets per power")
     r.add_argument("--reps-sequential", type=int, default=400)
-    r.add_argument("--reps-half-width", type=int, default=150)
+    r.add_argument("--reps-half-width", type=int, default=100)
     r.add_argument("--plan-reps", type=int, default=400, help="the plan's sequential paths")
     r.add_argument("--plan-half-width-reps", type=int, default=100)
     r.add_argument("--seed", type=int, default=1)
