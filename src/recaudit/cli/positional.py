@@ -26,6 +26,7 @@ from ._analysis_options import (
     analysis_options,
 )
 from ._common import err_console, exit_on_error, print_json
+from ._plan_command import plan_command
 from ._positional_tables import (
     console,
     fmt_estimate,
@@ -38,10 +39,11 @@ from ._positional_tables import (
 )
 from ._run_display import RichProgress, phase_printer, progress_bar, progress_display
 
-__all__ = ["analyze_command", "app", "demo_command", "mitigate_command", "run_command",
-           "simulate_command", "study_command", "topn_command"]
+__all__ = ["analyze_command", "app", "demo_command", "mitigate_command", "plan_command",
+           "run_command", "simulate_command", "study_command", "topn_command"]
 
 app = typer.Typer(help="The positional study.", no_args_is_help=True)
+app.command("plan")(exit_on_error(plan_command))
 
 MSG_NUMBER_LIST = "`{option}`: {value!r} is not a list of numbers"
 

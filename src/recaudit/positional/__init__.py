@@ -7,7 +7,8 @@ groups), or call each statistic. :func:`power_study` runs the simulation study.
 :func:`analyze_exact` computes the statistics from choice-probability vectors (logprob
 mode), :func:`analyze_exact_groups` per group with Holm;
 :func:`sequential_uniformity_test` is the anytime-valid test of sequential audits
-(docs/exact-and-sequential.md).
+(docs/exact-and-sequential.md); :func:`plan_audit` sizes and prices an audit before
+its first call (docs/planning.md).
 See docs/positional-statistics.md for every formula, its reference and our choices.
 """
 
@@ -29,6 +30,8 @@ from ._metrics import (
     strong_positional_bias,
 )
 from ._options import AnalysisOptions
+from ._planning import CallCost, Effect
+from ._planning_designs import AuditPlan, DesignPlan, effect_from_evaluations, plan_audit
 from ._sequential import (
     SequentialResult,
     position_confidence_sequences,
@@ -68,6 +71,10 @@ from ._study import STUDY_COLUMNS, StudyResult, analyze_study, analyze_study_fol
 
 __all__ = [
     "AnalysisOptions",
+    "AuditPlan",
+    "CallCost",
+    "DesignPlan",
+    "Effect",
     "Evaluations",
     "ExactAnalysis",
     "ExactEvaluations",
@@ -90,10 +97,12 @@ __all__ = [
     "analyze_groups",
     "contingency_table",
     "draw_ranking",
+    "effect_from_evaluations",
     "evaluations_from_table",
     "exact_evaluations_from_table",
     "group_table",
     "permutation_sensitivity",
+    "plan_audit",
     "pob_icm",
     "pob_unbp",
     "position_confidence_sequences",

@@ -17,7 +17,14 @@ from ._icm import _chi2_statistic, _null_statistics, _permutation_labels
 from ._rng import bounded, rng_state, uniform, word
 from ._unbp import MSG_TWO_QUERIES, _reject_many
 
-__all__ = ["PowerRow", "PowerStudy", "TESTS", "simulate_evaluations", "power_study"]
+__all__ = [
+    "PowerRow",
+    "PowerStudy",
+    "TESTS",
+    "exact_query_shares",
+    "power_study",
+    "simulate_evaluations",
+]
 
 TESTS = ("pob_icm", "pob_unbp")
 
@@ -99,6 +106,27 @@ def evaluations_from_draws(
         item=item.astype(np.int64),
         rows=np.arange(1, query.size + 1, dtype=np.int64),
     )
+
+
+def exact_query_shares(
+    n_reps: int, n_queries: int, *, k: int, n_perms: int, p_bias: float,
+    gen: np.random.Generator,
+) -> npt.NDArray[np.float64]:
+    r"""Per-query mean choice probabilities of ``n_reps`` data sets of the spec's
+    section-8 model (exact mode), shape (n_reps, n_queries, k).
+
+    Evaluation e of query j shows a uniformly random order sigma_e; its exact position
+    law is :math:`\pi_e(p) = p_{bias} 1\{p = 1\} + (1 - p_{bias})
+    1\{\sigma_e^{-1}(p) \in R_j\} / |R_j|` (the law :func:`simulate_evaluations`
+    samples from), and the returned value is :math:`\bar\pi_j = \frac1{l_j}\sum_e \pi_e`.
+    Relevance sets as in :func:`random_relevance_sets`.
+    """
+    rel = random_relevance_sets(n_reps * n_queries, k, gen).reshape(n_reps, n_queries, 1, k)
+    orders = np.argsort(gen.random((n_reps, n_queries, n_perms, k)), axis=-1)
+    shown = np.take_along_axis(np.broadcast_to(rel, orders.shape), orders, axis=-1)
+    probs = (1.0 - p_bias) * shown / shown.sum(axis=-1, keepdims=True)
+    probs[..., 0] += p_bias
+    return np.asarray(probs.mean(axis=2))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,258 @@
+"""``recaudit positional plan``: an audit's size and cost before its first call.
+
+Thin: parses and bounds the options, reads a pilot run through :mod:`._pilot`, calls
+:func:`recaudit.positional.plan_audit` and prints the designs side by side (``--json``:
+the list of designs, each self-contained for a run).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.table import Table
+
+from ..exceptions import InputError
+from ._common import err_console, print_json
+from ._positional_tables import console
+
+__all__ = ["BOUNDS", "parse_price", "plan_command"]
+
+#: (smallest, largest) accepted value of every numeric option. k: the simulator codes
+#: orders up to k = 20 (the paper's largest); the others bound the work a plan does.
+BOUNDS: dict[str, tuple[float, float]] = {
+    "--k": (2, 20),
+    "--orders": (1, 10_000),
+    "--temperatures": (1, 100),
+    "--p-bias": (0.0, 1.0),
+    "--pb": (0.0, 0.95),
+    "--power": (0.01, 0.999),
+    "--alpha": (1e-6, 0.5),
+    "--queries": (2, 1_000_000),
+    "--reps": (20, 20_000),
+    "--half-width-reps": (10, 5_000),
+    "--prompt-tokens": (0.0, 10_000_000.0),
+    "--completion-tokens": (0.0, 10_000_000.0),
+    "--calls-per-s": (1e-6, 1_000_000.0),
+    "--price-per-mtok": (0.0, 100_000.0),
+    "--seed": (0, 2**63 - 1),
+}
+MSG_BOUND = ("`{option}` must be between {low:g} and {high:g} (the largest accepted "
+             "value is {high:g}), got {value!r}")
+MSG_EFFECT = ("give the effect to detect: `--p-bias P` (spec section 8), `--pb X` (a "
+              "total-variation size) or `--pilot RUN` (estimated from a pilot run)")
+MSG_TWO_EFFECTS = "give one effect: `--p-bias`, `--pb` or `--pilot`, not {given}"
+MSG_PRICE = ("`--price-per-mtok` must be one price or IN/OUT prices per million tokens, "
+             "e.g. 0.15 or 0.15/0.60; got {value!r}")
+MSG_EXACT_SEQUENTIAL = ("`--exact --sequential`: the sequential test reads sampled "
+                        "positions, so exact+sequential is not planned yet; give one")
+
+
+def _bounded(option: str, value: float | None) -> None:
+    if value is None:
+        return
+    low, high = BOUNDS[option]
+    if not low <= value <= high:  # also refuses nan
+        raise InputError(MSG_BOUND.format(option=option, low=low, high=high, value=value))
+
+
+def parse_price(text: str | None) -> tuple[float | None, float | None]:
+    """``"0.15"`` -> (0.15, 0.15); ``"0.15/0.60"`` or ``"0.15,0.60"`` -> (0.15, 0.60)."""
+    if text is None:
+        return None, None
+    parts = text.replace(",", "/").split("/")
+    try:
+        prices = [float(p) for p in parts]
+    except ValueError:
+        raise InputError(MSG_PRICE.format(value=text)) from None
+    if len(prices) not in (1, 2):
+        raise InputError(MSG_PRICE.format(value=text))
+    for p in prices:
+        _bounded("--price-per-mtok", p)
+    return prices[0], prices[-1]
+
+
+def _designs(exact: bool, sequential: bool) -> list[str]:
+    """All designs; with a flag, the fixed baseline and the flagged design."""
+    if exact and sequential:
+        raise InputError(MSG_EXACT_SEQUENTIAL)
+    if exact:
+        return ["fixed", "exact"]
+    if sequential:
+        return ["fixed", "sequential"]
+    return ["fixed", "sequential", "exact"]
+
+
+def plan_command(
+    k: Annotated[int, typer.Option("--k", help="Candidates per query.")] = 5,
+    orders: Annotated[int, typer.Option("--orders", help="Random orders (calls) per query.")
+                      ] = 20,
+    temperatures: Annotated[int, typer.Option(
+        "--temperatures", help="Temperature cells audited alike (calls multiply; each "
+        "cell tested at alpha / temperatures).")] = 1,
+    p_bias: Annotated[float | None, typer.Option(
+        "--p-bias", help="Effect: the spec's section-8 p_bias (one favoured position).",
+        show_default=False)] = None,
+    pb: Annotated[float | None, typer.Option(
+        "--pb", help="Effect: PB, the total-variation distance of positions from uniform.",
+        show_default=False)] = None,
+    pilot: Annotated[Path | None, typer.Option(
+        "--pilot", help="Effect, tokens and rate from a pilot run folder.",
+        show_default=False)] = None,
+    pilot_model: Annotated[str | None, typer.Option(
+        "--pilot-model", help="The pilot's model to plan from (when it has several).",
+        show_default=False)] = None,
+    power: Annotated[float, typer.Option("--power", help="Target power per cell.")] = 0.8,
+    alpha: Annotated[float, typer.Option("--alpha", help="Family-wise level.")] = 0.05,
+    queries: Annotated[int | None, typer.Option(
+        "--queries", help="Evaluate this many queries per cell instead of sizing for "
+        "--power.", show_default=False)] = None,
+    exact: Annotated[bool, typer.Option(
+        "--exact", help="Plan exact mode (choice probabilities) beside the fixed design.")
+    ] = False,
+    sequential: Annotated[bool, typer.Option(
+        "--sequential", help="Plan the sequential design beside the fixed one.")] = False,
+    price_per_mtok: Annotated[str | None, typer.Option(
+        "--price-per-mtok", help="Price per million tokens: one, or IN/OUT (e.g. "
+        "0.15/0.60).", show_default=False)] = None,
+    prompt_tokens: Annotated[float | None, typer.Option(
+        "--prompt-tokens", help="Prompt tokens per call (default: the pilot's mean).",
+        show_default=False)] = None,
+    completion_tokens: Annotated[float | None, typer.Option(
+        "--completion-tokens", help="Completion tokens per call (default: the pilot's).",
+        show_default=False)] = None,
+    calls_per_s: Annotated[float | None, typer.Option(
+        "--calls-per-s", help="Backend rate (default: the pilot's).", show_default=False)
+    ] = None,
+    reps: Annotated[int, typer.Option(
+        "--reps", help="Simulated paths of the sequential test.")] = 400,
+    half_width_reps: Annotated[int, typer.Option(
+        "--half-width-reps", help="Simulated data sets per PB half-width.")] = 100,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulations.")] = 0,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the designs as JSON.")
+                           ] = False,
+) -> None:
+    """Before the first call: queries for a target power (or the power and PB's CI
+    half-width at --queries), calls, tokens, wall time and money for each design."""
+    from ..positional import CallCost, Effect, effect_from_evaluations, plan_audit
+
+    for option, value in (("--k", k), ("--orders", orders), ("--temperatures", temperatures),
+                          ("--p-bias", p_bias), ("--pb", pb), ("--power", power),
+                          ("--alpha", alpha), ("--queries", queries), ("--reps", reps),
+                          ("--half-width-reps", half_width_reps),
+                          ("--prompt-tokens", prompt_tokens),
+                          ("--completion-tokens", completion_tokens),
+                          ("--calls-per-s", calls_per_s), ("--seed", seed)):
+        _bounded(option, value)
+    given = [name for name, v in (("--p-bias", p_bias), ("--pb", pb), ("--pilot", pilot))
+             if v is not None]
+    if not given:
+        raise InputError(MSG_EFFECT)
+    if len(given) > 1:
+        raise InputError(MSG_TWO_EFFECTS.format(given=" and ".join(given)))
+    designs = _designs(exact, sequential)
+    price_in, price_out = parse_price(price_per_mtok)
+    measured: dict[str, Any] = {}
+    if pilot is not None:
+        from ._pilot import read_pilot
+
+        run = read_pilot(pilot, k=k, model=pilot_model)
+        effect = effect_from_evaluations(run.table, exact=run.exact, rng=seed)
+        measured = {"prompt_tokens": run.prompt_tokens,
+                    "completion_tokens": run.completion_tokens,
+                    "calls_per_s": run.calls_per_s}
+    elif p_bias is not None:
+        effect = Effect.from_p_bias(p_bias, k=k)
+    else:
+        effect = Effect(k=k, pb=float(pb or 0.0), source="pb")
+    chosen = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+              "calls_per_s": calls_per_s}
+    cost = CallCost(**{n: v if v is not None else measured.get(n) for n, v in chosen.items()},
+                    price_in=price_in, price_out=price_out,
+                    source="pilot" if pilot is not None else "given")
+    from ..audit import SequentialOptions
+
+    plan = plan_audit(effect, orders=orders, temperatures=temperatures, alpha=alpha,
+                      power=power, queries=queries, designs=designs, cost=cost, reps=reps,
+                      half_width_reps=half_width_reps,
+                      round_evaluations=SequentialOptions().round_evaluations, rng=seed)
+    if json_output:
+        print_json(plan.to_list())
+        return
+    print_plan(plan.to_dict())
+
+
+def _fmt(value: Any, spec: str, none: str = "-") -> str:
+    return none if value is None else format(value, spec)
+
+
+def _compact(value: float | None) -> str:
+    """1234 -> 1.2k, 1_900_000 -> 1.9M."""
+    if value is None:
+        return "-"
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            digits = 0 if abs(value) >= 100 * scale else 1
+            return f"{value / scale:.{digits}f}{suffix}"
+    return f"{value:.0f}"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def print_plan(doc: dict[str, Any]) -> None:
+    """The designs side by side (``AuditPlan.to_dict()``), the cheapest adequate marked
+    with ``*``; readable at 80 columns."""
+    eff = doc["effect"]
+    d0 = doc["designs"][0]
+    source = {"p_bias": "section-8 p_bias", "pb": "PB", "pilot": "pilot"}[eff["source"]]
+    target = (f"power at {doc['queries_given']} queries" if doc["queries_given"]
+              else f"queries for {doc['target_power']:.0%} power")
+    table = Table(title=f"k = {d0['k']}, {d0['orders']} orders/query, {d0['temperatures']} "
+                  f"cell(s), alpha = {d0['alpha']:g}; PB = {eff['pb']:.4f} (p_bias "
+                  f"{eff['p_bias']:.4f}, {source}); {target}", box=box.SIMPLE_HEAD,
+                  pad_edge=False, collapse_padding=True)
+    designs = doc["designs"]
+    columns = ["design", "queries", "power", "calls", "PB ±"]
+    if any(d["prompt_tokens"] is not None for d in designs):
+        columns.append("tokens")
+    columns += [c for c, key in (("time", "wall_s"), ("money", "money"))
+                if any(d[key] is not None for d in designs)]
+    for col in columns:
+        table.add_column(col, justify="left" if col == "design" else "right", no_wrap=True)
+    for d in designs:
+        cells = {"design": d["design"] + (" *" if d["cheapest"] else ""),
+                 "queries": _fmt(d["queries"], ","), "power": _fmt(d["power"], ".2f"),
+                 "calls": _compact(d["calls"]) + (
+                     f"/{_compact(d['calls_max'])}" if d["design"] == "sequential"
+                     and d["calls_max"] is not None else ""),
+                 "PB ±": _fmt(d["pb_half_width"], ".4f"),
+                 "tokens": "-" if d["prompt_tokens"] is None else
+                 f"{_compact(d['prompt_tokens'])}/{_compact(d['completion_tokens'])}",
+                 "time": _duration(d["wall_s"]), "money": _fmt(d["money"], ",.2f")}
+        table.add_row(*(cells[c] for c in columns))
+    console.print(table)
+    legend = ["sequential: power simulated (Monte-Carlo SE "
+              + ", ".join(f"{d['power_se']:.3f}" for d in designs
+                          if d["design"] == "sequential" and d["power_se"] is not None)
+              + "), calls expected/budget"] if any(
+        d["design"] == "sequential" and d["power_se"] is not None for d in designs) else []
+    legend.append("PB ±: half-width of PB's 95% CI; tokens: prompt/completion")
+    if any(d["cheapest"] for d in designs):
+        legend.insert(0, f"* cheapest design reaching {doc['target_power']:.0%} power")
+    for line in legend:
+        console.print(line, highlight=False)
+    for d in doc["designs"]:
+        if d["note"]:
+            err_console.print(f"[yellow]note:[/] {d['design']}: {d['note']}", highlight=False)
+    for note in doc["notes"]:
+        err_console.print(f"[yellow]note:[/] {note}", highlight=False)

@@ -1,0 +1,466 @@
+r"""Planning a positional audit before its first call: queries, power, PB's CI, cost.
+
+A *design* is how a (model, k, temperature, condition) cell is audited: k candidates,
+``orders`` random orders per query, sampled answers or exact choice probabilities
+(one call per (query, order) yields the whole vector), a fixed number of queries or
+sequential stopping; ``temperatures`` cells are audited alike (calls multiply, and
+each cell is tested at ``alpha / temperatures``, Bonferroni: the family-wise level the
+sequential runner uses, conservative for the Holm adjustment of ``analyze --by``).
+An *effect* is what to detect: the spec's section-8 ``p_bias`` (one favoured
+position, :math:`TV = PB = p_{bias}(1 - 1/k)`), a PB (total-variation) size planned
+in that shape, or a pilot run's estimate with its CI and its variance components.
+
+- Fixed-sample POB-UNBP (sampled or exact): normal approximation of its power
+  (:func:`fixed_power`), validated against simulation in docs/validation-positional.md.
+- Sequential (the ``favoured`` e-process of :func:`sequential_uniformity_test`): a
+  seeded simulation of stopping times (:func:`sequential_stopping_times`), reported
+  with its Monte-Carlo standard error.
+- PB's CI half-width: a seeded simulation of the cross-fitted estimator itself
+  (:func:`pb_half_width`): its upper end is a maximum over favoured sets, for which
+  the normal approximation was off by up to 50 % at small effects
+  (docs/decisions.md, "Planning: PB's half-width is simulated").
+
+Variance model (one-way random effects over queries; Searle, Casella & McCulloch
+1992, *Variance Components*, ch. 3): the query's share of position p,
+:math:`Y_j(p)`, averages ``m`` evaluations around the query's own share
+:math:`\mu_j(p)`, with :math:`E\mu_j = q_p` and :math:`\operatorname{Var}\mu_j(p) =
+\tau^2` (pooled over positions; 0 in the section-8 model, where every evaluation's
+position is a fresh draw from q). Then
+
+.. math:: \operatorname{Var} Y_j(p) = \tau^2 + \frac{w_p}{m},
+
+with :math:`w_p = q_p(1 - q_p) - \tau^2` for a sampled answer (an indicator) and
+:math:`w_p = \operatorname{Var}(\pi_e(p) \mid j)` for a choice-probability vector; in
+the section-8 model :math:`w = (1 - p_{bias})^2 (E[1/|R|] - 1/k) / k`, with |R| the size
+of a relevance set uniform over the non-empty subsets.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+from scipy import special, stats
+
+from .._records import as_mapping, need, number, optional_number
+from ..exceptions import InputError
+from ._crossfit import crossfit_shares, pb_from_shares
+from ._sequential import log_e_values
+from ._simulation import _shares, _simulate_batch, exact_query_shares
+
+__all__ = [
+    "DESIGNS",
+    "CallCost",
+    "Effect",
+    "fixed_power",
+    "fixed_queries",
+    "pb_half_width",
+    "sequential_stopping_times",
+    "simulate_shares",
+]
+
+Answers = Literal["sampled", "exact"]
+#: The designs planned: name -> (answers, stopping).
+DESIGNS: dict[str, tuple[Answers, str]] = {
+    "fixed": ("sampled", "fixed"),
+    "sequential": ("sampled", "sequential"),
+    "exact": ("exact", "fixed"),
+}
+#: Largest number of queries the search for a target power considers.
+MAX_QUERIES = 1_000_000
+#: Largest number of evaluations per simulated sequential path (memory and time).
+MAX_SEQUENTIAL_EVALUATIONS = 400_000
+#: Fixed Gaussian draws integrating the normal approximation of the power, and their seed.
+GAUSS_DRAWS = 100_000
+GAUSS_SEED = 20_240_601
+#: Elements per simulated chunk (bounds memory: ~8 bytes each, a few arrays).
+_CHUNK = 2_000_000
+#: The sequential budget searched for a target power: this many times the fixed
+#: design's evaluations (the doc's table: at most 1.35 times at 80 % power).
+SEQUENTIAL_HORIZON = 3.0
+
+MSG_K = "`k` must be an integer >= 2, got {value!r}"
+MSG_PB = "`pb` must be in [0, 1 - 1/k] = [0, {top:g}] for k = {k}, got {value!r}"
+MSG_P_BIAS = "`p_bias` must be in [0, 1], got {value!r}"
+MSG_INT = "`{name}` must be an integer >= {low}, got {value!r}"
+MSG_ALPHA = "`alpha` must be in (0, 1), got {value!r}"
+MSG_POWER = "`power` must be in (alpha, 1) = ({alpha:g}, 1), got {value!r}"
+MSG_DESIGN = "`designs` must be a subset of {choices}, got {value!r}"
+MSG_VARIANCE = "`{name}` must be a finite number >= 0, got {value!r}"
+
+
+# -- the effect --------------------------------------------------------------------
+
+
+def _expected_inverse_set_size(k: int) -> float:
+    """E[1/|R|] for |R| ~ Binomial(k, 1/2) given |R| >= 1 (a relevance set uniform
+    over the non-empty subsets of k candidates)."""
+    r = np.arange(1, k + 1)
+    return float((special.comb(k, r) / r).sum() / (2.0**k - 1.0))
+
+
+@dataclass(frozen=True)
+class Effect:
+    """The effect an audit is planned to detect, with its variance components.
+
+    Attributes
+    ----------
+    k : int
+        Positions.
+    pb : float
+        PB = TV(q, Uniform_k), planned in the section-8 shape: position 1 has
+        :math:`q_1 = 1/k + PB`, every other :math:`1/k - PB/(k - 1)`.
+    between : float
+        :math:`\\tau^2`, the between-query variance of a query's own position share
+        (0 in the section-8 model).
+    within_exact : float or None
+        Per-evaluation within-query variance of a choice-probability vector's entry
+        (pooled); ``None``: the section-8 value at this PB.
+    discard_rate : float
+        Share of calls whose answer does not parse (they cost a call, give no
+        sampled position).
+    source : str
+        ``"p_bias"``, ``"pb"`` or ``"pilot"``.
+    ci_low, ci_high : float or None
+        A pilot's CI of PB.
+    pilot_queries, pilot_evaluations : int or None
+        The pilot's size.
+    """
+
+    k: int
+    pb: float
+    between: float = 0.0
+    within_exact: float | None = None
+    discard_rate: float = 0.0
+    source: str = "pb"
+    ci_low: float | None = None
+    ci_high: float | None = None
+    pilot_queries: int | None = None
+    pilot_evaluations: int | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.k, bool) or not isinstance(self.k, int | np.integer) or self.k < 2:
+            raise InputError(MSG_K.format(value=self.k))
+        top = 1.0 - 1.0 / self.k
+        if not (isinstance(self.pb, int | float) and 0.0 <= self.pb <= top + 1e-12):
+            raise InputError(MSG_PB.format(top=top, k=self.k, value=self.pb))
+        for name in ("between", "within_exact", "discard_rate"):
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and value >= 0):
+                raise InputError(MSG_VARIANCE.format(name=name, value=value))
+        if self.discard_rate >= 1.0:
+            raise InputError("`discard_rate` must be < 1 (every call discarded leaves "
+                             f"nothing to test), got {self.discard_rate!r}")
+
+    @classmethod
+    def from_p_bias(cls, p_bias: float, *, k: int) -> Effect:
+        """The section-8 model's effect: PB = p_bias (1 - 1/k)."""
+        if not (isinstance(p_bias, int | float) and 0.0 <= p_bias <= 1.0):
+            raise InputError(MSG_P_BIAS.format(value=p_bias))
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 2:
+            raise InputError(MSG_K.format(value=k))
+        return cls(k=int(k), pb=float(p_bias) * (1.0 - 1.0 / k), source="p_bias")
+
+    @property
+    def p_bias(self) -> float:
+        """The section-8 p_bias with this PB: PB k / (k - 1)."""
+        return self.pb * self.k / (self.k - 1.0)
+
+    def means(self) -> npt.NDArray[np.float64]:
+        """q: position 1 favoured by PB, the rest equal."""
+        q = np.full(self.k, 1.0 / self.k - self.pb / (self.k - 1.0))
+        q[0] = 1.0 / self.k + self.pb
+        return q
+
+    def _within_exact(self) -> float:
+        if self.within_exact is not None:
+            return self.within_exact
+        b = min(1.0, self.p_bias)
+        return (1.0 - b) ** 2 * (_expected_inverse_set_size(self.k) - 1.0 / self.k) / self.k
+
+    def share_covariance(self, answers: Answers, orders: int) -> npt.NDArray[np.float64]:
+        r"""Cov of one query's shares Y_j (k, k) with ``orders`` calls per query.
+
+        With :math:`C_0 = \frac{k}{k-1}(I - J/k)` (exchangeable, rows summing to 0,
+        unit diagonal): sampled :math:`\tau^2 C_0 + (\operatorname{diag} q - q q^T -
+        \tau^2 C_0)/m` (a multinomial draw around the query's own law, m = valid
+        answers per query); exact :math:`(\tau^2 + w/m) C_0`. The diagonal is the
+        module docstring's :math:`\tau^2 + w_p/m`.
+        """
+        k = self.k
+        c0 = (np.eye(k) - 1.0 / k) * k / (k - 1.0)
+        if answers == "sampled":
+            q = self.means()
+            m = orders * (1.0 - self.discard_rate)
+            return np.asarray(self.between * c0
+                              + (np.diag(q) - np.outer(q, q) - self.between * c0) / m)
+        return np.asarray((self.between + self._within_exact() / orders) * c0)
+
+    def share_variances(self, answers: Answers, orders: int) -> npt.NDArray[np.float64]:
+        """Var Y_j(p) per position: the diagonal of :meth:`share_covariance`."""
+        return np.asarray(np.diag(self.share_covariance(answers, orders)))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, with the section-8 ``p_bias`` beside PB."""
+        return {**asdict(self), "p_bias": self.p_bias}
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> Effect:
+        """Read :meth:`to_dict` back."""
+        what = "Effect"
+        obj = as_mapping(obj, what)
+        ints = {n: None if obj.get(n) is None else int(number(obj, n, what))
+                for n in ("pilot_queries", "pilot_evaluations")}
+        return cls(k=int(number(obj, "k", what)), pb=number(obj, "pb", what),
+                   between=number(obj, "between", what),
+                   within_exact=optional_number(obj, "within_exact", what),
+                   discard_rate=number(obj, "discard_rate", what),
+                   source=str(need(obj, "source", what)),
+                   ci_low=optional_number(obj, "ci_low", what),
+                   ci_high=optional_number(obj, "ci_high", what), **ints)
+
+
+# -- fixed-sample POB-UNBP: normal approximation -----------------------------------
+
+
+@functools.lru_cache(maxsize=32)
+def _gauss_draws(k: int) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Fixed standard-normal draws (GAUSS_DRAWS, k) and (GAUSS_DRAWS,): the same for
+    every call (common random numbers: the power is a deterministic, smooth function
+    of the number of queries)."""
+    gen = np.random.default_rng(np.random.SeedSequence([GAUSS_SEED, k]))
+    return gen.standard_normal((GAUSS_DRAWS, k)), gen.standard_normal(GAUSS_DRAWS)
+
+
+def fixed_power(effect: Effect, *, orders: int, queries: int, alpha: float,
+                answers: Answers = "sampled") -> float:
+    r"""Power of fixed-sample POB-UNBP (pooled variance, both sides), normal approximation.
+
+    POB-UNBP rejects when some position's mean share leaves its one-sided bound,
+    :math:`|\bar Y(p) - 1/k| > c\,s/\sqrt n` for some p, with
+    :math:`c = t_{n-1}^{-1}(1 - \alpha/(2k))` and :math:`s^2` the pooled variance
+    (:func:`~recaudit.positional.pob_unbp`). The approximation: the vector
+    :math:`\bar Y \sim N(q, \Sigma/n)`, with :math:`\Sigma` the covariance of one
+    query's shares (:meth:`Effect.share_covariance`), and
+    :math:`s^2 \sim \sigma^2 \chi^2_\nu/\nu` independent of it,
+    :math:`\sigma^2 = \operatorname{tr}\Sigma / k`, :math:`\nu = (k - 1)(n - 1)` (k
+    sum-constrained positions pooled; Wilson-Hilferty for the chi-square). The
+    probability that some coordinate leaves its bound is integrated over
+    ``GAUSS_DRAWS`` fixed draws (Monte-Carlo integration error < 0.0015). The k
+    coordinates are dependent (they sum to 1): treating the 2k events as independent
+    overstated the power by up to 0.03 at 80 % (measured, docs/planning.md).
+    Measured against simulation in docs/validation-positional.md ("Planning").
+
+    References
+    ----------
+    Lachin, J. M. (1981). Introduction to sample size determination and power
+    analysis for clinical trials. Controlled Clinical Trials 2(2), 93-113.
+    Wilson, E. B. & Hilferty, M. M. (1931). The distribution of chi-square. PNAS 17.
+    """
+    n = int(queries)
+    if n < 2:
+        return float("nan")
+    k = effect.k
+    cov = effect.share_covariance(answers, orders)
+    sigma = math.sqrt(max(float(np.trace(cov)) / k, 1e-300))
+    vals, vecs = np.linalg.eigh(cov)
+    root = vecs * np.sqrt(np.clip(vals, 0.0, None))
+    eps, u = _gauss_draws(k)
+    dev = (effect.means() - 1.0 / k) * math.sqrt(n) + eps @ root.T  # sqrt(n)(Ybar - 1/k)
+    nu = (k - 1.0) * (n - 1.0)
+    ratio = np.clip(1.0 - 2.0 / (9.0 * nu) + u * math.sqrt(2.0 / (9.0 * nu)), 0.0, None)
+    c = float(stats.t.isf(alpha / (2 * k), df=n - 1))
+    bound = c * sigma * ratio**1.5  # c s, s / sigma = sqrt(chi2_nu / nu)
+    return float(np.mean(np.any(np.abs(dev) > bound[:, None], axis=1)))
+
+
+def fixed_queries(effect: Effect, *, orders: int, power: float, alpha: float,
+                  answers: Answers = "sampled") -> int | None:
+    """Smallest number of queries (>= 2) at which :func:`fixed_power` reaches ``power``;
+    ``None`` when no number up to :data:`MAX_QUERIES` does (e.g. no effect)."""
+    if effect.pb == 0.0:
+        return None
+
+    def ok(n: int) -> bool:
+        return fixed_power(effect, orders=orders, queries=n, alpha=alpha,
+                           answers=answers) >= power
+
+    hi = 2
+    while not ok(hi):
+        if hi >= MAX_QUERIES:
+            return None
+        hi = min(2 * hi, MAX_QUERIES)
+    lo = max(2, hi // 2)
+    if ok(lo):
+        return lo
+    while hi - lo > 1:  # ok(hi), not ok(lo)
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return hi
+
+
+# -- simulations -------------------------------------------------------------------
+
+
+def _dirichlet_queries(effect: Effect, variance: float, size: tuple[int, int],
+                       gen: np.random.Generator) -> npt.NDArray[np.float64]:
+    """Per-query position laws: Dirichlet with mean q and per-position variance
+    ``variance`` pooled (moment matching: concentration mean_p q(1-q) / var - 1)."""
+    q = effect.means()
+    conc = max(float((q * (1 - q)).mean()) / variance - 1.0, 1e-3)
+    return np.asarray(gen.dirichlet(q * conc, size=size))
+
+
+def simulate_shares(effect: Effect, *, answers: Answers, orders: int, queries: int,
+                    reps: int, gen: np.random.Generator) -> npt.NDArray[np.float64]:
+    """Per-query shares (reps, queries, k) under the planning model.
+
+    With no between-query variance, the spec's section-8 simulator at the effect's
+    p_bias (sampled: ``_simulate_batch``; exact: :func:`exact_query_shares`); else
+    (a pilot's effect) a query's own law is Dirichlet with mean q and variance
+    :math:`\\tau^2`, and its shares are a multinomial of ``orders`` (sampled) or a
+    Dirichlet with variance :math:`\\tau^2 + w/m` (exact).
+    """
+    k, p_bias = effect.k, min(1.0, effect.p_bias)
+    if effect.between == 0.0 and answers == "sampled":
+        _, position, _ = _simulate_batch(reps, queries, k, orders, p_bias, gen)
+        return _shares(position, queries, k)
+    if effect.between == 0.0 and effect.within_exact is None:
+        return exact_query_shares(reps, queries, k=k, n_perms=orders, p_bias=p_bias, gen=gen)
+    if answers == "exact":
+        var = float(effect.share_variances("exact", orders).mean())
+        return _dirichlet_queries(effect, max(var, 1e-12), (reps, queries), gen)
+    laws = _dirichlet_queries(effect, effect.between, (reps, queries), gen)
+    counts = np.stack([gen.multinomial(orders, laws[r]) for r in range(reps)])
+    return np.asarray(counts / orders)
+
+
+def sequential_stopping_times(effect: Effect, *, orders: int, max_queries: int,
+                              alpha: float, reps: int, gen: np.random.Generator,
+                              method: str = "favoured") -> npt.NDArray[np.float64]:
+    """Valid evaluations at which the sequential test first rejects, per simulated path
+    (``inf`` when it does not within ``max_queries * orders``).
+
+    Each path is an audit's cell read query block by query block (``orders`` sampled
+    positions per query, :func:`simulate_shares`' model); the e-process of
+    :func:`~recaudit.positional.sequential_uniformity_test` (``method``) is evaluated
+    after every evaluation and the stopping time is the first t with
+    :math:`E_t \\ge 1/\\alpha` (Ville's inequality bounds the type-I error by alpha).
+
+    References
+    ----------
+    Ramdas, Grunwald, Vovk & Shafer (2023). Game-theoretic statistics and safe
+    anytime-valid inference. Statistical Science 38(4).
+    """
+    k, length = effect.k, max_queries * orders
+    threshold = math.log(1.0 / alpha)
+    out = np.full(reps, np.inf)
+    chunk = max(1, _CHUNK // max(length, 1))
+    for start in range(0, reps, chunk):
+        n = min(chunk, reps - start)
+        positions = _sequential_positions(effect, orders, max_queries, n, gen)
+        log_e = log_e_values(positions, k, method=method)  # type: ignore[arg-type]
+        crossed = log_e >= threshold
+        hit = crossed.any(axis=1)
+        first = np.argmax(crossed, axis=1) + 1.0
+        out[start:start + n] = np.where(hit, first, np.inf)
+    return out
+
+
+def _sequential_positions(effect: Effect, orders: int, queries: int, reps: int,
+                          gen: np.random.Generator) -> npt.NDArray[np.int64]:
+    """(reps, queries * orders) 0-based positions, query blocks in order."""
+    if effect.between == 0.0:
+        _, position, _ = _simulate_batch(reps, queries, effect.k, orders,
+                                         min(1.0, effect.p_bias), gen)
+        return position
+    laws = _dirichlet_queries(effect, effect.between, (reps, queries), gen)
+    cum = np.cumsum(laws, axis=-1)
+    u = gen.random((reps, queries, orders, 1))
+    pos = (u > cum[:, :, None, :]).sum(axis=-1)
+    return np.minimum(pos, effect.k - 1).reshape(reps, queries * orders).astype(np.int64)
+
+
+def pb_half_width(effect: Effect, *, answers: Answers, orders: int, queries: int,
+                  reps: int, gen: np.random.Generator, confidence_level: float = 0.95,
+                  n_boot: int = 200) -> tuple[float, float]:
+    """Mean half-width of PB's CI (:func:`~recaudit.positional.positional_bias`, the
+    cross-fitted estimator, its interval (high - low) / 2) over ``reps`` simulated data
+    sets, and its Monte-Carlo standard error (sd / sqrt(reps))."""
+    widths = np.empty(reps)
+    chunk = max(1, _CHUNK // max(queries * orders * effect.k, 1))
+    done = 0
+    while done < reps:
+        n = min(chunk, reps - done)
+        shares = simulate_shares(effect, answers=answers, orders=orders, queries=queries,
+                                 reps=n, gen=gen)
+        for r in range(n):
+            res = pb_from_shares(shares[r], crossfit_shares(shares[r], gen, n_boot=n_boot),
+                                 confidence_level)
+            widths[done + r] = (res.ci.high - res.ci.low) / 2.0
+        done += n
+    return float(widths.mean()), float(widths.std(ddof=1) / math.sqrt(reps)) if reps > 1 \
+        else float("nan")
+
+
+# -- costs -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CallCost:
+    """What one call costs: tokens (means per call), the backend's rate, the price.
+
+    ``None`` is unknown. Prices are per million tokens (``price_out`` defaults to
+    ``price_in`` when one price is given).
+    """
+
+    prompt_tokens: float | None = None
+    completion_tokens: float | None = None
+    calls_per_s: float | None = None
+    tokens_per_s: float | None = None
+    price_in: float | None = None
+    price_out: float | None = None
+    source: str = "given"
+
+    def __post_init__(self) -> None:
+        for name in ("prompt_tokens", "completion_tokens", "calls_per_s", "tokens_per_s",
+                     "price_in", "price_out"):
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and value >= 0):
+                raise InputError(MSG_VARIANCE.format(name=name, value=value))
+        if self.price_out is None and self.price_in is not None:
+            object.__setattr__(self, "price_out", self.price_in)
+
+    def spend(self, calls: float) -> dict[str, float | None]:
+        """Tokens, wall seconds and money of ``calls`` calls (``None`` when unknown)."""
+        pt = None if self.prompt_tokens is None else calls * self.prompt_tokens
+        ct = None if self.completion_tokens is None else calls * self.completion_tokens
+        if self.calls_per_s:
+            wall: float | None = calls / self.calls_per_s
+        elif self.tokens_per_s and pt is not None and ct is not None:
+            wall = (pt + ct) / self.tokens_per_s
+        else:
+            wall = None
+        money = None
+        if self.price_in is not None and pt is not None and ct is not None:
+            money = (pt * self.price_in + ct * (self.price_out or 0.0)) / 1e6
+        return {"prompt_tokens": pt, "completion_tokens": ct, "wall_s": wall, "money": money}
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> CallCost:
+        """Read :meth:`to_dict` back."""
+        what = "CallCost"
+        obj = as_mapping(obj, what)
+        return cls(**{n: optional_number(obj, n, what) for n in (
+            "prompt_tokens", "completion_tokens", "calls_per_s", "tokens_per_s",
+            "price_in", "price_out")}, source=str(obj.get("source", "given")))
+

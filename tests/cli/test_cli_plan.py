@@ -1,0 +1,118 @@
+"""`recaudit positional plan`: JSON shape, pilot folders, bounded options (exit 2)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from recaudit.cli import app
+from recaudit.positional import simulate_evaluations
+
+runner = CliRunner()
+FAST = ["--reps", "100", "--half-width-reps", "10"]
+
+
+def _plan(*args: str) -> list[dict]:
+    res = runner.invoke(app, ["positional", "plan", *args, *FAST, "--json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_json_lists_every_design_with_what_a_run_needs():
+    rows = _plan("--k", "5", "--orders", "20", "--p-bias", "0.1", "--power", "0.8",
+                 "--alpha", "0.05", "--price-per-mtok", "0.5/2", "--prompt-tokens", "400",
+                 "--completion-tokens", "10", "--calls-per-s", "8")
+    assert [r["design"] for r in rows] == ["fixed", "sequential", "exact"]
+    for r in rows:
+        assert {"design", "queries", "calls", "power", "k", "orders", "alpha", "answers",
+                "stopping", "max_evaluations", "wall_s", "money"} <= set(r)
+        assert r["k"] == 5 and r["orders"] == 20 and r["alpha"] == 0.05
+        assert r["power"] >= 0.8 and r["queries"] >= 2
+        assert r["money"] == pytest.approx(r["calls"] * (400 * 0.5 + 10 * 2) / 1e6)
+    assert sum(r["cheapest"] for r in rows) == 1
+
+
+def test_flags_pick_the_designs_beside_the_fixed_baseline():
+    assert [r["design"] for r in _plan("--p-bias", "0.1", "--exact")] == ["fixed", "exact"]
+    seq = _plan("--pb", "0.08", "--sequential", "--queries", "30")
+    assert [r["design"] for r in seq] == ["fixed", "sequential"]
+    assert all(r["queries"] == 30 for r in seq)
+    assert seq[0]["pb"] == pytest.approx(0.08) and seq[0]["effect_source"] == "pb"
+
+
+def test_table_output_marks_the_cheapest():
+    res = runner.invoke(app, ["positional", "plan", "--p-bias", "0.1", *FAST])
+    assert res.exit_code == 0, res.output
+    assert "exact *" in res.stdout and "cheapest design reaching 80% power" in res.stdout
+
+
+@pytest.fixture()
+def pilot_run(tmp_path):
+    run = tmp_path / "pilot"
+    run.mkdir()
+    table = simulate_evaluations(60, k=5, n_perms=10, p_bias=0.3, rng=1).to_frame()
+    table["k"] = 5
+    table["model"] = "sim"
+    table["temperature"] = 0.0
+    table["condition"] = "permutation"
+    table["latency_s"] = 0.5
+    table["prompt_tokens"] = 300
+    table["completion_tokens"] = np.where(np.arange(len(table)) % 2, 10, 20)
+    table.to_parquet(run / "evaluations.parquet", index=False)
+    (run / "config.resolved.json").write_text(json.dumps({"concurrency": 4}))
+    return run
+
+
+def test_pilot_gives_effect_tokens_and_rate(pilot_run):
+    rows = _plan("--pilot", str(pilot_run), "--price-per-mtok", "1")
+    fixed = rows[0]
+    assert fixed["effect_source"] == "pilot"
+    assert 0.15 < fixed["pb"] < 0.32  # truth 0.24
+    assert fixed["prompt_tokens"] == pytest.approx(300 * fixed["calls"])
+    assert fixed["completion_tokens"] == pytest.approx(15 * fixed["calls"])
+    assert fixed["wall_s"] == pytest.approx(fixed["calls"] / (4 / 0.5))  # 4 in flight / 0.5 s
+    assert fixed["money"] == pytest.approx(fixed["calls"] * 315 / 1e6)
+
+
+def test_pilot_errors_name_the_fix(pilot_run, tmp_path):
+    res = runner.invoke(app, ["positional", "plan", "--pilot", str(pilot_run), "--k", "10"])
+    assert res.exit_code == 2 and "no evaluation at k = 10" in res.output
+    res = runner.invoke(app, ["positional", "plan", "--pilot", str(tmp_path / "none")])
+    assert res.exit_code == 2 and "not a run folder" in res.output
+    res = runner.invoke(app, ["positional", "plan", "--pilot", str(pilot_run),
+                              "--pilot-model", "other"])
+    assert res.exit_code == 2 and "no such model" in res.output
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--k", "30", "--p-bias", "0.1"], "`--k` must be between 2 and 20 (the largest "
+                                       "accepted value is 20)"),
+    (["--k", "1", "--p-bias", "0.1"], "`--k` must be between 2 and 20"),
+    (["--p-bias", "1.5"], "`--p-bias` must be between 0 and 1"),
+    (["--pb", "nan"], "`--pb` must be between"),
+    (["--pb", "0.85", "--k", "5"], "`pb` must be in [0, 1 - 1/k]"),
+    (["--p-bias", "0.1", "--power", "1.2"], "largest accepted value is 0.999"),
+    (["--p-bias", "0.1", "--alpha", "0.9"], "`--alpha` must be between"),
+    (["--p-bias", "0.1", "--orders", "100000"], "largest accepted value is 10000"),
+    (["--p-bias", "0.1", "--queries", "1"], "`--queries` must be between 2"),
+    (["--p-bias", "0.1", "--temperatures", "0"], "`--temperatures` must be between 1"),
+    (["--p-bias", "0.1", "--reps", "1000000"], "`--reps` must be between"),
+    (["--p-bias", "0.1", "--calls-per-s", "0"], "`--calls-per-s` must be between"),
+    (["--p-bias", "0.1", "--price-per-mtok", "abc"], "`--price-per-mtok` must be one price"),
+    (["--p-bias", "0.1", "--price-per-mtok", "1/2/3"], "`--price-per-mtok` must be one"),
+    (["--p-bias", "0.1", "--price-per-mtok", "-1"], "`--price-per-mtok` must be between"),
+    (["--p-bias", "0.1", "--exact", "--sequential"], "exact+sequential is not planned"),
+    ([], "give the effect to detect"),
+    (["--p-bias", "0.1", "--pb", "0.1"], "give one effect"),
+])
+def test_bad_inputs_exit_2_with_one_line(args, needle):
+    res = runner.invoke(app, ["positional", "plan", *args])
+    assert res.exit_code == 2, res.output
+    text = " ".join(res.output.split())
+    assert needle in text
+    assert "Traceback" not in res.output
+    # one message (rich may wrap it at the terminal's width), no usage box
+    assert res.output.lstrip().startswith("error:") and res.output.count("error:") == 1
