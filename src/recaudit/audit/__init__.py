@@ -42,6 +42,7 @@ from ._designs import (
     williams_orders,
 )
 from ._executor import Executor, LocalExecutor, RunContext, SequentialExecutor
+from ._from_plan import apply_plan, choose_design
 from ._journal import (
     EVALUATION_COLUMNS,
     EvalKey,
@@ -126,4 +127,6 @@ __all__ = [
     "run_and_analyze",
     "run_mitigation",
     "run_study",
+    "apply_plan",
+    "choose_design",
 ]

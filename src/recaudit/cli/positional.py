@@ -329,19 +329,38 @@ def run_command(
     spb_repeats: SpbRepeats = None,
     n_resamples: NResamples = 9999,
     n_boot: NBoot = 2000,
+    plan: Annotated[Path | None, typer.Option(
+        "--plan", help="Size the run by a plan (`recaudit positional plan --json > "
+        "PLAN.json`): its k, orders, queries and stopping replace the config's.")] = None,
+    design: Annotated[str | None, typer.Option(
+        "--design", help="The plan's design to run (default: the one marked cheapest "
+        "adequate).")] = None,
 ) -> None:
     """Run an audit from CONFIG: every evaluation journaled, resumable after a crash.
 
     Writes RUN_DIR/evaluations.parquet and prints the positional statistics; with
     --sequential also RUN_DIR/sequential.json (decision and evidence per cell).
     """
-    from ..audit import SequentialOptions, load_config
+    from ..audit import SequentialOptions, apply_plan, choose_design, load_config
 
     options = analysis_options(alpha=alpha, tau=tau, spb_repeats=spb_repeats,
                                n_resamples=n_resamples, n_boot=n_boot)
     cfg = load_config(config)
     seq = SequentialOptions(alpha=options.alpha, max_evaluations=max_evaluations) \
         if sequential else None
+    if plan is not None:
+        from .._read import read_json
+
+        chosen = choose_design(read_json(plan, what="plan"), design)
+        cfg, planned_seq = apply_plan(cfg, chosen)
+        seq = seq or planned_seq
+        if not (quiet or as_json):
+            err_console.print(
+                f"plan: design {chosen.design!r}, k = {chosen.k}, {chosen.queries} queries "
+                f"x {chosen.orders} orders" + (
+                    "; choice probabilities recorded: analyse with `recaudit positional "
+                    "analyze RUN_DIR --exact`" if chosen.design.startswith("exact") else ""),
+                highlight=False)
     _execute(cfg, out=out or Path("runs") / config.stem, resume=resume, as_json=as_json,
              quiet=quiet, analyze=analyze, sequential=seq, executor=executor,
              ray_address=ray_address, options=options)
