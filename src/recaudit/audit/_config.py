@@ -75,6 +75,7 @@ COLUMN_KEYS = ("id", "title", "description", "category", "brand", "colour", "gen
 OPERATIONAL_KEYS = frozenset({
     "concurrency", "rate_limit_per_s", "timeout_s", "max_retries", "delay_s",
     "max_consecutive_failures", "api_key_env", "n_threads", "cache_dir", "batch_size",
+    "price_per_mtok",
 })
 
 
@@ -578,7 +579,23 @@ def _openai_params(t: Mapping[str, Any], where: Where, run_concurrency: int) -> 
                                    open_low=True),
         timeout_s=get_float(t, "timeout_s", where, default=60.0, low=0, open_low=True),
         max_retries=get_int(t, "max_retries", where, default=6, minimum=0),
+        price_per_mtok=_price(t, where),
     )
+
+
+def _price(t: Mapping[str, Any], where: Where) -> tuple[float, float] | None:
+    """``price_per_mtok``: one price for prompt and completion tokens, or ``[in, out]``
+    (per million tokens, >= 0)."""
+    value = t.get("price_per_mtok")
+    if value is None:
+        return None
+    pair = value if isinstance(value, list) else [value, value]
+    if len(pair) != 2:
+        raise ConfigError(f"{where.name('price_per_mtok')} must be a number or "
+                          f"[prompt, completion] per million tokens, got {value!r}")
+    got = [get_float({"price_per_mtok": v}, "price_per_mtok", where, default=None, low=0)
+           for v in pair]
+    return float(got[0]), float(got[1])
 
 
 def _local_params(t: Mapping[str, Any], where: Where, base_dir: Path,

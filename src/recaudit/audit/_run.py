@@ -14,6 +14,7 @@ the keys without a completed row.
 from __future__ import annotations
 
 import os
+import time
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ from ._plan import (
 )
 from ._runner import RunProgress, RunSummary, write_manifest
 from ._sequential_driver import SequentialOptions, check_sequential_config
+from ._spend import record_spend
 
 __all__ = [
     "EXECUTOR_NAMES",
@@ -335,19 +337,29 @@ def run_audit(
                                  run_dir=run_dir, parse=parse_position, say=say,
                                  progress=progress)
             say(f"running {len(context.todo(tasks))} of {len(tasks)} evaluations")
+            started = time.perf_counter()
             try:
                 summary = runner.run(tasks, context)
             except KeyboardInterrupt as exc:
                 raise _interrupted(journal, len(tasks)) from exc
+            wall_s = time.perf_counter() - started
             counts = _finish(journal, run_dir)
             table = journal.to_frame()
         write_atomic(run_dir / EVALUATIONS, lambda p: table.to_parquet(p, index=False))
+        record_spend(run_dir / MANIFEST, table, wall_s=wall_s, ran_now=summary.total,
+                     prices=_prices(cfg))
     finally:
         runner.close()
     return AuditResult(run_dir=run_dir, evaluations_path=run_dir / EVALUATIONS,
                        planned=len(tasks), ran_now=summary.total, ok=counts["ok"],
                        discarded=counts["discarded"], summary=summary,
                        concurrency=effective_concurrency(cfg))
+
+
+def _prices(cfg: AuditConfig) -> dict[str, tuple[float, float]]:
+    """Each priced model's (prompt, completion) price per million tokens."""
+    prices = {m.name: getattr(m.params, "price_per_mtok", None) for m in cfg.models}
+    return {name: p for name, p in prices.items() if p is not None}
 
 
 def _interrupted(journal: Journal, planned: int) -> AuditInterrupted:

@@ -57,6 +57,8 @@ class OpenAIParams:
     rate_limit_per_s: float | None = None
     timeout_s: float = 60.0
     max_retries: int = 6
+    #: Price per million (prompt, completion) tokens, for the run's spend record.
+    price_per_mtok: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
