@@ -110,7 +110,7 @@ def inprocess(gguf: Path, reqs: list[ChatRequest], args: argparse.Namespace
     wall = time.perf_counter() - t0
     asyncio.run(engine.aclose())
     tokens = sum(o.prompt_tokens or 0 for o in out)
-    groups = [rec.bodies[i] for i in range(len(reqs))]
+    groups = [rec.bodies.get(i, []) for i in range(len(reqs))]  # [] = a memo hit
     return ({"what": "inprocess", "evaluations": len(reqs), "wall_s": wall,
              "evals_per_s": len(reqs) / wall, "prompt_tokens_per_s": tokens / wall,
              "engine_requests": sum(len(g) for g in groups)}, groups)

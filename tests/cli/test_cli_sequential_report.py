@@ -37,6 +37,10 @@ def test_sequential_run_folder_reports_its_decision(tmp_path, retriever, emb_cac
                                    "--resume", "--sequential", "--max-evaluations", "100",
                                    "--quiet"])
     assert res.exit_code == 0, res.output
+    # the verdict is the sequential decision, never the descriptive fixed-sample tests'
+    verdict = " ".join(res.output.split())
+    assert "Positional bias detected (sequential test, alpha = 0.05" in verdict
+    assert "biased k=" in verdict and "Holm across groups" not in verdict
     out = tmp_path / "report.html"
     rep = CliRunner().invoke(app, ["report", str(run), "-o", str(out)])
     assert rep.exit_code == 0, rep.output

@@ -24,6 +24,7 @@ __all__ = [
     "print_exact",
     "print_mitigation",
     "print_sequential",
+    "print_sequential_verdict",
     "print_skipped",
     "print_study",
 ]
@@ -72,7 +73,8 @@ def print_exact(rows: list[dict[str, Any]], by: list[str]) -> None:
                       f"probabilities ({verdict})")
 
 
-def print_analysis(rows: list[dict[str, Any]], by: list[str]) -> None:
+def print_analysis(rows: list[dict[str, Any]], by: list[str], *,
+                   verdict: bool = True) -> None:
     holm = ", Holm" if by else ""
     names = [_group_name(r, by) for r in rows]
     lines: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
@@ -104,7 +106,9 @@ def print_analysis(rows: list[dict[str, Any]], by: list[str]) -> None:
     for text, groups in caveats.items():
         where = groups[0] if len(groups) == 1 else f"{len(groups)} groups: {'; '.join(groups)}"
         console.print(f"[yellow]POB-ICM ({where}):[/] {text}", highlight=False)
-    verdict = f"alpha = {rows[0]['alpha']}" + (", Holm across groups" if by else "")
+    if not verdict:  # a sequential run's verdict is its sequential decision
+        return
+    level = f"alpha = {rows[0]['alpha']}" + (", Holm across groups" if by else "")
     biased = [
         name
         for name, r in zip(names, rows, strict=True)
@@ -112,9 +116,9 @@ def print_analysis(rows: list[dict[str, Any]], by: list[str]) -> None:
         or r["pob_unbp"].get("reject_holm", r["pob_unbp"]["reject"])
     ]
     if biased:
-        console.print(f"[bold red]Positional bias detected[/] ({verdict}) in: {'; '.join(biased)}")
+        console.print(f"[bold red]Positional bias detected[/] ({level}) in: {'; '.join(biased)}")
     else:
-        console.print(f"[bold green]No positional bias detected[/] ({verdict})")
+        console.print(f"[bold green]No positional bias detected[/] ({level})")
 
 
 def _group_name(row: dict[str, Any], by: list[str]) -> str:
@@ -239,6 +243,20 @@ def print_skipped(analysis: Any) -> None:
     if analysis is not None and analysis.skipped is not None:
         err_console.print(f"[yellow]analysis skipped:[/] {analysis.skipped}",
                           highlight=False)
+
+
+def print_sequential_verdict(doc: dict[str, Any]) -> None:
+    """The verdict of a sequential run: its anytime-valid decisions, not the
+    fixed-sample tests printed above it."""
+    biased = [f"{c['model']} k={c['k']} t={c['temperature']} {c['condition']}"
+              for c in doc["cells"] if c["decision"] == "rejected"]
+    alpha = doc.get("options", {}).get("alpha", doc["alpha_per_cell"] * doc["n_cells"])
+    level = f"sequential test, alpha = {alpha} over {doc['n_cells']} cell(s)"
+    if biased:
+        console.print(f"[bold red]Positional bias detected[/] ({level}) in: {'; '.join(biased)}")
+    else:
+        console.print(f"[bold green]No positional bias detected[/] ({level}; the budget "
+                      "ran out before the evidence reached the threshold)")
 
 
 def print_sequential(doc: dict[str, Any]) -> None:

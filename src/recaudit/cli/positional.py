@@ -34,6 +34,7 @@ from ._positional_tables import (
     print_exact,
     print_mitigation,
     print_sequential,
+    print_sequential_verdict,
     print_skipped,
     print_study,
 )
@@ -275,8 +276,9 @@ def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
                               "above is the valid test", highlight=False)
     if live:
         err_console.print(
-            f"[green]done:[/] {result.planned} evaluations ({result.ok} valid, "
-            f"{result.discarded} discarded; {result.ran_now} run now, "
+            f"[green]done:[/] {result.ok + result.discarded} of {result.planned} planned "
+            f"evaluations ({result.ok} valid, {result.discarded} discarded; "
+            f"{result.ran_now} run now, "
             f"{result.summary.retries} retries; at most {cfg.concurrency} in flight) -> "
             f"{result.evaluations_path}", highlight=False,
         )
@@ -287,7 +289,9 @@ def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
         print_json({**done.to_dict(), **({"report": str(page)} if page else {})})
         return
     if done.analysis is not None and done.analysis.rows is not None:
-        print_analysis(done.analysis.rows, list(GROUP_BY))
+        print_analysis(done.analysis.rows, list(GROUP_BY), verdict=done.sequential is None)
+    if done.sequential is not None:
+        print_sequential_verdict(done.sequential)
     elif live and not analyze:
         err_console.print(f"analyse with `recaudit positional analyze "
                           f"{result.evaluations_path}`", highlight=False)
@@ -385,6 +389,10 @@ def demo_command(
         help="Candidates per query. Default: demo.toml's [retrieval] k.",
         min=2, show_default=False)] = None,
     out: Annotated[Path, typer.Option(help="Run folder.")] = Path("runs/demo"),
+    sequential: Annotated[bool, typer.Option(
+        "--sequential", help="Stop as soon as an anytime-valid test proves position "
+        "bias (usually after a fraction of the evaluations).")] = False,
+    alpha: Alpha = 0.05,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
 ) -> None:
@@ -392,11 +400,16 @@ def demo_command(
     SmolLM2-135M in-process; then the statistics. Rerunning continues the run.
     Every setting comes from the packaged recaudit/llm/configs/demo.toml unless an
     option overrides it."""
-    from ..audit import demo_config
+    from ..audit import SequentialOptions, demo_config
 
     cfg = demo_config(catalog, queries, perms, k)
+    seq = None
+    if sequential:
+        budget = (cfg.queries.n or 1) * (cfg.design.n_perms or 1) * cfg.design.samples_per_order
+        seq = SequentialOptions(alpha=alpha, max_evaluations=budget)
     _execute(cfg, out=out, resume=(out / "journal.sqlite").exists(), as_json=as_json,
-             quiet=quiet, analyze=True, report=True)
+             quiet=quiet, analyze=True, report=True, sequential=seq,
+             options=analysis_options(alpha=alpha))
     page = out / "report.html"
     if page.is_file() and not as_json:
         console.print(f"[green]report:[/] open {page.resolve().as_uri()} in a browser "
