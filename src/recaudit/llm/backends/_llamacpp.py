@@ -46,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -118,6 +119,10 @@ class LlamaCppBackend:
     ) -> None:
         path = _llamacpp_iv(model, gguf_file, n_threads, n_parallel, n_ctx_per_slot,
                             top_logprobs)
+        # llama.cpp's CPU threads are OpenMP threads: spinning idle threads steal the
+        # cores of a small shared machine (data README: 3-25x slower), so wait
+        # passively unless the user chose otherwise (read when the runtime loads)
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
             import xllamacpp
         except ImportError as exc:
