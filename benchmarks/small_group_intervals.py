@@ -343,8 +343,8 @@ def summary(args: argparse.Namespace) -> None:
             print(f"| {m} | {label} | {len(es)} | {cov.min():.3f}-{cov.max():.3f} "
                   f"| {pooled:.3f} ({np.sqrt(pooled * (1 - pooled) / n):.3f}) "
                   f"| {below:.3f} / {above:.3f} | {outside} | {width:.4f} |")
-    print("\n| point estimate | groups | max abs bias (s.e.; cell, key) | keys with abs bias > 0.01 "
-          "| mean RMSE |")
+    print("\n| point estimate | groups | max abs bias (s.e.; cell, key) "
+          "| keys with abs bias > 0.01 | mean RMSE |")
     print("|---|---|---|---|---|")
     for e in POINTS:
         for label, sel in (("30-100 beside 900", lambda r: r["n_u"] == 900),

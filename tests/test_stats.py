@@ -11,10 +11,10 @@ from statsmodels.stats.multitest import multipletests
 
 from recaudit import InputError
 from recaudit._stats import (
+    BCA_METHOD,
     CI_RULES,
     RULE_METHOD,
     as_generator,
-    BCA_METHOD,
     basic_interval,
     bca_interval,
     binomial_interval,

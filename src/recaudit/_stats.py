@@ -21,6 +21,7 @@ from ._records import as_mapping, need, number
 from .exceptions import InputError
 
 __all__ = [
+    "BCA_METHOD",
     "METHOD_FROM_JSON",
     "RULE_METHOD",
     "ConfidenceInterval",
@@ -28,7 +29,6 @@ __all__ = [
     "CI_RULES",
     "UNBOUNDED",
     "as_generator",
-    "BCA_METHOD",
     "basic_interval",
     "bca_interval",
     "binomial_interval",
