@@ -22,6 +22,7 @@ from recaudit._stats import (
     bootstrap_weights,
     folded_basic_interval,
     holm,
+    jackknife_bias_corrected,
     monte_carlo_pvalue,
     percentile_interval,
 )
@@ -296,3 +297,22 @@ def test_bca_interval_degenerate_cases() -> None:
     skewed = np.r_[-100.0, np.zeros(99)]
     ci = bca_interval(np.linspace(1.0, 2.0, 10000), 2.5, [skewed], confidence_level=0.99)
     assert ci.high == 2.0 and 1.99 < ci.low <= 2.0
+
+
+def test_jackknife_bias_correction_of_the_plug_in_variance() -> None:
+    """Quenouille's correction turns the plug-in variance into the unbiased one exactly;
+    with two samples the per-sample terms add (a difference of plug-in variances)."""
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=15), rng.exponential(size=9)
+
+    def stat(a: np.ndarray, b: np.ndarray) -> float:
+        return float(a.var() - b.var())
+
+    jack = [np.array([stat(np.delete(x, i), y) for i in range(x.size)]),
+            np.array([stat(x, np.delete(y, i)) for i in range(y.size)])]
+    got = jackknife_bias_corrected(stat(x, y), jack)
+    assert got == pytest.approx(x.var(ddof=1) - y.var(ddof=1), rel=1e-12)
+    # clipped to the support; strata of one unit and nan values add nothing; nan stays nan
+    assert jackknife_bias_corrected(0.9, [np.array([0.0, 0.5])], support=(-1, 1)) == 1.0
+    assert jackknife_bias_corrected(0.3, [np.array([5.0]), np.array([0.3, 0.3, np.nan])]) == 0.3
+    assert np.isnan(jackknife_bias_corrected(np.nan, [np.ones(3)]))

@@ -87,6 +87,22 @@ def test_rd_interval_against_scipy_bootstrap_bca(small_group: tuple) -> None:
     assert est.ci.high == pytest.approx(ref.high, abs=0.03)
 
 
+def test_bias_corrected_rd_by_hand(small_group: tuple) -> None:
+    recs, test, users = small_group
+    r = evaluate(recs, test, users, attribute="gender", protected="F",
+                 options=EvaluateOptions(n=[10], n_boot=0, n_resamples=0), rng=0)
+    pu = r.per_user
+    xf = pu.loc[pu.group == "F", "mrr@10"].to_numpy()
+    xm = pu.loc[pu.group == "M", "mrr@10"].to_numpy()
+    rd = float(_rd(xm, xf))
+    bias = (xf.size - 1) * (np.mean([_rd(xm, np.delete(xf, i)) for i in range(xf.size)]) - rd)
+    bias += (xm.size - 1) * (np.mean([_rd(np.delete(xm, i), xf) for i in range(xm.size)]) - rd)
+    ib = r.inter_bias["mrr@10"]
+    assert ib.rd_bias_corrected == pytest.approx(rd - bias, abs=1e-12)
+    assert ib.nrd_bias_corrected == pytest.approx((rd - bias + 1) / 2, abs=1e-12)
+    assert bias > 0  # a small group's mean in the denominator: RD biased upward
+
+
 def test_nrd_and_ib_intervals_are_rds_mapped(small_group: tuple) -> None:
     recs, test, users = small_group
     r = evaluate(recs, test, users, attribute="gender", protected="F", n_items=60,
@@ -162,11 +178,17 @@ def test_json_records_the_rule(small_group: tuple) -> None:
     assert back.inter_bias_ci_rule == "bca"
     assert back.inter_bias["ndcg@5"].rd.ci.method == BCA_METHOD
     assert back.groups["F"].metrics["ndcg@5"].ci.method == "percentile bootstrap"
+    entry = d["rd"]["ndcg@5"]
+    assert entry["value_bias_corrected"] == r.inter_bias["ndcg@5"].rd_bias_corrected
+    assert back.inter_bias["ndcg@5"].ib_bias_corrected == r.inter_bias["ndcg@5"].ib_bias_corrected
     # a JSON written before the rule was recorded used percentile intervals
     del d["settings"]["inter_bias_ci_rule"]
+    for section in ("rd", "nrd", "ib"):
+        del d[section]["ndcg@5"]["value_bias_corrected"]
     old = FairnessEvaluation.from_dict(d)
     assert old.inter_bias_ci_rule == "percentile"
     assert old.inter_bias["ndcg@5"].rd.ci.method == "percentile bootstrap"
+    assert np.isnan(old.inter_bias["ndcg@5"].rd_bias_corrected)
     d["settings"]["inter_bias_ci_rule"] = "studentized"
     with pytest.raises(InputError, match="`inter_bias_ci_rule` must be one of percentile, "
                        "bca, got 'studentized'"):

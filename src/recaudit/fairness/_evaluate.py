@@ -33,6 +33,7 @@ from .._stats import (
     bca_interval,
     bootstrap_interval,
     holm,
+    jackknife_bias_corrected,
 )
 from ._exposure import (
     PopularityProfile,
@@ -339,12 +340,16 @@ def _inter_bias_results(
 ) -> dict[str, InterBias]:
     """RD, NRD and IB of every key (``coverage``: IC at each key's cut-off), each with the
     BCa interval of its replicates and its leave-one-out values ``jack[name]``
-    (:mod:`._interbias_interval`)."""
+    (:mod:`._interbias_interval`), and each corrected by its jackknife bias."""
     pg, ug = x[is_protected].mean(axis=0), x[~is_protected].mean(axis=0)
     rd = relative_difference(ug, pg)
     nrd = normalized_relative_difference(rd)
     ib = inter_bias(nrd, coverage)
     adjusted = holm(pvalues)
+
+    def corrected(name: str, value: float, k: int, low: float) -> float:
+        return jackknife_bias_corrected(value, [j[:, k] for j in jack[name]], support=(low, 1))
+
     out = {}
     for k, key in enumerate(keys):
         metric, c = key.split("@")
@@ -360,6 +365,9 @@ def _inter_bias_results(
             pvalue_holm=float(adjusted[k]),
             undefined_reason=UNDEFINED_RD_REASON if np.isnan(rd[k]) else None,
             n_undefined_replicates=boot.n_undefined(k),
+            rd_bias_corrected=corrected("rd", rd[k], k, -1.0),
+            nrd_bias_corrected=corrected("nrd", nrd[k], k, 0.0),
+            ib_bias_corrected=corrected("ib", ib[k], k, 0.0),
         )
     return out
 
