@@ -5,7 +5,7 @@ protected users beside 900 others. This study measures the shortfall and compare
 on the **same** bootstrap replicates of every data set, the candidate intervals:
 
 - ``percentile``: the percentile interval of the RD replicates (the library before
-  decision "RD, NRD and IB intervals are BCa");
+  decision "RD, NRD and IB intervals are BCa; their estimates also jackknife-corrected");
 - ``basic``: the basic (reverse-percentile) interval of RD;
 - ``basic_log``: the basic interval of ``z = atanh(RD) = log(U / P) / 2`` (the log of the
   ratio of the group means), mapped back by tanh;
@@ -32,8 +32,16 @@ metrics by ``ranking_metrics``; the stratified user bootstrap by ``bootstrap_wei
 
     PYTHONPATH=src OMP_NUM_THREADS=1 nice -n 10 python benchmarks/small_group_intervals.py \\
         run --reps 200 --out benchmarks/results/small_group_intervals.jsonl
+    PYTHONPATH=src python benchmarks/small_group_intervals.py summary \\
+        benchmarks/results/small_group_intervals.jsonl
+    PYTHONPATH=src python benchmarks/small_group_intervals.py cells \\
+        benchmarks/results/small_group_intervals.jsonl --rules percentile wald_log bca
     PYTHONPATH=src python benchmarks/small_group_intervals.py table \\
         benchmarks/results/small_group_intervals.jsonl
+    PYTHONPATH=src OMP_NUM_THREADS=1 nice -n 10 python benchmarks/small_group_intervals.py \\
+        bias --reps 10000 --out benchmarks/results/small_group_bias.jsonl
+    PYTHONPATH=src python benchmarks/small_group_intervals.py bias-table \\
+        benchmarks/results/small_group_bias.jsonl --keys hit@10 ndcg@10 mrr@10
 
 Per cell, key and rule: coverage of the 95 % CI with sqrt(c (1 - c) / R), the share of
 data sets with the truth below / above the interval, the median width; per point
@@ -360,6 +368,21 @@ def summary(args: argparse.Namespace) -> None:
                   f"{len(items)} | {rmse:.4f} |")
 
 
+def cells(args: argparse.Namespace) -> None:
+    """Per cell and rule: the coverage range over the 15 keys and the mean coverage."""
+    rows = [json.loads(line) for line in Path(args.results).read_text().splitlines()]
+    rules = args.rules or RULES
+    print("| n_P / n_U | base hit | rd | " + " | ".join(rules) + " |")
+    print("|---|---|---|" + "---|" * len(rules))
+    for r in rows:
+        out = []
+        for m in rules:
+            cov = np.array([r["rules"][m][k]["coverage"] for k in KEYS])
+            out.append(f"{cov.min():.3f}-{cov.max():.3f} ({cov.mean():.3f})")
+        print(f"| {r['n_p']} / {r['n_u']} | {r['base_hit']:g} | {r['rd']:g} | "
+              + " | ".join(out) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -373,6 +396,9 @@ def main() -> None:
     t.add_argument("results")
     t.add_argument("--keys", nargs="*")
     sub.add_parser("summary").add_argument("results")
+    c = sub.add_parser("cells")
+    c.add_argument("results")
+    c.add_argument("--rules", nargs="*")
     b = sub.add_parser("bias")
     b.add_argument("--reps", type=int, default=10_000)
     b.add_argument("--seed", type=int, default=20261204)
@@ -381,7 +407,7 @@ def main() -> None:
     bt.add_argument("results")
     bt.add_argument("--keys", nargs="*")
     args = parser.parse_args()
-    {"run": run, "table": table, "summary": summary, "bias": bias,
+    {"run": run, "table": table, "summary": summary, "cells": cells, "bias": bias,
      "bias-table": bias_table}[args.command](args)
 
 
