@@ -120,9 +120,10 @@ class InterBias:
         The estimates minus their jackknife estimate of bias over users within each
         group (:func:`~recaudit._stats.jackknife_bias_corrected`, clipped to the
         figure's range; JSON ``value_bias_corrected``). The plug-in RD is biased upward
-        at small protected groups (+0.02 to +0.17 at 30 protected users beside 900,
-        +0.005 to +0.015 at 100, docs/validation-fairness.md); the corrected value is
-        within about 0.005 there. ``nan`` when undefined or read from a JSON without it.
+        at small protected groups (+0.007 to +0.17 at 30 protected users beside 900,
+        +0.001 to +0.05 at 100, docs/validation-fairness.md); the corrected value's bias
+        was within 0.0075 there but for sparse metrics at 30 users (up to +0.018).
+        ``nan`` when undefined or read from a JSON without it.
     """
 
     metric: str
