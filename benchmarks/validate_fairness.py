@@ -46,7 +46,8 @@ same item world; the line records ``protected``): the small-group cells of issue
         --out benchmarks/results/validate_fairness_small_groups.jsonl
 
 ``compare A.jsonl B.jsonl ...`` sets the popularity figures' pooled coverage of several
-runs side by side (e.g. the interval rules of ``docs/validation-fairness.md``).
+runs side by side (e.g. the interval rules of ``docs/validation-fairness.md``);
+``--inter-bias`` those of RD, NRD and IB.
 ``run`` appends one JSON line per cell (tail, rd, users, seed) and skips cells already
 in the file, so an interrupted run resumes. One process: no parallelism by design.
 """
@@ -353,10 +354,11 @@ def summary(args: argparse.Namespace) -> None:
 
 
 def compare(args: argparse.Namespace) -> None:
-    """Pooled coverage and per-cell range of every popularity figure in several runs."""
+    """Pooled coverage and per-cell range of every popularity figure in several runs (with
+    ``--inter-bias``: of RD, NRD and IB instead)."""
     runs = {Path(f).stem: _rows(f) for f in args.results}
     names = [n for n in next(iter(runs.values()))[0]["estimators"]
-             if not n.startswith(("rd:", "nrd:", "ib:"))]
+             if n.startswith(("rd:", "nrd:", "ib:")) == args.inter_bias]
     print("| estimator | " + " | ".join(runs) + " |")
     print("|---|" + "---|" * len(runs))
     for name in names:
@@ -386,7 +388,9 @@ def main() -> None:
     r.add_argument("--out", default="benchmarks/results/validate_fairness_regroup.jsonl")
     for name in ("table", "summary"):
         sub.add_parser(name).add_argument("results")
-    sub.add_parser("compare").add_argument("results", nargs="+")
+    c = sub.add_parser("compare")
+    c.add_argument("results", nargs="+")
+    c.add_argument("--inter-bias", action="store_true", help="RD, NRD and IB instead")
     args = parser.parse_args()
     {"run": run, "table": table, "summary": summary, "compare": compare}[args.command](args)
 
