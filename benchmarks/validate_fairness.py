@@ -20,10 +20,11 @@ Every estimate and CI is ``evaluate``'s own (``train=`` given, so its stratified
 bootstrap of 200 resamples gives the popularity section's CIs too). Per cell: bias =
 mean(estimate - truth) with its Monte-Carlo s.e. sd / sqrt(REPS), RMSE, coverage of
 ``evaluate``'s 95 % CI (RD, NRD, IB: BCa since decision 203, percentile before; in
-the popularity section the rule of its ``ci_rule``) with sqrt(c (1 - c) / REPS), pooled
-over the cells in ``summary``, the median CI width and the share of CIs that hold all
-of [0, 1] (a folded PopRSP/PopREO interval at its limit, which covers vacuously), and the permutation test's rejection
-rate at alpha = 0.05 (its type-I error at rd = 0).
+the popularity section the rule of its ``ci_rule``) with sqrt(c (1 - c) / REPS),
+pooled over the cells in ``summary``, the median CI width and the share of CIs that
+hold all of [0, 1] (a folded PopRSP/PopREO interval at its limit, which covers
+vacuously), and the permutation test's rejection rate at alpha = 0.05 (its type-I
+error at rd = 0).
 
     PYTHONPATH=src OMP_NUM_THREADS=1 nice -n 10 python benchmarks/validate_fairness.py run \\
         --tail 0.65 0.85 --rd 0 0.1 0.2 --users 300 1000 --reps 200 \\
