@@ -19,11 +19,12 @@ tail shape, planted gap ``rd`` and number of users. Truth:
 Every estimate and CI is ``evaluate``'s own (``train=`` given, so its stratified user
 bootstrap of 200 resamples gives the popularity section's CIs too). Per cell: bias =
 mean(estimate - truth) with its Monte-Carlo s.e. sd / sqrt(REPS), RMSE, coverage of
-``evaluate``'s 95 % CI (percentile; in the popularity section the rule of its
-``ci_rule``) with sqrt(c (1 - c) / REPS), pooled over the cells in ``summary``, the
-median CI width and the share of CIs that hold all of [0, 1] (a folded PopRSP/PopREO
-interval at its limit, which covers vacuously), and the permutation test's rejection
-rate at alpha = 0.05 (its type-I error at rd = 0).
+``evaluate``'s 95 % CI (RD, NRD, IB: BCa since decision 203, percentile before; in
+the popularity section the rule of its ``ci_rule``) with sqrt(c (1 - c) / REPS),
+pooled over the cells in ``summary``, the median CI width and the share of CIs that
+hold all of [0, 1] (a folded PopRSP/PopREO interval at its limit, which covers
+vacuously), and the permutation test's rejection rate at alpha = 0.05 (its type-I
+error at rd = 0).
 
     PYTHONPATH=src OMP_NUM_THREADS=1 nice -n 10 python benchmarks/validate_fairness.py run \\
         --tail 0.65 0.85 --rd 0 0.1 0.2 --users 300 1000 --reps 200 \\
@@ -36,8 +37,18 @@ rate at alpha = 0.05 (its type-I error at rd = 0).
 ``--popularity-groups quantile:4`` (any grouping of ``parse_popularity_groups``) judges
 the per-group figures of that grouping instead of niche / diverse / blockbuster.
 
+``--protected 30 60 100`` draws, per cell, that many protected users beside ``--users``
+others (``simulate_interbias`` once with every user protected and once with none, the
+same item world; the line records ``protected``): the small-group cells of issue 33
+(``docs/validation-fairness.md``, "Small protected groups")::
+
+    PYTHONPATH=src OMP_NUM_THREADS=1 nice -n 10 python benchmarks/validate_fairness.py run \\
+        --tail 0.85 --rd 0 0.2 --users 900 --protected 30 60 100 --reps 200 \\
+        --out benchmarks/results/validate_fairness_small_groups.jsonl
+
 ``compare A.jsonl B.jsonl ...`` sets the popularity figures' pooled coverage of several
-runs side by side (e.g. the interval rules of ``docs/validation-fairness.md``).
+runs side by side (e.g. the interval rules of ``docs/validation-fairness.md``);
+``--inter-bias`` those of RD, NRD and IB.
 ``run`` appends one JSON line per cell (tail, rd, users, seed) and skips cells already
 in the file, so an interrupted run resumes. One process: no parallelism by design.
 """
@@ -69,6 +80,9 @@ from recaudit.fairness._user_groups import ABDOLLAHPOURI_LABELS, parse_popularit
 CUT = 10
 #: The inter-bias keys judged here (all 15 keys are computed by `evaluate`).
 KEYS = (f"ndcg@{CUT}", f"precision@{CUT}", f"hit@{CUT}", f"mrr@{CUT}")
+#: The keys judged in the small-group cells (``--protected``): every metric and cut-off.
+ALL_KEYS = tuple(f"{m}@{c}" for m in ("ndcg", "precision", "recall", "hit", "mrr")
+                 for c in (5, CUT, 15))
 POP_KEYS = tuple(f"{m}@{CUT}" for m in ("arp", "aplt", "aclt", "poprsp", "popreo", "novelty"))
 SIM = {"n_items": 400, "n_train": 20, "n_test": 5, "list_length": 20, "base_hit": 0.15}
 N_BOOT = 200
@@ -78,8 +92,9 @@ ALPHA = 0.05
 
 
 def evaluate_adapter(data: SyntheticData, *, rng: np.random.Generator,
-                     popularity_groups: str = "abdollahpouri") -> Any:
-    """The one call of ``recaudit.fairness.evaluate`` (adapt here when its signature moves)."""
+                     popularity_groups: str = "abdollahpouri", popularity: bool = True) -> Any:
+    """The one call of ``recaudit.fairness.evaluate`` (adapt here when its signature moves);
+    ``popularity=False``: without ``train``, so no popularity section."""
     return evaluate(
         data.recs,
         data.test,
@@ -87,7 +102,7 @@ def evaluate_adapter(data: SyntheticData, *, rng: np.random.Generator,
         attribute="gender",
         protected="F",
         n_items=SIM["n_items"],
-        train=data.train,
+        train=data.train if popularity else None,
         options=EvaluateOptions(n=(5, CUT, 15), n_boot=N_BOOT, n_resamples=N_PERM,
                                 min_group_size=20, popularity_groups=popularity_groups),
         rng=rng,
@@ -164,46 +179,74 @@ def _summarise(est: list[tuple[float, float, float, float]]) -> dict[str, Any]:
     return row
 
 
-def _one_data_set(res: Any, truth: dict[str, Any], pop_truth: dict[str, float],
+def _one_data_set(res: Any, truth: dict[str, Any], pop_truth: dict[str, float] | None,
                   rows: dict[str, list[tuple[float, float, float, float]]],
-                  labels: tuple[str, ...] = ABDOLLAHPOURI_LABELS) -> None:
+                  labels: tuple[str, ...] = ABDOLLAHPOURI_LABELS,
+                  keys: tuple[str, ...] = KEYS) -> None:
     """Append one evaluation's ``(value, low, high, truth)`` of every judged figure."""
     def add(name: str, est: Any, t: float) -> None:
         rows.setdefault(name, []).append((est.value, est.ci.low, est.ci.high, t))
 
-    ic = res.item_coverage[CUT].value
-    for k in KEYS:
+    for k in keys:
+        ic = res.item_coverage[int(k.split("@")[1])].value
         gap = res.inter_bias[k]
         add(f"rd:{k}", gap.rd, truth[k]["rd"])
         add(f"nrd:{k}", gap.nrd, truth[k]["nrd"])
         add(f"ib:{k}", gap.ib, float(np.sqrt(truth[k]["nrd"] * (1 - ic))))
+    if pop_truth is None:
+        return
     for name, est in popularity_estimates(res, labels).items():
         add(name, est, pop_truth[name])
 
 
+def draw(users: int, protected: int | None, rng: np.random.Generator, **kwargs: Any
+         ) -> SyntheticData:
+    """One data set: ``users`` users with half protected on average, or (``protected``
+    given) exactly ``protected`` protected users beside ``users`` others (two draws of the
+    same item world, user ids of the second shifted)."""
+    if protected is None:
+        return simulate_interbias(users, rng=rng, **kwargs)
+    a = simulate_interbias(protected, rng=rng, protected_share=1.0, **kwargs)
+    b = simulate_interbias(users, rng=rng, protected_share=0.0, **kwargs)
+    shift = {"user_id": lambda t: t["user_id"] + protected}
+    return SyntheticData(
+        train=pd.concat([a.train, b.train.assign(**shift)], ignore_index=True),
+        test=pd.concat([a.test, b.test.assign(**shift)], ignore_index=True),
+        recs=pd.concat([a.recs, b.recs.assign(**shift)], ignore_index=True),
+        users=pd.concat([a.users, b.users.assign(**shift)], ignore_index=True),
+        item_probability=a.item_probability,
+        exponent=a.exponent,
+    )
+
+
 def _cell(
     tail: float, rd: float, users: int, reps: int, seed: int, population: int,
-    grouping: str = "abdollahpouri",
+    grouping: str = "abdollahpouri", protected: int | None = None,
 ) -> dict[str, Any]:
     truth = planted_truth(n_test=SIM["n_test"], list_length=SIM["list_length"],
                           base_hit=SIM["base_hit"], rd=rd, n=[5, CUT, 15])
-    pop_truth = population_truth(tail, rd, seed, users, population, grouping)
+    # the popularity figures' truth is a 50/50 population's: judged in the 50/50 cells only
+    pop_truth = (population_truth(tail, rd, seed, users, population, grouping)
+                 if protected is None else None)
     labels = parse_popularity_groups(grouping).labels
-    gen = np.random.default_rng([seed, users, int(round(tail * 1000)), int(round(rd * 1000))])
+    entropy = [seed, users, int(round(tail * 1000)), int(round(rd * 1000))]
+    gen = np.random.default_rng(entropy if protected is None else [*entropy, protected])
     rows: dict[str, list[tuple[float, float, float, float]]] = {}
     rejected: dict[str, list[bool]] = {k: [] for k in KEYS}
     for _ in range(reps):
-        data = simulate_interbias(users, rng=gen, top_share=tail, rd=rd, **SIM)
-        res = evaluate_adapter(data, rng=gen, popularity_groups=grouping)
-        _one_data_set(res, truth, pop_truth, rows, labels)
+        data = draw(users, protected, gen, top_share=tail, rd=rd, **SIM)
+        res = evaluate_adapter(data, rng=gen, popularity_groups=grouping,
+                               popularity=pop_truth is not None)
+        _one_data_set(res, truth, pop_truth, rows, labels,
+                      KEYS if protected is None else ALL_KEYS)
         for k in KEYS:
             rejected[k].append(res.inter_bias[k].pvalue <= ALPHA)
     rejection = {}
     for k, r in rejected.items():
         rate = float(np.mean(r))
         rejection[k] = {"rate": rate, "se": float(np.sqrt(rate * (1 - rate) / len(r)))}
-    return {"tail": tail, "rd": rd, "users": users, "reps": reps, "seed": seed,
-            "population": population, "popularity_groups": grouping,
+    return {"tail": tail, "rd": rd, "users": users, "protected": protected, "reps": reps,
+            "seed": seed, "population": population, "popularity_groups": grouping,
             "estimators": {name: _summarise(v) for name, v in rows.items()},
             "rejection": rejection}
 
@@ -215,25 +258,31 @@ def run(args: argparse.Namespace) -> None:
     if out.exists():
         for line in out.read_text().splitlines():
             r = json.loads(line)
-            done.add((r["tail"], r["rd"], r["users"], r["seed"],
+            done.add((r["tail"], r["rd"], r["users"], r.get("protected"), r["seed"],
                       r.get("popularity_groups", "abdollahpouri")))
-    cells = [(t, g, u) for t in args.tail for g in args.rd for u in args.users
-             if (t, g, u, args.seed, args.popularity_groups) not in done]
+    cells = [(t, g, u, p) for t in args.tail for g in args.rd for u in args.users
+             for p in (args.protected or [None])
+             if (t, g, u, p, args.seed, args.popularity_groups) not in done]
     with out.open("a") as fh:
-        for tail, rd, users in cells:
+        for tail, rd, users, protected in cells:
             start = time.perf_counter()
             res = _cell(tail, rd, users, args.reps, args.seed, args.population,
-                        args.popularity_groups)
+                        args.popularity_groups, protected)
             res["seconds"] = round(time.perf_counter() - start, 1)
             fh.write(json.dumps(res) + "\n")
             fh.flush()
-            print(f"tail={tail} rd={rd} users={users}: {res['seconds']} s", file=sys.stderr,
-                  flush=True)
+            print(f"tail={tail} rd={rd} users={users} protected={protected}: "
+                  f"{res['seconds']} s", file=sys.stderr, flush=True)
 
 
 def _rows(path: str) -> list[dict[str, Any]]:
     rows = [json.loads(line) for line in Path(path).read_text().splitlines()]
-    return sorted(rows, key=lambda r: (r["tail"], r["rd"], r["users"]))
+    return sorted(rows, key=lambda r: (r["tail"], r["rd"], r["users"], r.get("protected") or 0))
+
+
+def _users(r: dict[str, Any]) -> str:
+    """The cell's users: ``n`` (half protected on average) or ``protected + others``."""
+    return f"{r['protected']} + {r['users']}" if r.get("protected") else str(r["users"])
 
 
 def _fmt(e: dict[str, Any]) -> tuple[str, str, str, str]:
@@ -252,15 +301,17 @@ def table(args: argparse.Namespace) -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for name in names:
         for r in rows:
+            if name not in r["estimators"]:
+                continue
             e = r["estimators"][name]
             bias, rmse, cov, width = _fmt(e)
-            print(f"| {name} | {r['tail']:g} | {r['rd']:g} | {r['users']} | {e['truth']:.4f} "
+            print(f"| {name} | {r['tail']:g} | {r['rd']:g} | {_users(r)} | {e['truth']:.4f} "
                   f"| {bias} | {rmse} | {cov} | {width} |")
     print("\n| metric | top-20 % share | rd | users | reps | rejection rate at 0.05 (s.e.) |")
     print("|---|---|---|---|---|---|")
     for r in rows:
         for k, v in r["rejection"].items():
-            print(f"| {k} | {r['tail']:g} | {r['rd']:g} | {r['users']} | {r['reps']} "
+            print(f"| {k} | {r['tail']:g} | {r['rd']:g} | {_users(r)} | {r['reps']} "
                   f"| {v['rate']:.3f} ({v['se']:.3f}) |")
 
 
@@ -280,14 +331,15 @@ def summary(args: argparse.Namespace) -> None:
           "| pooled coverage (s.e.) | cells below 0.95 by > 2 s.e. | CIs [0, 1], max cell |")
     print("|---|---|---|---|---|---|---|")
     for name in rows[0]["estimators"]:
-        est = [(r, r["estimators"][name]) for r in rows if "bias" in r["estimators"][name]]
+        est = [(r, r["estimators"][name]) for r in rows
+               if "bias" in r["estimators"].get(name, {})]
         if not est:
             continue
         r, w = max(est, key=lambda p: abs(p[1]["bias"]))
         cov = [e["coverage"] for _, e in est if "coverage" in e]
         short = sum(e["coverage"] < 0.95 - 2 * max(e["coverage_se"], np.sqrt(0.0475 / r["reps"]))
                     for r, e in est if "coverage" in e)
-        where = f"tail {r['tail']:g}, rd {r['rd']:g}, n {r['users']}"
+        where = f"tail {r['tail']:g}, rd {r['rd']:g}, n {_users(r)}"
         cov_txt = f"{min(cov):.3f}-{max(cov):.3f}" if cov else "no CI"
         vacuous = [e["share_0_1"] for _, e in est if "share_0_1" in e]
         vac_txt = f"{max(vacuous):.2f}" if vacuous else "–"
@@ -303,10 +355,11 @@ def summary(args: argparse.Namespace) -> None:
 
 
 def compare(args: argparse.Namespace) -> None:
-    """Pooled coverage and per-cell range of every popularity figure in several runs."""
+    """Pooled coverage and per-cell range of every popularity figure in several runs (with
+    ``--inter-bias``: of RD, NRD and IB instead)."""
     runs = {Path(f).stem: _rows(f) for f in args.results}
     names = [n for n in next(iter(runs.values()))[0]["estimators"]
-             if not n.startswith(("rd:", "nrd:", "ib:"))]
+             if n.startswith(("rd:", "nrd:", "ib:")) == args.inter_bias]
     print("| estimator | " + " | ".join(runs) + " |")
     print("|---|" + "---|" * len(runs))
     for name in names:
@@ -325,6 +378,8 @@ def main() -> None:
     r.add_argument("--tail", nargs="+", type=float, default=[0.65, 0.85])
     r.add_argument("--rd", nargs="+", type=float, default=[0.0, 0.1, 0.2])
     r.add_argument("--users", nargs="+", type=int, default=[300, 1000])
+    r.add_argument("--protected", nargs="+", type=int, default=None,
+                   help="exactly this many protected users beside --users others")
     r.add_argument("--reps", type=int, default=200)
     r.add_argument("--seed", type=int, default=20261218)
     r.add_argument("--population", type=int, default=N_POPULATION,
@@ -334,7 +389,9 @@ def main() -> None:
     r.add_argument("--out", default="benchmarks/results/validate_fairness_regroup.jsonl")
     for name in ("table", "summary"):
         sub.add_parser(name).add_argument("results")
-    sub.add_parser("compare").add_argument("results", nargs="+")
+    c = sub.add_parser("compare")
+    c.add_argument("results", nargs="+")
+    c.add_argument("--inter-bias", action="store_true", help="RD, NRD and IB instead")
     args = parser.parse_args()
     {"run": run, "table": table, "summary": summary, "compare": compare}[args.command](args)
 

@@ -21,6 +21,7 @@ from ._records import as_mapping, need, number
 from .exceptions import InputError
 
 __all__ = [
+    "BCA_METHOD",
     "METHOD_FROM_JSON",
     "RULE_METHOD",
     "ConfidenceInterval",
@@ -29,11 +30,13 @@ __all__ = [
     "UNBOUNDED",
     "as_generator",
     "basic_interval",
+    "bca_interval",
     "binomial_interval",
     "bootstrap_interval",
     "bootstrap_weights",
     "folded_basic_interval",
     "holm",
+    "jackknife_bias_corrected",
     "monte_carlo_pvalue",
     "percentile_interval",
     "studentized_interval",
@@ -298,6 +301,156 @@ def folded_basic_interval(
     size = np.abs(signed)
     low = 0.0 if signed[0] <= 0.0 <= signed[1] else float(size.min())
     return ConfidenceInterval(low, float(size.max()), confidence_level, method)
+
+
+#: The :attr:`ConfidenceInterval.method` of :func:`bca_interval`.
+BCA_METHOD = "BCa bootstrap"
+
+
+def _bca_acceleration(jackknife: Sequence[npt.ArrayLike]) -> float:
+    r"""The acceleration :math:`\hat a` of :func:`bca_interval` from leave-one-out values
+    per stratum (strata with fewer than 2 finite values add nothing; 0 when every
+    :math:`U_{gi}` is 0)."""
+    num, den = 0.0, 0.0
+    for values in jackknife:
+        t = np.asarray(values, dtype=float)
+        t = t[np.isfinite(t)]
+        n = t.size
+        if n < 2:
+            continue
+        u = (n - 1) * (t.mean() - t)
+        num += float((u**3).sum()) / n**3
+        den += float((u**2).sum()) / n**2
+    return num / (6.0 * den**1.5) if den > 0 else 0.0
+
+
+def bca_interval(
+    replicates: npt.ArrayLike, estimate: float, jackknife: Sequence[npt.ArrayLike], *,
+    confidence_level: float = 0.95,
+) -> ConfidenceInterval:
+    r"""Bias-corrected and accelerated (BCa) bootstrap interval (Efron 1987).
+
+    With :math:`\hat\theta` the estimate, :math:`\theta^*_b` the B finite replicates,
+    :math:`\Phi` the standard normal cdf and :math:`z_a = \Phi^{-1}(a)`: the bias
+    correction is :math:`z_0 = \Phi^{-1}(p_0)`, :math:`p_0 = (\#\{\theta^* <
+    \hat\theta\} + \#\{\theta^* \le \hat\theta\}) / (2B)` (ties counted half, as
+    ``scipy.stats.bootstrap``), clipped to :math:`[1/(2B), 1 - 1/(2B)]` so that it is
+    finite when every replicate lies on one side; the acceleration, from the
+    leave-one-out values :math:`\hat\theta_{(gi)}` of each stratum :math:`g` of
+    :math:`n_g` units (one stratum for an ordinary bootstrap, one per group for a
+    stratified one; the multi-sample form of ``scipy.stats.bootstrap``), with
+    :math:`U_{gi} = (n_g - 1)(\bar\theta_{(g\cdot)} - \hat\theta_{(gi)})`, is
+
+    .. math:: \hat a = \frac{1}{6}\,
+              \frac{\sum_g n_g^{-3} \sum_i U_{gi}^3}
+                   {\bigl(\sum_g n_g^{-2} \sum_i U_{gi}^2\bigr)^{3/2}},
+
+    and the bounds are the replicates' quantiles (linear interpolation) at
+
+    .. math:: \alpha_{1,2} = \Phi\Bigl(z_0 + \frac{z_0 + z_a}{1 - \hat a (z_0 + z_a)}\Bigr),
+              \quad a = \tfrac{1 - c}{2},\ \tfrac{1 + c}{2}.
+
+    Its one-sided coverage errors are O(1/n) where the percentile interval's are
+    O(1/sqrt n) (second-order accuracy: Efron 1987; DiCiccio & Efron 1996, section 2);
+    :math:`z_0` corrects the median bias of a skewed estimator such as a ratio of means
+    and :math:`\hat a` its changing spread. It is transformation-respecting: the BCa
+    interval of a monotone function of :math:`\theta` is that function of the interval
+    (exactly for :math:`z_0`; for :math:`\hat a` up to the jackknife's estimate).
+    Where :math:`1 - \hat a (z_0 + z_a) \le 0` (:math:`|\hat a| > 0.3` or so, far beyond
+    a mean's) the level is taken as 0 or 1 on its side. Undefined replicates (``nan``)
+    are dropped; a ``nan`` estimate or no finite replicate gives ``nan`` bounds.
+
+    Parameters
+    ----------
+    replicates : array_like
+        Bootstrap replicates of the statistic.
+    estimate : float
+        The statistic on the data.
+    jackknife : sequence of array_like
+        Per stratum, the statistic with each unit of that stratum left out in turn.
+    confidence_level : float
+        Nominal two-sided coverage.
+
+    References
+    ----------
+    Efron, B. (1987). Better bootstrap confidence intervals. Journal of the American
+    Statistical Association 82(397), 171-185.
+    DiCiccio, T. J. & Efron, B. (1996). Bootstrap confidence intervals. Statistical
+    Science 11(3), 189-228.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.exponential(size=40)
+    >>> reps = np.array([rng.choice(x, 40).mean() for _ in range(2000)])
+    >>> loo = (x.sum() - x) / 39
+    >>> ci = bca_interval(reps, x.mean(), [loo])
+    >>> bool(ci.low < x.mean() < ci.high)
+    True
+    """
+    r = np.asarray(replicates, dtype=float)
+    r = r[np.isfinite(r)]
+    if r.size == 0 or not np.isfinite(estimate):
+        return ConfidenceInterval(np.nan, np.nan, confidence_level, BCA_METHOD)
+    from scipy import special
+
+    b = r.size
+    p0 = (np.count_nonzero(r < estimate) + np.count_nonzero(r <= estimate)) / (2.0 * b)
+    z0 = float(special.ndtri(np.clip(p0, 0.5 / b, 1.0 - 0.5 / b)))
+    acc = _bca_acceleration(jackknife)
+    levels = []
+    for a in ((1.0 - confidence_level) / 2.0, (1.0 + confidence_level) / 2.0):
+        zz = z0 + float(special.ndtri(a))
+        denominator = 1.0 - acc * zz
+        if denominator <= 0:
+            levels.append(1.0 if zz > 0 else 0.0)
+        else:
+            levels.append(float(special.ndtr(z0 + zz / denominator)))
+    lo, hi = np.quantile(r, levels)
+    return ConfidenceInterval(float(lo), float(hi), confidence_level, BCA_METHOD)
+
+
+def jackknife_bias_corrected(
+    estimate: float, jackknife: Sequence[npt.ArrayLike], *,
+    support: tuple[float, float] = UNBOUNDED,
+) -> float:
+    r"""The estimate minus its jackknife estimate of bias (Quenouille 1956).
+
+    With :math:`\hat\theta_{(gi)}` the statistic with unit :math:`i` of stratum
+    :math:`g` (of :math:`n_g` units) left out and :math:`\bar\theta_{(g\cdot)}` their
+    mean,
+
+    .. math:: \hat b = \sum_g (n_g - 1)\,(\bar\theta_{(g\cdot)} - \hat\theta),
+              \qquad \tilde\theta = \hat\theta - \hat b,
+
+    clipped to ``support``. It removes the O(1/n) term of the bias of a smooth
+    statistic of means, e.g. the upward bias a small group's mean gives a ratio in whose
+    denominator it stands (Efron & Tibshirani 1993, ch. 10; for several independent
+    samples the per-sample terms add, as in their section 10.4). On the plug-in
+    variance it gives the unbiased one exactly. Strata with fewer than 2 finite values
+    add nothing; a ``nan`` estimate stays ``nan``.
+
+    References
+    ----------
+    Quenouille, M. H. (1956). Notes on bias in estimation. Biometrika 43, 353-360.
+    Efron, B. & Tibshirani, R. (1993). An Introduction to the Bootstrap, ch. 10.
+
+    Examples
+    --------
+    >>> x = np.array([1.0, 2.0, 4.0, 7.0])
+    >>> loo = [np.delete(x, i).var() for i in range(4)]
+    >>> bool(np.isclose(jackknife_bias_corrected(x.var(), [loo]), x.var(ddof=1)))
+    True
+    """
+    if not np.isfinite(estimate):
+        return float("nan")
+    bias = 0.0
+    for values in jackknife:
+        t = np.asarray(values, dtype=float)
+        t = t[np.isfinite(t)]
+        if t.size >= 2:
+            bias += (t.size - 1) * (float(t.mean()) - estimate)
+    return float(np.clip(estimate - bias, *support))
 
 
 def bootstrap_interval(

@@ -6,7 +6,9 @@ overall top-N metrics, item coverage, popularity and exposure figures, and RD, N
 and IB (Chizari, Tajfar & Moreno-García 2025) with user-level uncertainty:
 
 - a stratified (by group) user-level bootstrap gives percentile CIs of every group
-  mean, overall mean, IC, RD, NRD and IB (:mod:`._resampling`);
+  mean, overall mean and IC, and BCa CIs of RD, NRD and IB (the acceleration from a
+  jackknife over users within each group: :mod:`._interbias_interval`;
+  :mod:`._resampling`);
 - a permutation test of the group gap (protected labels shuffled over users) gives a
   +1-corrected Monte-Carlo p-value per metric and cut-off, Holm-adjusted over all of
   them.
@@ -24,9 +26,18 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from .._stats import UNBOUNDED, ConfidenceInterval, Estimate, bootstrap_interval, holm
+from .._stats import (
+    UNBOUNDED,
+    ConfidenceInterval,
+    Estimate,
+    bca_interval,
+    bootstrap_interval,
+    holm,
+    jackknife_bias_corrected,
+)
 from ._exposure import (
     PopularityProfile,
+    _coverage_jackknife,
     average_popularity,
     exposure_gini,
     item_coverage,
@@ -39,6 +50,7 @@ from ._interbias import (
     normalized_relative_difference,
     relative_difference,
 )
+from ._interbias_interval import INTER_BIAS_CI_RULE, interbias_jackknife
 from ._metrics import METRICS, TopNLists, ranking_metrics
 from ._options import EvaluateOptions
 from ._popularity_bias import (
@@ -87,13 +99,16 @@ def evaluate(
     evaluated users' lists.
 
     Uncertainty is at the user level: a bootstrap of users stratified by group
-    (``options.n_boot`` resamples, percentile CIs; the popularity-bias figures' rules are
-    in ``popularity_bias.ci_rule``) for every group and overall mean, IC, RD,
-    NRD and IB -- by default with IC held at its observed value, because a bootstrap
-    resample holds only ~63 % distinct users and its coverage is biased low (see
-    ``options.resample_coverage``) -- and a permutation test of ``|M_UG - M_PG|``
-    (``options.n_resamples`` shuffles of the protected label over users, +1-corrected
-    p-value), Holm-adjusted over all metrics and cut-offs.
+    (``options.n_boot`` resamples) gives percentile CIs of every group and overall mean
+    and of IC, and BCa CIs of RD, NRD and IB (``inter_bias_ci_rule``; the acceleration
+    from a jackknife over users within each group: RD is a ratio of means whose
+    distribution is skewed at small groups, where the percentile interval under-covers);
+    the popularity-bias figures' rules are in ``popularity_bias.ci_rule``. IC is by
+    default held at its observed value, because a bootstrap resample holds only ~63 %
+    distinct users and its coverage is biased low (see ``options.resample_coverage``).
+    A permutation test of ``|M_UG - M_PG|`` (``options.n_resamples`` shuffles of the
+    protected label over users, +1-corrected p-value) is Holm-adjusted over all metrics
+    and cut-offs.
 
     Parameters
     ----------
@@ -201,6 +216,10 @@ def evaluate(
         inp.options.confidence_level,
     )
     pvalues = _permutation_pvalues(x, is_protected, inp)
+    left_out_ic = (_coverage_jackknife(lists.items, inp.n_items, ns)
+                   if inp.options.resample_coverage
+                   else np.broadcast_to(ic, (x.shape[0], len(ns))))[:, cut_of_key]
+    jack = interbias_jackknife(x, members, is_protected, left_out_ic)
     order = [int(np.flatnonzero(names == inp.protected)[0])] + [
         g for g in range(names.size) if names[g] != inp.protected
     ]
@@ -213,7 +232,9 @@ def evaluate(
         n=ns,
         groups=_group_results(x, keys, names, members, order, inp.protected, boot),
         overall={key: boot.estimate(x[:, k].mean(), "overall", k) for k, key in enumerate(keys)},
-        inter_bias=_inter_bias_results(x, keys, is_protected, ic[cut_of_key], pvalues, boot),
+        inter_bias=_inter_bias_results(x, keys, is_protected, ic[cut_of_key], pvalues, boot,
+                                       jack),
+        inter_bias_ci_rule=INTER_BIAS_CI_RULE,
         item_coverage=_coverage_results(ic, ns, opts.resample_coverage, boot),
         exposure_gini=_by_cutoff(ns, exposure_gini(lists.items, n_items=inp.n_items, n=ns)),
         avg_popularity=arp,
@@ -267,6 +288,16 @@ class _Replicates:
         """Like :meth:`estimate` for group ``g``'s value of key ``k`` (replicates ``name``)."""
         return self.rule_estimate(value, value, "percentile", name, g, k)
 
+    def bca_estimate(self, value: float, name: str, k: int,
+                     jackknife: list[npt.NDArray[np.float64]]) -> Estimate:
+        """``value`` with the BCa CI (:func:`bca_interval`) of column ``k`` of replicates
+        ``name``, the acceleration from column ``k`` of each stratum's ``jackknife``."""
+        if self.reps is None:
+            return self.rule_estimate(value, value, "percentile", name, k)
+        ci = bca_interval(self.reps[name][:, k], float(value), [j[:, k] for j in jackknife],
+                          confidence_level=self.confidence_level)
+        return Estimate(float(value), ci)
+
     def n_undefined(self, k: int) -> int:
         """Resamples in which RD of key ``k`` was undefined."""
         return 0 if self.reps is None else int(np.isnan(self.reps["rd"][:, k]).sum())
@@ -305,13 +336,20 @@ def _inter_bias_results(
     coverage: npt.NDArray[np.float64],
     pvalues: npt.NDArray[np.float64],
     boot: _Replicates,
+    jack: dict[str, list[npt.NDArray[np.float64]]],
 ) -> dict[str, InterBias]:
-    """RD, NRD and IB of every key (``coverage``: IC at each key's cut-off)."""
+    """RD, NRD and IB of every key (``coverage``: IC at each key's cut-off), each with the
+    BCa interval of its replicates and its leave-one-out values ``jack[name]``
+    (:mod:`._interbias_interval`), and each corrected by its jackknife bias."""
     pg, ug = x[is_protected].mean(axis=0), x[~is_protected].mean(axis=0)
     rd = relative_difference(ug, pg)
     nrd = normalized_relative_difference(rd)
     ib = inter_bias(nrd, coverage)
     adjusted = holm(pvalues)
+
+    def corrected(name: str, value: float, k: int, low: float) -> float:
+        return jackknife_bias_corrected(value, [j[:, k] for j in jack[name]], support=(low, 1))
+
     out = {}
     for k, key in enumerate(keys):
         metric, c = key.split("@")
@@ -320,13 +358,16 @@ def _inter_bias_results(
             n=int(c),
             protected_mean=float(pg[k]),
             unprotected_mean=float(ug[k]),
-            rd=boot.estimate(rd[k], "rd", k),
-            nrd=boot.estimate(nrd[k], "nrd", k),
-            ib=boot.estimate(ib[k], "ib", k),
+            rd=boot.bca_estimate(rd[k], "rd", k, jack["rd"]),
+            nrd=boot.bca_estimate(nrd[k], "nrd", k, jack["nrd"]),
+            ib=boot.bca_estimate(ib[k], "ib", k, jack["ib"]),
             pvalue=float(pvalues[k]),
             pvalue_holm=float(adjusted[k]),
             undefined_reason=UNDEFINED_RD_REASON if np.isnan(rd[k]) else None,
             n_undefined_replicates=boot.n_undefined(k),
+            rd_bias_corrected=corrected("rd", rd[k], k, -1.0),
+            nrd_bias_corrected=corrected("nrd", nrd[k], k, 0.0),
+            ib_bias_corrected=corrected("ib", ib[k], k, 0.0),
         )
     return out
 

@@ -311,3 +311,31 @@ def _coverage_replicates(
         out[:, j] = np.count_nonzero(reach > 0, axis=1) / n_items
         start = c
     return out
+
+
+def _coverage_jackknife(
+    top_items: npt.NDArray[np.int64], n_items: int, ns: tuple[int, ...]
+) -> npt.NDArray[np.float64]:
+    """IC@N with each user left out in turn: ``(n_users, len(ns))``.
+
+    Leaving user ``u`` out uncovers exactly the items of its top ``N`` that no other
+    user lists: with ``A_N`` the binary users x items incidence and ``c = 1^T A_N`` the
+    number of users listing each item, ``IC_(u) = IC - (A_N 1[c = 1])_u / |I|``.
+    """
+    n_users = top_items.shape[0]
+    n_codes = int(top_items.max(initial=-1)) + 1
+    out = np.empty((n_users, len(ns)))
+    if n_codes == 0:
+        out[:] = 0.0
+        return out
+    for j, c in enumerate(ns):
+        block = top_items[:, :c]
+        rows, cols = np.nonzero(block >= 0)
+        a = sp.csr_matrix((np.ones(rows.size), (rows, block[rows, cols])),
+                          shape=(n_users, n_codes))
+        a.sum_duplicates()
+        a.data[:] = 1.0
+        holders = np.asarray(a.sum(axis=0)).ravel()
+        alone = a @ (holders == 1).astype(np.float64)
+        out[:, j] = (np.count_nonzero(holders) - alone) / n_items
+    return out
