@@ -19,7 +19,7 @@ tail shape, planted gap ``rd`` and number of users. Truth:
 Every estimate and CI is ``evaluate``'s own (``train=`` given, so its stratified user
 bootstrap of 200 resamples gives the popularity section's CIs too). Per cell: bias =
 mean(estimate - truth) with its Monte-Carlo s.e. sd / sqrt(REPS), RMSE, coverage of
-``evaluate``'s 95 % CI (RD, NRD, IB: BCa since decision 203, percentile before; in
+``evaluate``'s 95 % CI (RD, NRD, IB: BCa since decision 211, percentile before; in
 the popularity section the rule of its ``ci_rule``) with sqrt(c (1 - c) / REPS),
 pooled over the cells in ``summary``, the median CI width and the share of CIs that
 hold all of [0, 1] (a folded PopRSP/PopREO interval at its limit, which covers
