@@ -567,13 +567,14 @@ def topn_command(
     """Top-N positional bias: does the rank an item receives depend on its prompt
     position? (Spearman position-rank statistic, within-query permutation test, mean
     rank by position, rank bias RB, top-1 PB.)"""
+    from .._read import check_file, check_ids
     from .._read import read_table as read_file
     from ..positional import topn_bias
 
-    if not table.is_file():
-        raise InputError(f"{table}: no such file")
     what = "evaluations table" if from_choice_probs else "rankings table"
+    check_file(table, what, missing="{path}: no such file")
     data = read_file(table, what=what, dtype={"query_id": str, "order": str})
+    check_ids(data, ("query_id", "model"), path=table, what=what)
     if by is not None:
         if "model" not in data.columns:
             raise InputError("`--by`: the table has no `model` column")
