@@ -28,6 +28,7 @@ from .._config_schema import (
     get_table,
     int_list,
 )
+from .._read import file_sha256
 from .._toml import read_toml
 from ..exceptions import ConfigError, InputError
 from ..llm._types import Backend
@@ -292,12 +293,6 @@ def _strip_operational(value: Any) -> Any:
     return value
 
 
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(2**20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 #: Model files larger than this are identified by their size and first and last MiB
@@ -338,9 +333,11 @@ def config_identity(cfg: AuditConfig) -> dict[str, Any]:
     data = _strip_operational(config_to_dict(cfg))
     data["catalog"].pop("path", None)
     if cfg.queries.file is not None:
-        data["queries"]["file"] = {"sha256": _file_sha256(cfg.queries.file)}
+        data["queries"]["file"] = {"sha256": file_sha256(cfg.queries.file,
+                                                         what="query file")}
     if cfg.prompt.template is not None:
-        data["prompt"]["template"] = {"sha256": _file_sha256(cfg.prompt.template)}
+        data["prompt"]["template"] = {"sha256": file_sha256(cfg.prompt.template,
+                                                            what="prompt template")}
     if cfg.retrieval.model is not None:
         data["retrieval"]["model"] = {"fingerprint": _model_fingerprint(cfg.retrieval.model)}
     for entry, model in zip(data["models"], cfg.models, strict=True):

@@ -204,6 +204,10 @@ def evaluate_command(
         raise InputError(POPULARITY_GROUPS_NEED_TRAIN_MSG)
     if per_user is not None and per_user.suffix.lower() not in PER_USER_SUFFIXES:
         raise InputError(PER_USER_SUFFIX_MSG.format(path=per_user))
+    if per_user is not None:
+        from .._io import check_output
+
+        check_output(per_user, what="`--per-user` file", example="per_user.csv")
     used_protocol = _protocol_iv(None if protocol is None else parse_protocol(protocol),
                                  candidates)
     attributes = [a.strip() for a in attribute.split(",")]
@@ -239,15 +243,20 @@ def evaluate_command(
 
 def _write_per_user(result: FairnessEvaluation, path: Path) -> None:
     """``result.per_user`` as CSV or Parquet (by the suffix), written atomically."""
-    from .._io import write_atomic
+    from .._io import MSG_CANNOT_WRITE, write_atomic
+    from .._read import one_line
 
     table = result.per_user
     if table is None:  # only an evaluation read back from JSON has no rows
         return
-    if path.suffix.lower() == ".parquet":
-        write_atomic(path, lambda p: table.to_parquet(p, index=False))
-    else:
-        write_atomic(path, lambda p: table.to_csv(p, index=False))
+    try:
+        if path.suffix.lower() == ".parquet":
+            write_atomic(path, lambda p: table.to_parquet(p, index=False))
+        else:
+            write_atomic(path, lambda p: table.to_csv(p, index=False))
+    except OSError as exc:  # no permission, a missing folder, a full disk
+        raise InputError(MSG_CANNOT_WRITE.format(what="`--per-user` file", path=path,
+                                                 error=one_line(exc))) from None
 
 
 @app.command("run")
