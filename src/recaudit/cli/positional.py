@@ -5,7 +5,6 @@ Thin: each command parses its options, calls :mod:`recaudit.positional` and prin
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -511,7 +510,7 @@ MSG_TOPN_NO_PROBS = (
 )
 MSG_TOPN_BAD_PROBS = (
     "{path}: data row {row}, column `choice_probs`: {value!r} is not a JSON list of "
-    "numbers"
+    "numbers: non-negative probabilities summing to 1, as `analyze --exact` requires"
 )
 MSG_TOPN_NO_MODEL = "`--by {model}`: no row of {path} has `model` = {model!r}"
 
@@ -522,6 +521,7 @@ def _rankings_from_probs(data: Any, path: Path) -> Any:
     import pandas as pd
 
     from ..llm._ranking import ranking_from_choice_probs
+    from ..positional._exact import choice_probs_vector
 
     if "choice_probs" not in data.columns:
         raise InputError(MSG_TOPN_NO_PROBS_COLUMN.format(path=path))
@@ -532,9 +532,8 @@ def _rankings_from_probs(data: Any, path: Path) -> Any:
             rankings.append("")
             continue
         try:
-            vector = json.loads(p) if isinstance(p, str) else list(p)
-            ranking = ranking_from_choice_probs(vector)
-        except (TypeError, ValueError):
+            ranking = ranking_from_choice_probs(choice_probs_vector(p, row=row).tolist())
+        except InputError:
             raise InputError(MSG_TOPN_BAD_PROBS.format(path=path, row=row,
                                                        value=p)) from None
         rankings.append(" ".join(map(str, ranking)))
