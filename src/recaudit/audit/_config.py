@@ -28,6 +28,7 @@ from .._config_schema import (
     get_table,
     int_list,
 )
+from .._limits import check_audit_plan, check_delay
 from .._read import file_sha256
 from .._toml import read_toml
 from ..exceptions import ConfigError, InputError
@@ -251,8 +252,25 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path) -> AuditConfig:
     return cfg
 
 
+def _check_size(cfg: AuditConfig) -> None:
+    """The plan must fit in memory and a simulated delay in a month
+    (:mod:`recaudit._limits`), before anything the settings size is built."""
+    n_queries = cfg.queries.n if cfg.queries.n is not None else 1  # a file: its rows
+    cells = len(cfg.models) * len(cfg.temperatures) * len(cfg.conditions)
+    total = check_audit_plan(n_queries=n_queries, ks=cfg.retrieval.k, kind=cfg.design.kind,
+                             n_perms=cfg.design.n_perms,
+                             samples_per_order=cfg.design.samples_per_order, cells=cells,
+                             error=ConfigError)
+    for model in cfg.models:
+        delay = getattr(model.params, "delay_s", 0.0)
+        if delay:
+            check_delay(f"`models.{model.name}.delay_s`", delay, n_evaluations=total,
+                        concurrency=cfg.concurrency, error=ConfigError)
+
+
 def _check_design(cfg: AuditConfig) -> None:
     """The design must fit every k, and simulated position weights their k."""
+    _check_size(cfg)
     for k in cfg.retrieval.k:
         try:
             design_orders(cfg.design.kind, k, cfg.design.n_perms, rng=0)

@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from .._limits import check_analysis_sizes
 from .._stats import Estimate, as_generator
 from ..exceptions import InputError
 from ._analysis_json import exact_fields
@@ -330,6 +331,8 @@ def analyze_exact(
     Blackwell, D. (1947). Conditional expectation and unbiased sequential estimation.
     """
     ev, opts = _analyze_exact_iv(data, options)
+    check_analysis_sizes(n_resamples=0, n_boot=opts.n_boot, spb_repeats=opts.spb_repeats,
+                         n_evaluations=ev.n_evaluations, n_queries=ev.n_queries, k=ev.k)
     alpha, epsilon, n_boot = opts.alpha, opts.epsilon, opts.n_boot
     confidence_level, spb_repeats = opts.confidence_level, opts.spb_repeats
     gen = as_generator(rng)

@@ -11,6 +11,7 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from .._limits import SIMULATION_BATCH, check_simulation
 from .._stats import as_generator, binomial_interval, monte_carlo_pvalue
 from ..exceptions import InputError
 from ._evaluations import Evaluations
@@ -33,7 +34,7 @@ MSG_ICM_CANNOT_REJECT = (
 )
 
 _MAX_K_CODED = 20  # 20! < 2**63: larger k is simulated by simulate_evaluations
-_BATCH_EVALUATIONS = 1_000_000  # evaluations simulated per batch of replications
+_BATCH_EVALUATIONS = SIMULATION_BATCH  # evaluations simulated per batch of replications
 
 
 def simulate_evaluations(
@@ -184,6 +185,8 @@ def power_study(
     ks, qs, pbs, reps, alpha, tests = _power_study_iv(k, queries, perms, p_bias, reps, alpha, tests)
     if "pob_icm" in tests:
         _can_reject_iv(n_resamples, alpha)
+    check_simulation(ks=ks, queries=qs, perms=perms, reps=reps,
+                     n_resamples=n_resamples if "pob_icm" in tests else 0)
     if "pob_unbp" in tests and min(qs) < 2:
         raise InputError(MSG_TWO_QUERIES.format(n=min(qs)))
     gen = as_generator(rng)
