@@ -38,9 +38,24 @@ __all__ = [
     "MSG_TIME",
     "PLAN_BYTES_PER_CANDIDATE",
     "PLAN_BYTES_PER_EVALUATION",
+    "N_BOOT",
+    "N_RESAMPLES",
+    "SIMULATION_BATCH",
+    "SPB_REPEATS",
     "STEPS_PER_SECOND",
     "available_memory",
+    "check_analysis_options",
+    "check_analysis_sizes",
+    "check_audit_plan",
+    "check_delay",
+    "check_fairness_options",
+    "check_fairness_sizes",
+    "check_fairness_study",
+    "check_replicates",
+    "check_simulation",
+    "check_topn_sizes",
     "largest_within",
+    "orders_per_query",
     "require_memory",
     "require_memory_jointly",
     "require_time",
@@ -268,6 +283,16 @@ def check_fairness_options(*, n: Sequence[int], n_boot: int, n_resamples: int) -
                    what="the bootstrap replicates, at least 8 bytes a resample")
     require_memory(N_RESAMPLES, n_resamples, lambda b: FLOAT_BYTES * b,
                    what="the permutation null, at least 8 bytes a resample")
+
+
+def check_fairness_study(*, n: Sequence[int], list_length: int, n_boot: int,
+                         n_resamples: int) -> None:
+    """Data-free bounds of a fairness study's ``[study]`` table: the evaluation's
+    (:func:`check_fairness_options`) and the top-``list_length`` lists every model
+    writes (8 bytes an item a user)."""
+    check_fairness_options(n=n, n_boot=n_boot, n_resamples=n_resamples)
+    require_memory("`study.list_length`", list_length, lambda m: FLOAT_BYTES * m,
+                   what="the top list of one user, 8 bytes an item")
 
 
 def check_fairness_sizes(*, n_max: int, n_users: int) -> None:
