@@ -332,7 +332,8 @@ def analyze_exact(
     """
     ev, opts = _analyze_exact_iv(data, options)
     check_analysis_sizes(n_resamples=0, n_boot=opts.n_boot, spb_repeats=opts.spb_repeats,
-                         n_evaluations=ev.n_evaluations, n_queries=ev.n_queries, k=ev.k)
+                         n_evaluations=ev.n_evaluations, n_queries=ev.n_queries, k=ev.k,
+                         spb_block=False)  # exact sPB loops over its repeats
     alpha, epsilon, n_boot = opts.alpha, opts.epsilon, opts.n_boot
     confidence_level, spb_repeats = opts.confidence_level, opts.spb_repeats
     gen = as_generator(rng)
