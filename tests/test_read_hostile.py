@@ -91,6 +91,9 @@ def test_folders_and_fifos_are_said_to_be_what_they_are(tmp_path: Path) -> None:
         R.read_table(fifo, what="tbl")
     with pytest.raises(InputError, match="tbl not found"):
         R.read_json(tmp_path / "absent.json", what="tbl")
+    with pytest.raises(ConfigError, match=_msg(R.MSG_IS_DIRECTORY, what="config file",
+                                               path=tmp_path)):
+        R.read_toml(tmp_path)
 
 
 def test_documents_nested_too_deep(tmp_path: Path) -> None:

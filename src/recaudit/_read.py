@@ -508,9 +508,7 @@ def read_json(path: str | Path, *, what: str) -> Any:
 def read_toml(path: str | Path, *, what: str = "config file") -> dict[str, Any]:
     """A TOML document; every failure (missing file, bytes that are not UTF-8,
     invalid TOML) is a :class:`~recaudit.exceptions.ConfigError` naming the file."""
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(MSG_NOT_FOUND.format(what=what, path=p))
+    p = check_file(path, what, error=ConfigError)
     try:
         text = read_text(p, what=what)
     except InputError as exc:
