@@ -69,12 +69,15 @@ def test_control_characters_in_ids(tmp_path: Path) -> None:
 
 
 def test_integer_ids_spelt_two_ways() -> None:
-    a = pd.DataFrame({"item_id": ["12.0", "13.0", "x"]})
+    a = pd.DataFrame({"item_id": ["x", "13.0", "12.0"]})
     b = pd.DataFrame({"item_id": ["12", "13", "x"]})
     with pytest.raises(InputError, match=_msg(
             R.MSG_ID_SPELLING, what_a="A", path_a="a.csv", what_b="B", path_b="b.csv",
-            column="item_id", value_a="12.0", value_b="12", n=2)):
+            column="item_id", value_a="12.0", value_b="12", row_a=3, row_b=1, n=2)):
         R.check_id_spelling([("A", "a.csv", a), ("B", "b.csv", b)], ["item_id"])
+    # a file writing 12 both ways shares the spelling `12` with the other: it joins
+    both = pd.DataFrame({"item_id": ["12", "12.0"]})
+    R.check_id_spelling([("A", "a.csv", both), ("B", "b.csv", b)], ["item_id"])
     # the same spelling, words, or a column one file lacks: nothing to say
     R.check_id_spelling([("A", "a.csv", b), ("B", "b.csv", b.copy())], ["item_id"])
     R.check_id_spelling([("A", "a.csv", a), ("B", "b.csv", b.rename(columns=str.upper))],

@@ -122,10 +122,10 @@ MSG_CONTROL_ID = (
     "same); remove it"
 )
 MSG_ID_SPELLING = (
-    "{what_a} {path_a} writes {column} {value_a!r} where {what_b} {path_b} writes "
-    "{value_b!r} ({n} ids match only when read as numbers, so the files would seem to "
-    "share none of them); write the ids the same way in every file (e.g. re-export "
-    "without the '.0' a float column adds)"
+    "{what_a} {path_a} writes {column} {value_a!r} (data row {row_a}) where {what_b} "
+    "{path_b} writes {value_b!r} (data row {row_b}); {n} ids match only when read as "
+    "numbers, so they would not join (every metric of them 0); write the ids the same "
+    "way in every file (e.g. re-export without the '.0' a float column adds)"
 )
 MSG_TOO_DEEP = (
     "{what} {path} is nested deeper than its reader follows (more than about {depth} "
@@ -587,25 +587,39 @@ def check_id_spelling(tables: Sequence[tuple[str, str | Path, pd.DataFrame]],
     (:data:`MSG_ID_SPELLING`). Ids are compared as strings (``str`` of each value).
     """
     for column in columns:
-        present = [(what, path, _distinct_text(frame[column]))
+        present = [(what, path, frame[column], _spellings(frame[column]))
                    for what, path, frame in tables if column in frame.columns]
-        for i, (what_a, path_a, ids_a) in enumerate(present):
-            for what_b, path_b, ids_b in present[i + 1:]:
-                _compare_spelling(column, (what_a, path_a, ids_a), (what_b, path_b, ids_b))
+        for i, a in enumerate(present):
+            for b in present[i + 1:]:
+                _compare_spelling(column, a, b)
 
 
-def _distinct_text(values: pd.Series) -> set[str]:
-    return {str(v) for v in values.dropna().unique()}
+def _spellings(values: pd.Series) -> dict[str, set[str]]:
+    """Each integer id of ``values`` -> the ways it is written."""
+    out: dict[str, set[str]] = {}
+    for v in values.dropna().unique():
+        text = str(v)
+        n = _as_integer(text)
+        if n is not None:
+            out.setdefault(n, set()).add(text)
+    return out
 
 
-def _compare_spelling(column: str, a: tuple[str, str | Path, set[str]],
-                      b: tuple[str, str | Path, set[str]]) -> None:
-    as_int_a = {n: v for v in a[2] if (n := _as_integer(v)) is not None}
-    as_int_b = {n: v for v in b[2] if (n := _as_integer(v)) is not None}
-    only_as_int = [n for n in as_int_a.keys() & as_int_b.keys() if as_int_a[n] != as_int_b[n]]
+def _first_row(values: pd.Series, text: str) -> int:
+    """The data row (from 1) of the first value written ``text``."""
+    return int((values.astype(str) == text).to_numpy().argmax()) + 1
+
+
+def _compare_spelling(column: str,
+                      a: tuple[str, str | Path, pd.Series, dict[str, set[str]]],
+                      b: tuple[str, str | Path, pd.Series, dict[str, set[str]]]) -> None:
+    # an integer written in both files, never the same way in both
+    only_as_int = [n for n in a[3].keys() & b[3].keys() if not a[3][n] & b[3][n]]
     if not only_as_int:
         return
     n = min(only_as_int, key=lambda t: (len(t), t))
+    value_a, value_b = min(a[3][n]), min(b[3][n])
     raise InputError(MSG_ID_SPELLING.format(
         what_a=a[0], path_a=a[1], what_b=b[0], path_b=b[1], column=column,
-        value_a=as_int_a[n], value_b=as_int_b[n], n=len(only_as_int)))
+        value_a=value_a, value_b=value_b, row_a=_first_row(a[2], value_a),
+        row_b=_first_row(b[2], value_b), n=len(only_as_int)))
