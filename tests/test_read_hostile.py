@@ -59,6 +59,17 @@ def test_a_header_written_twice(tmp_path: Path) -> None:
         R.read_table(q, what="tbl")
 
 
+def test_a_json_line_naming_a_key_twice(tmp_path: Path) -> None:
+    """The JSON Lines twin of a repeated header (a catalog or query file)."""
+    p = tmp_path / "c.jsonl"
+    p.write_text('{"id": "a", "title": "t"}\n\n{"id": "b", "title": "u", "id": "c"}\n')
+    with pytest.raises(InputError, match=_msg(R.MSG_DUPLICATE_KEY, what="catalog", path=p,
+                                              row=2, line=3, key="id")):
+        R.read_jsonl(p, what="catalog")
+    p.write_text('{"id": "a", "meta": {"x": 1}}\n')
+    assert R.read_jsonl(p, what="catalog") == [{"id": "a", "meta": {"x": 1}}]
+
+
 def test_control_characters_in_ids(tmp_path: Path) -> None:
     frame = pd.DataFrame({"model": ["m", "m\x1bx"], "text": ["ok\tok", "x"]})
     with pytest.raises(InputError, match=r"data row 2, column 'model': the id 'm\\x1bx' "

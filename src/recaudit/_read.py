@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # pandas is imported by the readers that build a table
 __all__ = [
     "MSG_CONTROL_ID",
     "MSG_DUPLICATE_HEADER",
+    "MSG_DUPLICATE_KEY",
     "MSG_EMPTY_FILE",
     "MSG_ID_SPELLING",
     "MSG_IS_DIRECTORY",
@@ -110,6 +111,10 @@ MSG_NOT_REGULAR = (
 MSG_DUPLICATE_HEADER = (
     "{what} {path}: the header names column {column!r} twice (columns {first} and "
     "{second}); rename or remove one (a reader would silently take the first)"
+)
+MSG_DUPLICATE_KEY = (
+    "{what} {path}: data row {row} (file line {line}) names key {key!r} twice; remove one "
+    "(a reader would silently keep the last)"
 )
 MSG_NUL = (
     "{what} {path}: a NUL byte (\\x00) in data row {row} (file line {line}){column}; a "
@@ -460,8 +465,11 @@ def read_jsonl(path: str | Path, *, what: str) -> list[dict[str, Any]]:
             continue
         row = len(records) + 1
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, object_pairs_hook=_unique_keys)
             found = find_surrogate(obj)
+        except _RepeatedKey as exc:
+            raise InputError(MSG_DUPLICATE_KEY.format(what=what, path=p, row=row, line=line_no,
+                                                      key=exc.key)) from None
         except ValueError as exc:
             raise InputError(MSG_JSON_LINE.format(what=what, path=p, row=row, line=line_no,
                                                   error=one_line(exc))) from None
@@ -479,6 +487,25 @@ def read_jsonl(path: str | Path, *, what: str) -> list[dict[str, Any]]:
     if not records:
         raise InputError(MSG_EMPTY_JSONL.format(what=what, path=p))
     return records
+
+
+class _RepeatedKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's dict; a key written twice is refused (``json`` keeps the last:
+    the JSON Lines twin of a header naming a column twice)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(key)
+            seen.add(key)
+    return out
 
 
 def read_json(path: str | Path, *, what: str) -> Any:
