@@ -48,6 +48,7 @@ __all__ = [
     "check_analysis_sizes",
     "check_audit_plan",
     "check_delay",
+    "check_rate",
     "check_fairness_options",
     "check_fairness_sizes",
     "check_fairness_study",
@@ -401,6 +402,23 @@ MSG_DELAY = (
     "{concurrency} at a time); the longest run accepted is {limit}, so the largest "
     "delay is {largest:g} s"
 )
+
+
+MSG_RATE = (
+    "{setting} = {value:g} requests a second makes the run last at least {need} ({n:,} "
+    "evaluations); the longest run accepted is {limit}, so the smallest rate is "
+    "{smallest:g}"
+)
+
+
+def check_rate(setting: str, rate_per_s: float, *, n_evaluations: int,
+               error: type[InputError] = InputError) -> None:
+    """A request rate limit: the run lasts at least N / rate seconds."""
+    if rate_per_s > 0 and n_evaluations / rate_per_s > MAX_SECONDS:
+        raise error(MSG_RATE.format(setting=setting, value=rate_per_s,
+                                    need=_duration(n_evaluations / rate_per_s),
+                                    n=n_evaluations, limit=_duration(MAX_SECONDS),
+                                    smallest=n_evaluations / MAX_SECONDS))
 
 
 def check_delay(setting: str, delay_s: float, *, n_evaluations: int, concurrency: int,

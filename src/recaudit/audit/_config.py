@@ -28,7 +28,7 @@ from .._config_schema import (
     get_table,
     int_list,
 )
-from .._limits import check_audit_plan, check_delay
+from .._limits import check_audit_plan, check_delay, check_rate
 from .._read import file_sha256
 from .._toml import read_toml
 from ..exceptions import ConfigError, InputError
@@ -253,8 +253,8 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path) -> AuditConfig:
 
 
 def _check_size(cfg: AuditConfig) -> None:
-    """The plan must fit in memory and a simulated delay in a month
-    (:mod:`recaudit._limits`), before anything the settings size is built."""
+    """The plan must fit in memory, and a simulated delay or a rate limit must let it
+    end within a month (:mod:`recaudit._limits`), before anything is built."""
     n_queries = cfg.queries.n if cfg.queries.n is not None else 1  # a file: its rows
     cells = len(cfg.models) * len(cfg.temperatures) * len(cfg.conditions)
     total = check_audit_plan(n_queries=n_queries, ks=cfg.retrieval.k, kind=cfg.design.kind,
@@ -266,6 +266,10 @@ def _check_size(cfg: AuditConfig) -> None:
         if delay:
             check_delay(f"`models.{model.name}.delay_s`", delay, n_evaluations=total,
                         concurrency=cfg.concurrency, error=ConfigError)
+        rate = getattr(model.params, "rate_limit_per_s", None)
+        if rate:
+            check_rate(f"`models.{model.name}.rate_limit_per_s`", rate, n_evaluations=total,
+                       error=ConfigError)
 
 
 def _check_design(cfg: AuditConfig) -> None:
