@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=REPS)
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.1f} (cpus: {os.cpu_count()})")
-    power_study(k=[3], queries=[5], perms=3, p_bias=[0.5], reps=2, n_resamples=9, rng=0)  # JIT
+    power_study(k=[3], queries=[5], perms=3, p_bias=[0.5], reps=2, n_resamples=19, rng=0)  # JIT
     scale = REPS / args.reps
     total_wall = total_cpu = 0.0
     print(f"| k | queries | wall s ({args.reps} reps, 3 p_bias) | CPU s | wall s for 1,000 reps |")

@@ -11,7 +11,34 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["plain", "to_jsonable", "write_atomic", "write_bytes_atomic", "write_text_atomic"]
+__all__ = ["MSG_CANNOT_WRITE", "MSG_OUTPUT_IS_DIRECTORY", "MSG_OUTPUT_PARENT", "check_output",
+           "plain", "to_jsonable", "write_atomic", "write_bytes_atomic", "write_text_atomic"]
+
+
+MSG_OUTPUT_IS_DIRECTORY = (
+    "{what} {path} is a folder; give a file name (e.g. {example})"
+)
+MSG_OUTPUT_PARENT = "{what} {path}: {parent} is not a folder; give a path inside a folder"
+MSG_CANNOT_WRITE = "cannot write {what} {path}: {error}"
+
+
+def check_output(path: str | os.PathLike[str], *, what: str, example: str) -> Path:
+    """``path`` as a :class:`~pathlib.Path` if a file can be written there: not an
+    existing folder, and no ancestor that exists as a file; otherwise an
+    :class:`~recaudit.exceptions.InputError` naming it (``example``: a file name to
+    suggest, such as ``report.html``)."""
+    from .exceptions import InputError
+
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(MSG_OUTPUT_IS_DIRECTORY.format(what=what, path=p,
+                                                        example=p / example))
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InputError(MSG_OUTPUT_PARENT.format(what=what, path=p, parent=parent))
+            break
+    return p
 
 
 def write_atomic(path: str | os.PathLike[str], write: Callable[[Path], object]) -> None:

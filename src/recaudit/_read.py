@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import codecs
 import csv
+import hashlib
 import io
 import json
 import re
+import stat
+import sys
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,12 +38,25 @@ if TYPE_CHECKING:  # pandas is imported by the readers that build a table
     import pandas as pd
 
 __all__ = [
+    "MSG_CONTROL_ID",
+    "MSG_DUPLICATE_HEADER",
+    "MSG_DUPLICATE_KEY",
     "MSG_EMPTY_FILE",
+    "MSG_ID_SPELLING",
+    "MSG_IS_DIRECTORY",
+    "MSG_NOT_REGULAR",
+    "MSG_NUL",
+    "MSG_TOO_DEEP",
     "MSG_NOT_UTF8",
     "MSG_NO_ROWS",
     "MSG_PARQUET",
     "MSG_SURROGATE",
     "MSG_TABLE",
+    "check_file",
+    "check_header",
+    "check_id_spelling",
+    "check_ids",
+    "file_sha256",
     "find_surrogate",
     "one_line",
     "read_json",
@@ -87,6 +103,39 @@ MSG_JSON_SURROGATE = (
 )
 MSG_TOML = "{what} {path} is not valid TOML: {error}"
 MSG_UNREADABLE = "cannot read {what} {path}: {error}"
+MSG_IS_DIRECTORY = "{what} {path} is a folder, not a file; pass the file itself"
+MSG_NOT_REGULAR = (
+    "{what} {path} is a {kind}, not a regular file; save what it holds to a file and "
+    "pass that"
+)
+MSG_DUPLICATE_HEADER = (
+    "{what} {path}: the header names column {column!r} twice (columns {first} and "
+    "{second}); rename or remove one (a reader would silently take the first)"
+)
+MSG_DUPLICATE_KEY = (
+    "{what} {path}: data row {row} (file line {line}) names key {key!r} twice; remove one "
+    "(a reader would silently keep the last)"
+)
+MSG_NUL = (
+    "{what} {path}: a NUL byte (\\x00) in data row {row} (file line {line}){column}; a "
+    "value cannot hold one (the parser would cut the value there, so two different ids "
+    "could merge); remove it or re-export the file"
+)
+MSG_CONTROL_ID = (
+    "{what} {path}: data row {row}, column {column!r}: the id {value} holds the control "
+    "character {char}; an id cannot hold one (ids that differ by it would print the "
+    "same); remove it"
+)
+MSG_ID_SPELLING = (
+    "{what_a} {path_a} writes {column} {value_a!r} (data row {row_a}) where {what_b} "
+    "{path_b} writes {value_b!r} (data row {row_b}); {n} ids match only when read as "
+    "numbers, so they would not join (every metric of them 0); write the ids the same "
+    "way in every file (e.g. re-export without the '.0' a float column adds)"
+)
+MSG_TOO_DEEP = (
+    "{what} {path} is nested deeper than its reader follows (more than about {depth} "
+    "levels of lists or tables); no file recaudit reads is this deep: fix or regenerate it"
+)
 
 #: Longest third-party error text quoted in a message.
 _MAX_ERROR = 160
@@ -120,10 +169,51 @@ def find_surrogate(value: Any) -> tuple[str, str] | None:
     return None
 
 
+_KINDS = ((stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISSOCK, "socket"),
+          (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"))
+
+
+def check_file(path: str | Path, what: str, *, missing: str = MSG_NOT_FOUND,
+               error: type[InputError] = InputError) -> Path:
+    """``path`` if it is a regular file; otherwise an ``error`` saying what it is.
+
+    A missing path gets ``missing`` (formatted with ``what`` and ``path``: callers keep
+    their own wording), a folder :data:`MSG_IS_DIRECTORY`, a FIFO, socket or device
+    :data:`MSG_NOT_REGULAR` (reading a FIFO would block until a writer comes).
+    """
+    p = Path(path)
+    try:
+        mode = p.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        raise error(missing.format(what=what, path=p)) from None
+    except OSError as exc:  # a path too long, a loop of links, a folder without x
+        raise error(MSG_UNREADABLE.format(what=what, path=p, error=one_line(exc))) from None
+    if stat.S_ISREG(mode):
+        return p
+    if stat.S_ISDIR(mode):
+        raise error(MSG_IS_DIRECTORY.format(what=what, path=p))
+    kind = next((name for test, name in _KINDS if test(mode)), "special file")
+    raise error(MSG_NOT_REGULAR.format(what=what, path=p, kind=kind))
+
+
 def _check_file(path: Path, what: str) -> Path:
-    if not path.is_file():
-        raise InputError(MSG_NOT_FOUND.format(what=what, path=path))
-    return path
+    return check_file(path, what)
+
+
+def file_sha256(path: str | Path, *, what: str) -> str:
+    """The SHA-256 (hex) of a file's bytes, read in 1 MiB chunks; a missing,
+    special or unreadable file is an :class:`InputError` naming it (a file hashed to
+    identify a run goes through the same checks as a file read)."""
+    p = check_file(path, what)
+    h = hashlib.sha256()
+    try:
+        with p.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(2**20), b""):
+                h.update(chunk)
+    except OSError as exc:
+        raise InputError(MSG_UNREADABLE.format(what=what, path=p,
+                                               error=one_line(exc))) from None
+    return h.hexdigest()
 
 
 def _read_bytes(path: Path, what: str) -> bytes:
@@ -152,19 +242,68 @@ def _decode_message(path: Path, raw: bytes, exc: UnicodeDecodeError, what: str, 
     line = prefix.count("\n") + 1
     if sep is None:
         return MSG_NOT_UTF8_TEXT.format(what=what, path=path, line=line)
+    row, column = _locate(prefix, sep=sep, quoting=quoting)
+    if row == 0:  # the byte is in the header line
+        return MSG_NOT_UTF8_TEXT.format(what=what, path=path, line=line)
+    return MSG_NOT_UTF8.format(what=what, path=path, row=row, line=line, column=column)
+
+
+def _locate(prefix: str, *, sep: str, quoting: int) -> tuple[int, str]:
+    """Where a table's text ``prefix`` ends: ``(data row, ", column 'name'")`` (row 0:
+    the header line, without a column)."""
     try:  # a sentinel keeps the last (cut) field
-        records = list(csv.reader(io.StringIO(prefix + "\x00"), delimiter=sep,
+        records = list(csv.reader(io.StringIO(prefix + "\x01"), delimiter=sep,
                                   quoting=quoting))  # type: ignore[arg-type]
     except csv.Error:
         records = []
-    header = records[0] if records else []
-    row = max(len(records) - 1, 1)
-    field_index = len(records[-1]) - 1 if records else 0
-    column = f", column {header[field_index]!r}" if 0 <= field_index < len(header) \
-        and len(records) > 1 else ""
-    if len(records) <= 1:  # the byte is in the header line
-        return MSG_NOT_UTF8_TEXT.format(what=what, path=path, line=line)
-    return MSG_NOT_UTF8.format(what=what, path=path, row=row, line=line, column=column)
+    if len(records) <= 1:
+        return 0, ""
+    header = records[0]
+    field_index = len(records[-1]) - 1
+    column = f", column {header[field_index]!r}" if 0 <= field_index < len(header) else ""
+    return len(records) - 1, column
+
+
+def _refuse_nul(path: Path, what: str, *, sep: str, quoting: int) -> None:
+    """A NUL byte anywhere in a text table is refused, located by data row and column:
+    pandas' parser ends a value at a NUL, so ``m\\x00x`` would be read as ``m``."""
+    offset, seen = -1, 0
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(2**20), b""):
+            found = chunk.find(b"\x00")
+            if found >= 0:
+                offset = seen + found
+                break
+            seen += len(chunk)
+    if offset < 0:
+        return
+    with path.open("rb") as fh:
+        prefix = fh.read(offset).decode("utf-8-sig", errors="replace")
+    row, column = _locate(prefix, sep=sep, quoting=quoting)
+    raise InputError(MSG_NUL.format(what=what, path=path, row=row or "(the header)",
+                                    line=prefix.count("\n") + 1, column=column))
+
+
+def check_header(names: list[Any], path: Path, what: str) -> None:
+    """Refuse a header that names one column twice (:data:`MSG_DUPLICATE_HEADER`)."""
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names, start=1):
+        key = str(name)
+        if key in seen:
+            raise InputError(MSG_DUPLICATE_HEADER.format(what=what, path=path, column=key,
+                                                         first=seen[key], second=i))
+        seen[key] = i
+
+
+def _csv_header(path: Path, *, sep: str, quoting: int) -> list[str]:
+    """The first record of a text table as written (pandas renames a repeated name
+    ``x`` to ``x.1``, so the header is read again to see it)."""
+    try:
+        with path.open(encoding="utf-8-sig", errors="replace", newline="") as fh:
+            return next(csv.reader(fh, delimiter=sep, quoting=quoting),  # type: ignore[arg-type]
+                        [])
+    except (OSError, csv.Error):
+        return []
 
 
 #: Largest file whose undecodable byte is located by data row and column (a larger
@@ -253,12 +392,18 @@ def read_table(path: str | Path, *, what: str, sep: str | None = None,
     is_parquet = p.suffix.lower() in (".parquet", ".pq") if parquet is None else parquet
     if is_parquet:
         _check_file(p, what)
+        try:  # the schema first: a repeated column name fails pq.read_table obscurely
+            import pyarrow.parquet as pq
+
+            names = pq.read_schema(p).names
+        except Exception as exc:  # noqa: BLE001 -- pyarrow raises many types for one cause
+            raise InputError(MSG_PARQUET.format(
+                what=what, path=p, error=one_line(f"{type(exc).__name__}: {exc}"))) from None
+        check_header(names, p, what)
         try:
             # pyarrow checks UTF-8 only when strings become Python objects: pandas 2 does
             # that while reading, pandas 3 keeps them in Arrow and would fail later, at
             # first use; a full validation first refuses such a file under both
-            import pyarrow.parquet as pq
-
             pq.read_table(p).validate(full=True)
             frame = pd.read_parquet(p)
         except Exception as exc:  # noqa: BLE001 -- pyarrow raises many types for one cause
@@ -268,13 +413,14 @@ def read_table(path: str | Path, *, what: str, sep: str | None = None,
         _check_file(p, what)
         if sep is None:
             sep = "\t" if p.suffix.lower() in (".tsv", ".tab") else ","
+        quoting = int(csv_options.get("quoting", csv.QUOTE_MINIMAL))
+        _refuse_nul(p, what, sep=sep, quoting=quoting)
         # pandas streams the file (no copy of a multi-GB table in memory) and decodes it
         # strictly; only on a decoding error is the file scanned to locate the byte
         try:
             frame = pd.read_csv(p, sep=sep, dtype=dtype, encoding="utf-8-sig",
                                 **csv_options)
         except UnicodeDecodeError:
-            quoting = int(csv_options.get("quoting", csv.QUOTE_MINIMAL))
             raise InputError(_locate_bad_utf8(p, what, sep=sep, quoting=quoting)) from None
         except pd.errors.EmptyDataError:
             raise InputError(MSG_EMPTY_FILE.format(what=what, path=p)) from None
@@ -286,6 +432,9 @@ def read_table(path: str | Path, *, what: str, sep: str | None = None,
                 else f"{sep!r}-separated text"
             raise InputError(MSG_TABLE.format(what=what, path=p, kind=kind,
                                               error=one_line(exc))) from None
+        if csv_options.get("names") is None \
+                and csv_options.get("header", "infer") is not None:
+            check_header(_csv_header(p, sep=sep, quoting=quoting), p, what)
     if len(frame) == 0 and not allow_empty:
         raise InputError(MSG_NO_ROWS.format(what=what, path=p))
     return frame
@@ -316,14 +465,20 @@ def read_jsonl(path: str | Path, *, what: str) -> list[dict[str, Any]]:
             continue
         row = len(records) + 1
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, object_pairs_hook=_unique_keys)
+            found = find_surrogate(obj)
+        except _RepeatedKey as exc:
+            raise InputError(MSG_DUPLICATE_KEY.format(what=what, path=p, row=row, line=line_no,
+                                                      key=exc.key)) from None
         except ValueError as exc:
             raise InputError(MSG_JSON_LINE.format(what=what, path=p, row=row, line=line_no,
                                                   error=one_line(exc))) from None
+        except RecursionError:
+            raise InputError(MSG_TOO_DEEP.format(what=what, path=p,
+                                                 depth=_max_depth())) from None
         if not isinstance(obj, dict):
             raise InputError(MSG_JSON_LINE.format(what=what, path=p, row=row, line=line_no,
                                                   error=f"a JSON {type(obj).__name__}"))
-        found = find_surrogate(obj)
         if found is not None:
             column = f", {found[1]}" if found[1] else ""
             raise InputError(MSG_SURROGATE.format(what=what, path=p, row=row,
@@ -332,6 +487,25 @@ def read_jsonl(path: str | Path, *, what: str) -> list[dict[str, Any]]:
     if not records:
         raise InputError(MSG_EMPTY_JSONL.format(what=what, path=p))
     return records
+
+
+class _RepeatedKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's dict; a key written twice is refused (``json`` keeps the last:
+    the JSON Lines twin of a header naming a column twice)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(key)
+            seen.add(key)
+    return out
 
 
 def read_json(path: str | Path, *, what: str) -> Any:
@@ -346,9 +520,12 @@ def read_json(path: str | Path, *, what: str) -> Any:
     text = read_text(p, what=what)
     try:
         data = json.loads(text)
+        found = find_surrogate(data)
     except ValueError as exc:
         raise InputError(MSG_JSON.format(path=p, what=what, error=one_line(exc))) from None
-    found = find_surrogate(data)
+    except RecursionError:  # json's scanner recurses once per level
+        raise InputError(MSG_TOO_DEEP.format(what=what, path=p,
+                                             depth=_max_depth())) from None
     if found is not None:
         raise InputError(MSG_JSON_SURROGATE.format(path=p, what=what, escape=found[0],
                                                    where=found[1] or "the top level"))
@@ -358,9 +535,7 @@ def read_json(path: str | Path, *, what: str) -> Any:
 def read_toml(path: str | Path, *, what: str = "config file") -> dict[str, Any]:
     """A TOML document; every failure (missing file, bytes that are not UTF-8,
     invalid TOML) is a :class:`~recaudit.exceptions.ConfigError` naming the file."""
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(MSG_NOT_FOUND.format(what=what, path=p))
+    p = check_file(path, what, error=ConfigError)
     try:
         text = read_text(p, what=what)
     except InputError as exc:
@@ -369,3 +544,109 @@ def read_toml(path: str | Path, *, what: str = "config file") -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(MSG_TOML.format(what=what, path=p, error=one_line(exc))) from None
+    except RecursionError:  # tomllib parses nested arrays and inline tables recursively
+        raise ConfigError(MSG_TOO_DEEP.format(what=what, path=p,
+                                              depth=_max_depth())) from None
+
+
+def _max_depth() -> int:
+    """About how deep a document the recursive parsers follow (Python's recursion
+    limit, less the frames of the caller)."""
+    return max(sys.getrecursionlimit() - 100, 100)
+
+
+#: Control characters (Unicode category Cc: C0, DEL, C1) refused in an id.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_CONTROL_NAMES = {"\x00": "NUL", "\t": "tab", "\n": "line feed", "\r": "carriage return",
+                  "\x1b": "escape", "\x7f": "delete"}
+
+
+def check_ids(frame: pd.DataFrame, columns: Iterable[str], *, path: str | Path,
+              what: str) -> None:
+    """Refuse an id holding a control character (NUL, tab, newline, escape, DEL, ...)
+    in the ``columns`` of ``frame`` that exist, naming the file, data row (from 1)
+    and column (:data:`MSG_CONTROL_ID`).
+
+    Ids such as ``m\\x00x`` and ``m`` print alike and some tools cut a value at a
+    NUL, so two different models, users or items would seem to merge; an id never
+    needs one. Only string values are looked at (numbers and missing values pass).
+    """
+    for column in columns:
+        if column not in frame.columns:
+            continue
+        values = frame[column]
+        if values.dtype.kind in "biuf":
+            continue
+        text = values.astype(object).map(lambda v: isinstance(v, str)
+                                         and _CONTROL.search(v) is not None)
+        hits = text.to_numpy(dtype=bool)
+        if not hits.any():
+            continue
+        index = int(hits.argmax())
+        value = str(values.iloc[index])
+        char = _CONTROL.search(value).group()  # type: ignore[union-attr]
+        name = _CONTROL_NAMES.get(char, f"U+{ord(char):04X}")
+        raise InputError(MSG_CONTROL_ID.format(
+            what=what, path=path, row=index + 1, column=column,
+            value=one_line(ascii(value), 60), char=f"{ascii(char)} ({name})"))
+
+
+_INTEGER = re.compile(r"[+-]?\d+(?:\.0*)?")
+
+
+def _as_integer(value: str) -> str | None:
+    """``value``'s integer spelled plainly (``"12.0"``, ``"012"``, ``"+12"`` -> ``"12"``),
+    or ``None`` for an id that is not an integer."""
+    text = value.strip()
+    if len(text) > 40 or _INTEGER.fullmatch(text) is None:
+        return None
+    return str(int(text.split(".")[0]))
+
+
+def check_id_spelling(tables: Sequence[tuple[str, str | Path, pd.DataFrame]],
+                      columns: Iterable[str]) -> None:
+    """Refuse two files that write the same integer id two ways (``12.0`` and ``12``).
+
+    For each of ``columns`` and each pair of ``(what, path, frame)`` holding it, the
+    distinct ids are compared as written and as integers (:func:`_as_integer`); when
+    more pairs match as integers than as written, the ids would silently fail to join
+    (every metric 0), so the first such pair of spellings is named
+    (:data:`MSG_ID_SPELLING`). Ids are compared as strings (``str`` of each value).
+    """
+    for column in columns:
+        present = [(what, path, frame[column], _spellings(frame[column]))
+                   for what, path, frame in tables if column in frame.columns]
+        for i, a in enumerate(present):
+            for b in present[i + 1:]:
+                _compare_spelling(column, a, b)
+
+
+def _spellings(values: pd.Series) -> dict[str, set[str]]:
+    """Each integer id of ``values`` -> the ways it is written."""
+    out: dict[str, set[str]] = {}
+    for v in values.dropna().unique():
+        text = str(v)
+        n = _as_integer(text)
+        if n is not None:
+            out.setdefault(n, set()).add(text)
+    return out
+
+
+def _first_row(values: pd.Series, text: str) -> int:
+    """The data row (from 1) of the first value written ``text``."""
+    return int((values.astype(str) == text).to_numpy().argmax()) + 1
+
+
+def _compare_spelling(column: str,
+                      a: tuple[str, str | Path, pd.Series, dict[str, set[str]]],
+                      b: tuple[str, str | Path, pd.Series, dict[str, set[str]]]) -> None:
+    # an integer written in both files, never the same way in both
+    only_as_int = [n for n in a[3].keys() & b[3].keys() if not a[3][n] & b[3][n]]
+    if not only_as_int:
+        return
+    n = min(only_as_int, key=lambda t: (len(t), t))
+    value_a, value_b = min(a[3][n]), min(b[3][n])
+    raise InputError(MSG_ID_SPELLING.format(
+        what_a=a[0], path_a=a[1], what_b=b[0], path_b=b[1], column=column,
+        value_a=value_a, value_b=value_b, row_a=_first_row(a[2], value_a),
+        row_b=_first_row(b[2], value_b), n=len(only_as_int)))

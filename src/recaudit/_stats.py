@@ -117,6 +117,9 @@ class Estimate:
         return cls(number(obj, "value", what), ci)
 
 
+MSG_SEED = "the seed (`--seed`, `seed`) must be an integer >= 0, got {value!r}"
+
+
 def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
     """Return a :class:`numpy.random.Generator` (never touches global state).
 
@@ -125,6 +128,8 @@ def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
     """
     if isinstance(rng, np.random.Generator):
         return rng
+    if isinstance(rng, int | np.integer) and not isinstance(rng, bool) and rng < 0:
+        raise InputError(MSG_SEED.format(value=rng))
     if rng is None or isinstance(rng, int | np.integer):
         return np.random.default_rng(rng)
     raise InputError(

@@ -124,5 +124,5 @@ def test_power_study_icm_matches_pob_icm_in_law() -> None:
 def test_power_study_unbp_needs_two_queries() -> None:
     with pytest.raises(InputError, match=re.escape(_unbp.MSG_TWO_QUERIES.format(n=1))):
         power_study(k=[3], queries=[1, 5], perms=3, reps=2)
-    rows = power_study(k=[3], queries=[1], perms=3, reps=2, tests=["pob_icm"], n_resamples=9).rows
+    rows = power_study(k=[3], queries=[1], perms=3, reps=2, tests=["pob_icm"], n_resamples=19).rows
     assert len(rows) == 3

@@ -37,9 +37,12 @@ def completed(path: Path) -> int:
         return 0
 
 
-@pytest.mark.parametrize("quiet", [True, False])
+@pytest.mark.parametrize(("quiet", "sig", "code"), [
+    (True, signal.SIGINT, 130), (False, signal.SIGINT, 130), (True, signal.SIGTERM, 143)],
+    ids=["SIGINT-quiet", "SIGINT", "SIGTERM-quiet"])
 def test_ctrl_c_says_what_is_journaled_and_how_to_continue(tmp_path, retriever, emb_cache,
-                                                           quiet) -> None:
+                                                           quiet, sig, code) -> None:
+    """SIGTERM (``kill``) takes Ctrl-C's path: the same message, exit 128 + 15."""
     # 0.1 s per evaluation, 2 at a time: 8 s for the 160, so a loaded machine still
     # signals the run before it ends (at 0.04 s it once finished first under load)
     config = write_config(tmp_path, cache_dir=emb_cache, n_queries=10, n_perms=16,
@@ -53,9 +56,9 @@ def test_ctrl_c_says_what_is_journaled_and_how_to_continue(tmp_path, retriever, 
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "the runner made no progress"
         time.sleep(0.02)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
+    assert proc.returncode == code, err
     assert "Traceback" not in err, err
     done = completed(journal)
     assert 20 <= done < 160

@@ -28,6 +28,8 @@ from .._config_schema import (
     get_table,
     int_list,
 )
+from .._limits import check_audit_plan, check_delay, check_rate
+from .._read import file_sha256
 from .._toml import read_toml
 from ..exceptions import ConfigError, InputError
 from ..llm._types import Backend
@@ -252,8 +254,29 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path) -> AuditConfig:
     return cfg
 
 
+def _check_size(cfg: AuditConfig) -> None:
+    """The plan must fit in memory, and a simulated delay or a rate limit must let it
+    end within a month (:mod:`recaudit._limits`), before anything is built."""
+    n_queries = cfg.queries.n if cfg.queries.n is not None else 1  # a file: its rows
+    cells = len(cfg.models) * len(cfg.temperatures) * len(cfg.conditions)
+    total = check_audit_plan(n_queries=n_queries, ks=cfg.retrieval.k, kind=cfg.design.kind,
+                             n_perms=cfg.design.n_perms,
+                             samples_per_order=cfg.design.samples_per_order, cells=cells,
+                             error=ConfigError)
+    for model in cfg.models:
+        delay = getattr(model.params, "delay_s", 0.0)
+        if delay:
+            check_delay(f"`models.{model.name}.delay_s`", delay, n_evaluations=total,
+                        concurrency=cfg.concurrency, error=ConfigError)
+        rate = getattr(model.params, "rate_limit_per_s", None)
+        if rate:
+            check_rate(f"`models.{model.name}.rate_limit_per_s`", rate, n_evaluations=total,
+                       error=ConfigError)
+
+
 def _check_design(cfg: AuditConfig) -> None:
     """The design must fit every k, and simulated position weights their k."""
+    _check_size(cfg)
     for k in cfg.retrieval.k:
         try:
             design_orders(cfg.design.kind, k, cfg.design.n_perms, rng=0)
@@ -294,12 +317,6 @@ def _strip_operational(value: Any) -> Any:
     return value
 
 
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(2**20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 #: Model files larger than this are identified by their size and first and last MiB
@@ -340,9 +357,11 @@ def config_identity(cfg: AuditConfig) -> dict[str, Any]:
     data = _strip_operational(config_to_dict(cfg))
     data["catalog"].pop("path", None)
     if cfg.queries.file is not None:
-        data["queries"]["file"] = {"sha256": _file_sha256(cfg.queries.file)}
+        data["queries"]["file"] = {"sha256": file_sha256(cfg.queries.file,
+                                                         what="query file")}
     if cfg.prompt.template is not None:
-        data["prompt"]["template"] = {"sha256": _file_sha256(cfg.prompt.template)}
+        data["prompt"]["template"] = {"sha256": file_sha256(cfg.prompt.template,
+                                                            what="prompt template")}
     if cfg.retrieval.model is not None:
         data["retrieval"]["model"] = {"fingerprint": _model_fingerprint(cfg.retrieval.model)}
     for entry, model in zip(data["models"], cfg.models, strict=True):

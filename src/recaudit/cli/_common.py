@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import signal
+import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import wraps
 from typing import Any, ParamSpec, TypeVar
 
@@ -22,6 +25,10 @@ err_console = Console(stderr=True)
 #: Ctrl-C outside a run's evaluations (a run says what it journaled, see
 #: recaudit.audit.AuditInterrupted).
 MSG_INTERRUPTED = "interrupted"
+
+#: Exit codes of a command stopped by a signal: 128 + the signal's number.
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -58,16 +65,46 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 _default_showwarning = warnings.showwarning
 
 
+@contextlib.contextmanager
+def sigterm_as_sigint() -> Iterator[list[bool]]:
+    """While open, SIGTERM takes the path of Ctrl-C (SIGINT): it calls the SIGINT
+    handler in force (Python's, which raises :class:`KeyboardInterrupt`, or the one
+    ``asyncio.run`` installs, which cancels the run's task so that what is done is
+    journaled), so a run ended by ``kill`` stops as cleanly and says the same. Yields a
+    one-item list set to ``True`` once SIGTERM came (the exit code is then 143).
+    Outside the main thread (where no handler can be set) it does nothing."""
+    came = [False]
+    if threading.current_thread() is not threading.main_thread():
+        yield came
+        return
+
+    def on_term(signum: int, frame: Any) -> None:
+        came[0] = True
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+        else:  # SIGINT ignored (a background job) or default: stop anyway
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield came
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def exit_on_error(fn: Callable[P, R]) -> Callable[P, R]:
     """Run a command: a :class:`RecauditError` becomes a red one-line message and exit
     code 2; Ctrl-C a one-line message (how much of a run is journaled, see
-    :class:`~recaudit.audit.AuditInterrupted`) and exit code 130; a
+    :class:`~recaudit.audit.AuditInterrupted`) and exit code 130, SIGTERM the same
+    message and exit code 143 (:func:`sigterm_as_sigint`); a
     :class:`~recaudit.exceptions.RecauditWarning` a yellow ``warning:`` line."""
 
     @wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        terminated = [False]
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), sigterm_as_sigint() as terminated:
                 warnings.showwarning = _show_warning
                 warnings.simplefilter("always", RecauditWarning)
                 return fn(*args, **kwargs)
@@ -75,7 +112,7 @@ def exit_on_error(fn: Callable[P, R]) -> Callable[P, R]:
             text = str(exc) or MSG_INTERRUPTED
             err_console.print(f"[bold yellow]{escape(_safe(text))}[/]", highlight=False,
                               markup=True, soft_wrap=True)
-            raise typer.Exit(code=130) from None
+            raise typer.Exit(code=EXIT_SIGTERM if terminated[0] else EXIT_SIGINT) from None
         except RecauditError as exc:
             message = f"[bold red]error:[/] {escape(_safe(str(exc)))}"
             err_console.print(message, highlight=False, markup=True, soft_wrap=True)

@@ -68,18 +68,35 @@ def _read_table(path: Path, name: str) -> pd.DataFrame:
     ``name:type`` headers; the ``:type`` suffix is dropped. ``user_id`` and
     ``item_id`` are read as strings in every table so that ids match across files.
     """
-    from .._read import read_table
+    from .._read import check_file, check_header, check_ids, read_table
 
-    if not path.is_file():
-        raise InputError(f"`--{name}` file not found: {path}")
+    what = f"`--{name}` file"
+    check_file(path, what, missing="`--{name}` file not found: {path}".replace(
+        "{name}", name))
     sep = "\t" if path.suffix.lower() in RECBOLE_SUFFIXES else ","
-    table = read_table(path, what=f"`--{name}` file", sep=sep, low_memory=False)
+    table = read_table(path, what=what, sep=sep, low_memory=False)
     table.columns = [str(c).split(":")[0] for c in table.columns]
+    check_header(list(table.columns), path, what)  # `item_id:token` and `item_id:float`
+    check_ids(table, ID_COLUMNS, path=path, what=what)
     for column in ID_COLUMNS:
         if column in table.columns:
             ok = table[column].notna()
             table[column] = table[column].where(~ok, table[column].astype(str))
     return table
+
+
+def _read_tables(users_table: pd.DataFrame, users: Path,
+                 **paths: Path | None) -> dict[str, pd.DataFrame]:
+    """Every table given (by its option's name) and the users table read, their ids
+    checked to be written alike across files (``12`` here and ``12.0`` there is
+    refused: no id would join, see decisions.md)."""
+    from .._read import check_id_spelling
+
+    tables = {name: _read_table(path, name) for name, path in paths.items()
+              if path is not None}
+    named = [(f"`--{name}` file", str(paths[name]), t) for name, t in tables.items()]
+    check_id_spelling([*named, ("`--users` file", str(users), users_table)], ID_COLUMNS)
+    return tables
 
 
 def _parse_n(values: list[str] | None, extra: list[str]) -> list[int]:
@@ -187,6 +204,10 @@ def evaluate_command(
         raise InputError(POPULARITY_GROUPS_NEED_TRAIN_MSG)
     if per_user is not None and per_user.suffix.lower() not in PER_USER_SUFFIXES:
         raise InputError(PER_USER_SUFFIX_MSG.format(path=per_user))
+    if per_user is not None:
+        from .._io import check_output
+
+        check_output(per_user, what="`--per-user` file", example="per_user.csv")
     used_protocol = _protocol_iv(None if protocol is None else parse_protocol(protocol),
                                  candidates)
     attributes = [a.strip() for a in attribute.split(",")]
@@ -194,18 +215,20 @@ def evaluate_command(
     needs_train = POPULARITY_GROUP_COLUMN in attributes
     if needs_train and train is None and POPULARITY_GROUP_COLUMN not in users_table.columns:
         raise InputError(POPULARITY_GROUP_MSG)
+    tables = _read_tables(users_table, users, recs=recs, test=test, items=items, train=train,
+                          candidates=candidates)
     result = evaluate(
-        _read_table(recs, "recs"),
-        _read_table(test, "test"),
+        tables["recs"],
+        tables["test"],
         users_table,
         attribute=attributes,
         protected=[v.strip() for v in protected.split(",")],
         n_items=n_items,
-        items=None if items is None else _read_table(items, "items"),
-        train=None if train is None else _read_table(train, "train"),
+        items=tables.get("items"),
+        train=tables.get("train"),
         options=options,
         rng=seed,
-        candidates=None if candidates is None else _read_table(candidates, "candidates"),
+        candidates=tables.get("candidates"),
         protocol=used_protocol,
     )
     for warning in result.warnings:
@@ -220,15 +243,20 @@ def evaluate_command(
 
 def _write_per_user(result: FairnessEvaluation, path: Path) -> None:
     """``result.per_user`` as CSV or Parquet (by the suffix), written atomically."""
-    from .._io import write_atomic
+    from .._io import MSG_CANNOT_WRITE, write_atomic
+    from .._read import one_line
 
     table = result.per_user
     if table is None:  # only an evaluation read back from JSON has no rows
         return
-    if path.suffix.lower() == ".parquet":
-        write_atomic(path, lambda p: table.to_parquet(p, index=False))
-    else:
-        write_atomic(path, lambda p: table.to_csv(p, index=False))
+    try:
+        if path.suffix.lower() == ".parquet":
+            write_atomic(path, lambda p: table.to_parquet(p, index=False))
+        else:
+            write_atomic(path, lambda p: table.to_csv(p, index=False))
+    except OSError as exc:  # no permission, a missing folder, a full disk
+        raise InputError(MSG_CANNOT_WRITE.format(what="`--per-user` file", path=path,
+                                                 error=one_line(exc))) from None
 
 
 @app.command("run")

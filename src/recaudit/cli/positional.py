@@ -5,7 +5,6 @@ Thin: each command parses its options, calls :mod:`recaudit.positional` and prin
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -545,7 +544,7 @@ MSG_TOPN_NO_PROBS = (
 )
 MSG_TOPN_BAD_PROBS = (
     "{path}: data row {row}, column `choice_probs`: {value!r} is not a JSON list of "
-    "numbers"
+    "numbers: non-negative probabilities summing to 1, as `analyze --exact` requires"
 )
 MSG_TOPN_NO_MODEL = "`--by {model}`: no row of {path} has `model` = {model!r}"
 
@@ -556,6 +555,7 @@ def _rankings_from_probs(data: Any, path: Path) -> Any:
     import pandas as pd
 
     from ..llm._ranking import ranking_from_choice_probs
+    from ..positional._exact import choice_probs_vector
 
     if "choice_probs" not in data.columns:
         raise InputError(MSG_TOPN_NO_PROBS_COLUMN.format(path=path))
@@ -566,9 +566,8 @@ def _rankings_from_probs(data: Any, path: Path) -> Any:
             rankings.append("")
             continue
         try:
-            vector = json.loads(p) if isinstance(p, str) else list(p)
-            ranking = ranking_from_choice_probs(vector)
-        except (TypeError, ValueError):
+            ranking = ranking_from_choice_probs(choice_probs_vector(p, row=row).tolist())
+        except InputError:
             raise InputError(MSG_TOPN_BAD_PROBS.format(path=path, row=row,
                                                        value=p)) from None
         rankings.append(" ".join(map(str, ranking)))
@@ -601,13 +600,14 @@ def topn_command(
     """Top-N positional bias: does the rank an item receives depend on its prompt
     position? (Spearman position-rank statistic, within-query permutation test, mean
     rank by position, rank bias RB, top-1 PB.)"""
+    from .._read import check_file, check_ids
     from .._read import read_table as read_file
     from ..positional import topn_bias
 
-    if not table.is_file():
-        raise InputError(f"{table}: no such file")
     what = "evaluations table" if from_choice_probs else "rankings table"
+    check_file(table, what, missing="{path}: no such file")
     data = read_file(table, what=what, dtype={"query_id": str, "order": str})
+    check_ids(data, ("query_id", "model"), path=table, what=what)
     if by is not None:
         if "model" not in data.columns:
             raise InputError("`--by`: the table has no `model` column")

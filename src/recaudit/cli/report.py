@@ -39,8 +39,10 @@ def report(
     if kind not in (None, "positional", "fairness"):
         raise typer.BadParameter("must be 'positional' or 'fairness'", param_hint="--kind")
     chosen: Literal["positional", "fairness"] | None = kind  # type: ignore[assignment]
+    from .._io import check_output
     from ..report import build_report  # here: `recaudit --help` does not load the report
 
+    check_output(output, what="`--output`", example="report.html")
     result = build_report(source, kind=chosen)
     html_path, json_path = result.save(output)
     if json_output:

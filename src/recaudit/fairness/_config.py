@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .._config_schema import MSG_VALUE, Where, check_keys, get_typed, int_list
+from .._limits import check_fairness_study
 from .._toml import read_toml
 from ..exceptions import ConfigError, InputError
 from ._loaders import FORMATS
@@ -134,6 +135,11 @@ def _study(study: Any, where: Where, under: Resolve) -> dict[str, Any]:
         if value < 0:
             raise ConfigError(MSG_VALUE.format(name=where.name(key),
                                                kind="a non-negative integer", value=value))
+    try:
+        check_fairness_study(n=n, list_length=out["list_length"], n_boot=out["n_boot"],
+                             n_resamples=out["n_resamples"])
+    except InputError as err:
+        raise ConfigError(f"{where.label}: {err}") from None
     out["protocols"] = _protocols(study, where)
     out["popularity_groups"] = _popularity_groups(study, where)
     return out

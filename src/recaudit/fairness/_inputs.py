@@ -17,6 +17,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from .._io import plain
+from .._limits import check_fairness_sizes
 from .._stats import as_generator
 from ..exceptions import InputError
 from ._metrics import TopNLists, _columns_iv, _union_index, build_top_n
@@ -236,6 +237,7 @@ def _evaluate_iv(
     attributes = _attributes_iv(attribute, users)
     labels = _group_labels(users, attributes)
     protected_name = _protected_iv(protected, attributes)
+    check_fairness_sizes(n_max=options.n[-1], n_users=len(users))
     lists = build_top_n(
         recs,
         test,

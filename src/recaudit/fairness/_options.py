@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .._limits import check_fairness_options
 from ..exceptions import InputError
 from ._metrics import _n_iv
 from ._user_groups import DEFAULT_GROUPING, PopularityGrouping, parse_popularity_groups
@@ -91,3 +92,4 @@ class EvaluateOptions:
         }
         for name, value in cleaned.items():
             object.__setattr__(self, name, value)
+        check_fairness_options(n=self.n, n_boot=self.n_boot, n_resamples=self.n_resamples)

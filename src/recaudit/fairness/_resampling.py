@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from .._limits import N_BOOT, N_RESAMPLES, check_replicates
 from .._stats import bootstrap_weights, monte_carlo_pvalue
 from ._exposure import _coverage_replicates
 from ._inputs import _Inputs
@@ -52,6 +53,9 @@ def _bootstrap(
     names = ["groups", "overall", "ic"]
     if popularity is not None:
         names += popularity.replicate_names
+    check_replicates(N_BOOT, inp.options.n_boot,
+                     per_replicate=(len(members) + 4) * x.shape[1] + len(ns),
+                     what="the bootstrap replicates of every group and metric")
     chunks: dict[str, list[npt.NDArray[np.float64]]] = {k: [] for k in names}
     for w in bootstrap_weights(x.shape[0], inp.options.n_boot, inp.rng, strata=strata):
         wf = w.astype(np.float64)
@@ -93,6 +97,8 @@ def _permutation_pvalues(
     n_ug = n_users - n_pg
     total = x.sum(axis=0)
     observed = np.abs(x[~is_protected].mean(axis=0) - x[is_protected].mean(axis=0))
+    check_replicates(N_RESAMPLES, inp.options.n_resamples, per_replicate=k,
+                     what="the permutation null of every metric")
     chunk = max(1, min(inp.options.n_resamples, 4_000_000 // max(n_users, 1)))
     null = []
     done = 0

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._read import MSG_SURROGATE, find_surrogate, read_jsonl, read_table
+from .._read import MSG_SURROGATE, check_file, check_ids, find_surrogate, read_jsonl, read_table
 from ..exceptions import InputError
 
 __all__ = ["CANONICAL_COLUMNS", "Catalog", "ColumnMap", "load_catalog"]
@@ -211,9 +211,7 @@ def load_catalog(
 def _load_catalog_iv(
     path: str | Path, columns: ColumnMap | Mapping[str, str] | None
 ) -> tuple[Path, ColumnMap]:
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(MSG_NOT_FOUND.format(path=p))
+    p = check_file(path, "catalog", missing=MSG_NOT_FOUND)
     if p.suffix.lower() not in {".csv", ".parquet", ".pq", ".jsonl", ".ndjson"}:
         raise InputError(MSG_FORMAT.format(path=p, suffix=p.suffix))
     return p, _column_map(columns)
@@ -275,6 +273,8 @@ def _build(frame: pd.DataFrame, cmap: ColumnMap, source: str) -> Catalog:
             )
         out[canonical] = frame[src].astype(str).str.strip()
     items = pd.DataFrame(out)
+    check_ids(items[["item_id"]].set_axis([cmap.id], axis=1), [cmap.id], path=source,
+              what="catalog")
     empty_id = items["item_id"] == ""
     if empty_id.any():
         raise InputError(MSG_MISSING_ID.format(column=cmap.id, rows=_rows(empty_id)))

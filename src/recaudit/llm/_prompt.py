@@ -133,6 +133,9 @@ class PromptTemplate:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(MSG_FILE.format(path=p, error=one_line(exc))) from None
+        except RecursionError:
+            raise ConfigError(MSG_FILE.format(
+                path=p, error="nested too deep (lists or tables inside each other)")) from None
         unknown = sorted(set(data) - _TEMPLATE_KEYS)
         if unknown:
             raise ConfigError(MSG_KEYS.format(path=p, keys=", ".join(map(repr, unknown))))

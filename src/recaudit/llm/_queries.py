@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._read import read_jsonl, read_table, read_text
+from .._read import check_file, check_ids, read_jsonl, read_table, read_text
 from .._stats import as_generator
 from ..exceptions import InputError
 from ._catalog import Catalog
@@ -254,6 +254,7 @@ def load_queries(path: str | Path) -> tuple[Query, ...]:
     if not {"query_id", "text"} <= set(frame.columns):
         raise InputError(MSG_COLUMNS.format(path=p, found=", ".join(map(repr, frame.columns))))
     frame = frame.fillna("").astype(str)
+    check_ids(frame, ["query_id"], path=p, what="query file")
     ids, texts = frame["query_id"].str.strip(), frame["text"].str.strip()
     for mask, msg in ((ids == "", MSG_EMPTY_ID), (texts == "", MSG_EMPTY_TEXT)):
         if mask.any():
@@ -267,9 +268,7 @@ def load_queries(path: str | Path) -> tuple[Query, ...]:
 
 
 def _load_queries_iv(path: str | Path) -> Path:
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(MSG_NOT_FOUND.format(path=p))
+    p = check_file(path, "query file", missing=MSG_NOT_FOUND)
     if p.suffix.lower() not in {".csv", ".jsonl", ".ndjson", ".txt"}:
         raise InputError(MSG_FORMAT.format(path=p, suffix=p.suffix))
     return p

@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from .._limits import check_analysis_sizes
 from .._stats import ConfidenceInterval, Estimate, as_generator, holm
 from ..exceptions import InputError
 from ._analysis_json import STATISTICS, Coverage, analysis_fields, holm_column
@@ -361,6 +362,9 @@ def _analyze_group(
     reference: tuple[dict[str, Any], float] | str | None = None,
 ) -> PositionalAnalysis:
     """One group; ``reference`` is the borrowed (keys, p-hat), a reason, or None (own)."""
+    check_analysis_sizes(n_resamples=settings.n_resamples, n_boot=settings.n_boot,
+                         spb_repeats=settings.spb_repeats, n_evaluations=evals.item.size,
+                         n_queries=evals.n_queries, k=evals.k)
     alpha, epsilon = settings.alpha, settings.epsilon
     n_boot, level = settings.n_boot, settings.confidence_level
     g_icm, g_ps, g_ps2, g_pb, g_spb, g_dist = streams

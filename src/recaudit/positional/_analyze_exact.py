@@ -14,12 +14,13 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from .._read import check_ids
 from .._read import read_table as read_file
 from .._stats import as_generator, holm
 from ..exceptions import InputError
 from ._analysis_json import holm_column
 from ._analyze import MSG_IN_GROUP, _plain
-from ._evaluations import check_unique_keys, group_table, read_table
+from ._evaluations import ID_COLUMNS, check_unique_keys, group_table, read_table
 from ._exact import MSG_EXACT_TAU, ExactAnalysis, analyze_exact
 from ._options import AnalysisOptions
 
@@ -96,6 +97,7 @@ def read_exact_table(source: pd.DataFrame | str | Path) -> pd.DataFrame:
             table = read_file(path, what="evaluations table")
         else:
             return read_table(path)  # its message: no such file / unknown suffix
+        check_ids(table, ID_COLUMNS, path=path, what="evaluations table")
     check_exact_columns(table)
     check_unique_keys(table)
     return table

@@ -21,6 +21,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from .._io import plain
+from .._read import check_file, check_ids
 from .._read import read_table as read_file
 from ..exceptions import InputError
 
@@ -33,6 +34,8 @@ MSG_MISSING_COLUMN = "the evaluations table has no column `{col}` (columns: {col
 MSG_EMPTY = "the evaluations table has no rows"
 MSG_BAD_SUFFIX = "cannot read {path}: use a .csv or .parquet file"
 MSG_NO_FILE = "no such file: {path}"
+#: Columns holding ids: a control character in one is refused (``m\\x00x`` is not ``m``).
+ID_COLUMNS = ("query_id", "model", "condition")
 MSG_ORDER_TOKENS = "row {row}, column `order`: {value!r} is not a list of integers"
 MSG_NOT_PERMUTATION = "row {row}, column `order`: {value!r} is not a permutation of 1..{k}"
 #: The start of both mixed-length messages below (which one depends on the `k` column).
@@ -157,9 +160,7 @@ def read_table(source: str | Path | pd.DataFrame) -> pd.DataFrame:
     if isinstance(source, pd.DataFrame):
         table = source
     else:
-        path = Path(source)
-        if not path.is_file():
-            raise InputError(MSG_NO_FILE.format(path=path))
+        path = check_file(source, "evaluations table", missing=MSG_NO_FILE)
         suffix = path.suffix.lower()
         if suffix == ".csv":
             table = read_file(path, what="evaluations table",
@@ -168,6 +169,7 @@ def read_table(source: str | Path | pd.DataFrame) -> pd.DataFrame:
             table = read_file(path, what="evaluations table")
         else:
             raise InputError(MSG_BAD_SUFFIX.format(path=path))
+        check_ids(table, ID_COLUMNS, path=path, what="evaluations table")
     for col in REQUIRED_COLUMNS:
         if col not in table.columns:
             raise InputError(

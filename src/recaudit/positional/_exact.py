@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from .._limits import check_analysis_sizes
 from .._stats import Estimate, as_generator
 from ..exceptions import InputError
 from ._analysis_json import exact_fields
@@ -60,6 +61,7 @@ __all__ = [
     "ExactAnalysis",
     "ExactEvaluations",
     "analyze_exact",
+    "choice_probs_vector",
     "exact_evaluations_from_table",
 ]
 
@@ -168,7 +170,7 @@ def exact_evaluations_from_table(table: pd.DataFrame | str | Path) -> ExactEvalu
     k = orders.shape[1]
     probs = np.empty((rows.size, k))
     for i, (value, row) in enumerate(zip(part["choice_probs"].tolist(), rows, strict=True)):
-        probs[i] = _vector(value, row, k)
+        probs[i] = choice_probs_vector(value, row=row, k=k)
     qid = part["query_id"]
     missing = np.flatnonzero(qid.isna().to_numpy())
     if missing.size:
@@ -192,14 +194,25 @@ def _present(value: Any) -> bool:
     return not (isinstance(value, str) and not value.strip())
 
 
-def _vector(value: Any, row: int, k: int) -> npt.NDArray[np.float64]:
+def choice_probs_vector(value: Any, *, row: int, k: int | None = None
+                        ) -> npt.NDArray[np.float64]:
+    """One ``choice_probs`` cell as a probability vector, renormalised to sum 1.
+
+    The one check of a choice-probability vector (``analyze --exact`` and ``topn
+    --from-choice-probs`` both use it): a JSON list (or a sequence) of ``k`` finite,
+    non-negative numbers whose sum is within ``1e-3`` of 1 (``k=None``: any length
+    >= 2). NaN, a negative entry or a vector that is not normalised is an
+    :class:`InputError` (:data:`MSG_BAD_VECTOR`, naming the data row).
+    """
+    shown = "k" if k is None else k
     try:
         vec = np.asarray(json.loads(value) if isinstance(value, str) else value, dtype=float)
-    except (TypeError, ValueError):
-        raise InputError(MSG_BAD_VECTOR.format(row=row, value=value, k=k)) from None
-    if (vec.shape != (k,) or not np.all(np.isfinite(vec)) or np.any(vec < 0)
+    except (TypeError, ValueError, RecursionError):
+        raise InputError(MSG_BAD_VECTOR.format(row=row, value=value, k=shown)) from None
+    size = k if k is not None else max(vec.size, 2)
+    if (vec.shape != (size,) or not np.all(np.isfinite(vec)) or np.any(vec < 0)
             or abs(vec.sum() - 1.0) > _SUM_TOL):
-        raise InputError(MSG_BAD_VECTOR.format(row=row, value=value, k=k))
+        raise InputError(MSG_BAD_VECTOR.format(row=row, value=value, k=shown))
     return vec / vec.sum()
 
 
@@ -318,6 +331,9 @@ def analyze_exact(
     Blackwell, D. (1947). Conditional expectation and unbiased sequential estimation.
     """
     ev, opts = _analyze_exact_iv(data, options)
+    check_analysis_sizes(n_resamples=0, n_boot=opts.n_boot, spb_repeats=opts.spb_repeats,
+                         n_evaluations=ev.n_evaluations, n_queries=ev.n_queries, k=ev.k,
+                         spb_block=False)  # exact sPB loops over its repeats
     alpha, epsilon, n_boot = opts.alpha, opts.epsilon, opts.n_boot
     confidence_level, spb_repeats = opts.confidence_level, opts.spb_repeats
     gen = as_generator(rng)

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .._limits import check_analysis_options
 from ..exceptions import InputError
 from ._bootstrap import check_bootstrap_args
 from ._icm import MSG_N_RESAMPLES
@@ -75,6 +76,8 @@ class AnalysisOptions:
         n_boot, level = check_bootstrap_args(self.n_boot, self.confidence_level)
         set_(self, "n_boot", n_boot)
         set_(self, "confidence_level", level)
+        check_analysis_options(n_resamples=self.n_resamples, n_boot=self.n_boot,
+                               spb_repeats=self.spb_repeats)
 
     def to_dict(self) -> dict[str, Any]:
         """The options as recorded in a study's ``settings``."""

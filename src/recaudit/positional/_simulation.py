@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -10,10 +11,11 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from .._limits import SIMULATION_BATCH, check_simulation
 from .._stats import as_generator, binomial_interval, monte_carlo_pvalue
 from ..exceptions import InputError
 from ._evaluations import Evaluations
-from ._icm import _chi2_statistic, _null_statistics, _permutation_labels
+from ._icm import MSG_N_RESAMPLES, _chi2_statistic, _null_statistics, _permutation_labels
 from ._rng import bounded, rng_state, uniform, word
 from ._unbp import MSG_TWO_QUERIES, _reject_many
 
@@ -32,9 +34,14 @@ MSG_POSITIVE = "`{name}` must be an integer >= {low}, got {value!r}"
 MSG_P_BIAS = "`p_bias` must be in [0, 1], got {value!r}"
 MSG_TESTS = "`tests` must be a subset of {choices}, got {value!r}"
 MSG_ALPHA = "`alpha` must be in (0, 1), got {value!r}"
+MSG_ICM_CANNOT_REJECT = (
+    "`n_resamples` = {value} gives POB-ICM no p-value below 1/(1 + {value}) = {pmin:.3g}, "
+    "above alpha = {alpha:g}: its rejection rate would be 0 by construction, not a "
+    "measurement; use `n_resamples` >= {need} (or leave POB-ICM out of `tests`)"
+)
 
 _MAX_K_CODED = 20  # 20! < 2**63: larger k is simulated by simulate_evaluations
-_BATCH_EVALUATIONS = 1_000_000  # evaluations simulated per batch of replications
+_BATCH_EVALUATIONS = SIMULATION_BATCH  # evaluations simulated per batch of replications
 
 
 def simulate_evaluations(
@@ -204,6 +211,10 @@ def power_study(
     Peláez-González, Herrera, Herrera-Poyatos, arXiv 2610.37962, simulation appendix.
     """
     ks, qs, pbs, reps, alpha, tests = _power_study_iv(k, queries, perms, p_bias, reps, alpha, tests)
+    if "pob_icm" in tests:
+        _can_reject_iv(n_resamples, alpha)
+    check_simulation(ks=ks, queries=qs, perms=perms, reps=reps,
+                     n_resamples=n_resamples if "pob_icm" in tests else 0)
     if "pob_unbp" in tests and min(qs) < 2:
         raise InputError(MSG_TWO_QUERIES.format(n=min(qs)))
     gen = as_generator(rng)
@@ -375,6 +386,20 @@ def _simulate_iv(
     if not 0.0 <= float(p_bias) <= 1.0:
         raise InputError(MSG_P_BIAS.format(value=p_bias))
     return int(n_queries), int(k), int(n_perms), float(p_bias)
+
+
+def _can_reject_iv(n_resamples: Any, alpha: float) -> int:
+    """``n_resamples`` if POB-ICM's +1-corrected p-value can reach ``alpha``: its
+    smallest value is :math:`1/(1+B)`, so :math:`B \\ge \\lceil 1/\\alpha \\rceil - 1`
+    shuffles are needed (19 at 0.05); fewer make every rejection rate 0."""
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int | np.integer) \
+            or n_resamples < 0:
+        raise InputError(MSG_N_RESAMPLES.format(value=n_resamples))
+    need = max(1, math.ceil(1.0 / alpha - 1.0 - 1e-9))
+    if n_resamples < need:
+        raise InputError(MSG_ICM_CANNOT_REJECT.format(
+            value=n_resamples, pmin=1.0 / (1 + n_resamples), alpha=alpha, need=need))
+    return int(n_resamples)
 
 
 def _power_study_iv(

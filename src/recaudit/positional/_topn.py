@@ -37,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from .._limits import check_topn_sizes
 from .._plackett_luce import draw_ranking
 from .._stats import Estimate, as_generator, monte_carlo_pvalue
 from ..exceptions import InputError
@@ -296,6 +297,8 @@ def topn_bias(
         data, n_resamples, alternative, n_boot, confidence_level, rng)
     if statistic not in ("rank_bias", "spearman"):
         raise InputError(MSG_STATISTIC.format(value=statistic))
+    check_topn_sizes(n_resamples=n_resamples, n_boot=n_boot, n_evaluations=ev.query.size,
+                     n_queries=int(ev.query_ids.size), k=ev.k)
     stat_fn = _mean_spearman if statistic == "spearman" else _rank_deviation
     if statistic == "rank_bias":
         alt = "greater"

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from .._read import check_file
 from ..exceptions import InputError
 from ._load_fairness import FAIRNESS_CMD, FairnessRun, load_fairness
 from ._load_positional import POSITIONAL_CMD, PositionalRun, load_positional
@@ -88,10 +89,9 @@ def load(
                 raise InputError(f"{path}: no analysis.json; write it with {POSITIONAL_CMD}")
             else:
                 raise InputError(UNRECOGNISED.format(what=f"folder {path}"))
-        elif path.is_file():
-            obj = read_json_file(path)
         else:
-            raise InputError(f"{path}: no such file or folder")
+            check_file(path, "report source", missing="{path}: no such file or folder")
+            obj = read_json_file(path)
         name = str(path)
     else:
         obj, name = source, "<in-memory result>"

@@ -25,6 +25,8 @@ import numpy as np
 from markupsafe import Markup
 
 from .. import __version__
+from .._io import MSG_CANNOT_WRITE, check_output
+from .._read import one_line
 from ..exceptions import InputError
 from ._load import Kind, load
 from ._load_fairness import FairnessRun
@@ -165,9 +167,15 @@ class Report:
         json_path = html_path.with_suffix(".json")
         if json_path == html_path:
             raise InputError(f"the report path must not end in .json, got {html_path}")
-        html_path.parent.mkdir(parents=True, exist_ok=True)
-        html_path.write_text(self.html, encoding="utf-8")
-        json_path.write_text(self.sidecar + "\n", encoding="utf-8")
+        for target in (html_path, json_path):
+            check_output(target, what="report path", example="report.html")
+        try:
+            html_path.parent.mkdir(parents=True, exist_ok=True)
+            html_path.write_text(self.html, encoding="utf-8")
+            json_path.write_text(self.sidecar + "\n", encoding="utf-8")
+        except OSError as exc:  # no permission, a full or read-only disk
+            raise InputError(MSG_CANNOT_WRITE.format(what="the report", path=html_path,
+                                                     error=one_line(exc))) from None
         return html_path, json_path
 
 
