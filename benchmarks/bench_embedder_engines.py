@@ -52,7 +52,7 @@ def _blas_threads(engine: str, threads: int):
 
 
 def _available(engine: str) -> bool:
-    mods = {"torch": ("torch", "sentence_transformers"), "onnx": ("onnxruntime", "onnx"),
+    mods = {"torch": ("torch", "sentence_transformers"), "onnx": ("onnxruntime",),
             "numpy": ("tokenizers", "safetensors")}[engine]
     import importlib.util
 

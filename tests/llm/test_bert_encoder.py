@@ -37,7 +37,6 @@ COS_TOL = 1e-5  # measured: 2.4e-7 on 12,491 Myntra titles (docs/testbed.md)
 def _need_onnx(engine: str) -> None:
     if engine == "onnx":
         pytest.importorskip("onnxruntime", reason="`onnxruntime` is not installed (`embed`)")
-        pytest.importorskip("onnx", reason="`onnx` is not installed (the `embed` extra)")
 
 
 def _need_torch() -> None:
@@ -253,3 +252,28 @@ def test_tiny_bert_against_sentence_transformers(pooling, tmp_path):
     ref = Retriever(folder, engine="torch", cache_dir=tmp_path).embed(_TEXTS)
     got = Retriever(folder, engine="numpy", cache_dir=tmp_path).embed(_TEXTS)
     np.testing.assert_allclose(got, ref, atol=1e-5)
+
+
+def test_proto_against_onnx(tmp_path):
+    """The hand-written protobuf parses and passes the ``onnx`` package's full check."""
+    onnx = pytest.importorskip("onnx", reason="`onnx` is not installed: nothing independent "
+                                              "to parse the graph with")
+    from recaudit.llm._bert import BertWeights
+    from recaudit.llm._bert_onnx import IR_VERSION, OPSET, build_graph
+
+    spec = bert_spec(_tiny_bert(tmp_path / "tiny", pooling="cls", normalize=False))
+    weights = BertWeights.load(spec)
+    m = onnx.load_from_string(build_graph(spec, weights))
+    onnx.checker.check_model(m, full_check=True)
+    assert (m.ir_version, m.opset_import[0].version) == (IR_VERSION, OPSET)
+    inits = {t.name: onnx.numpy_helper.to_array(t) for t in m.graph.initializer}
+    np.testing.assert_array_equal(inits["word"], weights.word)
+    np.testing.assert_array_equal(inits["l1_i_w"], weights.layers[1].i_w)
+    assert inits["i0"].dtype == np.int64
+    ln = next(n for n in m.graph.node if n.op_type == "LayerNormalization")
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in ln.attribute}
+    assert attrs == {"axis": -1, "epsilon": pytest.approx(1e-12)}
+    perm = next(n for n in m.graph.node if n.op_type == "Transpose").attribute[0]
+    assert list(perm.ints) == [0, 2, 1, 3]
+    dims = m.graph.input[0].type.tensor_type.shape.dim
+    assert [d.dim_param for d in dims] == ["B", "L"]

@@ -1,7 +1,8 @@
 """The BERT forward pass of :mod:`._bert` as an ONNX graph, run by ONNX Runtime.
 
 The graph is built in memory from the numpy weights (nothing is downloaded, nothing
-written to disk) with the standard ONNX operators of opset 20 -- ``Gather``,
+written to disk; the protobuf bytes by :mod:`._onnx_proto`, so the ``onnx`` package is
+not needed) with the standard ONNX operators of opset 20 -- ``Gather``,
 ``MatMul``, ``Softmax``, ``LayerNormalization``, exact ``Gelu`` -- node for node the
 pass that :func:`._bert.numpy_forward` computes; ONNX Runtime then fuses and runs it
 with its own thread pool (spinning off, so an idle worker does not burn a shared core).
@@ -17,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..exceptions import MissingExtraError
+from . import _onnx_proto as proto
 from ._bert import BertSpec, BertWeights
 
 __all__ = ["OnnxBert", "build_graph"]
@@ -28,18 +30,17 @@ IR_VERSION = 10
 class _Graph:
     """Collects initializers and nodes; every node gets a fresh output name."""
 
-    def __init__(self, onnx: Any) -> None:
-        self.onnx = onnx
-        self.inits: list[Any] = []
-        self.nodes: list[Any] = []
+    def __init__(self) -> None:
+        self.inits: list[bytes] = []
+        self.nodes: list[bytes] = []
 
     def init(self, name: str, array: npt.NDArray[Any]) -> str:
-        self.inits.append(self.onnx.numpy_helper.from_array(np.ascontiguousarray(array), name))
+        self.inits.append(proto.tensor(name, np.ascontiguousarray(array)))
         return name
 
     def node(self, op: str, inputs: list[str], output: str | None = None, **attrs: Any) -> str:
         out = output or f"{op.lower()}_{len(self.nodes)}"
-        self.nodes.append(self.onnx.helper.make_node(op, inputs, [out], **attrs))
+        self.nodes.append(proto.node(op, inputs, [out], **attrs))
         return out
 
     def linear(self, x: str, w: npt.NDArray[np.float32], b: npt.NDArray[np.float32],
@@ -70,12 +71,7 @@ def _attention(g: _Graph, spec: BertSpec, x: str, layer: Any, i: int) -> str:
 
 def build_graph(spec: BertSpec, w: BertWeights) -> bytes:
     """The serialised ONNX model of the forward pass (weights as initializers)."""
-    try:
-        import onnx
-        import onnx.numpy_helper  # noqa: F401 -- the submodule _Graph uses
-    except ImportError as exc:
-        raise MissingExtraError("onnx", "embed") from exc
-    g = _Graph(onnx)
+    g = _Graph()
     g.init("word", w.word)
     g.init("position", w.position)
     g.init("type0", w.token_type0)
@@ -101,13 +97,10 @@ def build_graph(spec: BertSpec, w: BertWeights) -> bytes:
         g.node("Squeeze", ["pooled_3d", "i1"], "pooled")
     else:
         g.node("ReduceMean", [x, "i1"], "pooled", keepdims=0)
-    helper, tp = onnx.helper, onnx.TensorProto
-    graph = helper.make_graph(
-        g.nodes, "bert", [helper.make_tensor_value_info("input_ids", tp.INT64, ["B", "L"])],
-        [helper.make_tensor_value_info("pooled", tp.FLOAT, ["B", spec.hidden])], g.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
-    model.ir_version = IR_VERSION
-    return bytes(model.SerializeToString())
+    graph = proto.graph("bert", g.nodes, g.inits,
+                        [proto.value_info("input_ids", proto.INT64, ["B", "L"])],
+                        [proto.value_info("pooled", proto.FLOAT, ["B", spec.hidden])])
+    return proto.model(graph, opset=OPSET, ir_version=IR_VERSION)
 
 
 class OnnxBert:

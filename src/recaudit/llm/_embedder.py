@@ -61,7 +61,7 @@ def resolve_engine(engine: str, folder: Path) -> tuple[str, BertSpec | None]:
         raise InputError(MSG_NO_TORCH_FREE.format(folder=folder, engine=engine, why=spec))
     if engine != "auto":
         return engine, spec
-    if _have(*_TORCH_FREE, "onnxruntime", "onnx"):
+    if _have(*_TORCH_FREE, "onnxruntime"):
         return "onnx", spec
     if _have("sentence_transformers"):
         return "torch", None
