@@ -243,7 +243,9 @@ def encode_by_length(
 ) -> npt.NDArray[np.float32]:
     """Embeddings of ``texts`` (n, hidden), unit-norm when ``spec.normalize``.
 
-    Equal texts are embedded once; the distinct ones are tokenized, grouped by token
+    Texts are tokenized; texts with equal token ids (equal titles, or titles equal
+    but for letter case under an uncased tokenizer) are embedded once, so they get
+    bitwise-equal vectors and tie exactly. The distinct sequences are grouped by token
     count and passed to ``forward`` in batches of about ``batch_tokens`` tokens (one
     length per batch: no padding). ``progress(done)`` hears, after each batch, how
     many of ``texts`` (duplicates counted) are embedded; the last call is ``len(texts)``.
@@ -252,20 +254,21 @@ def encode_by_length(
     for i, text in enumerate(texts):
         if not isinstance(text, str) or not text.strip():
             raise InputError(MSG_EMPTY_TEXT.format(index=i))
-    unique, inverse = np.unique(np.array(texts, dtype=object), return_inverse=True)
-    words = [t.lower() for t in unique] if spec.lower_case else list(unique)
-    encoded = tokenizer.encode_batch(words)
-    lengths = np.array([len(e.ids) for e in encoded])
-    inverse = inverse.reshape(-1)
-    counts = np.bincount(inverse, minlength=len(unique))
-    out = np.empty((len(unique), spec.hidden), dtype=np.float32)
+    words = [t.lower() for t in texts] if spec.lower_case else texts
+    token_ids = [tuple(e.ids) for e in tokenizer.encode_batch(words)]
+    first: dict[tuple[int, ...], int] = {}
+    inverse = np.array([first.setdefault(ids, len(first)) for ids in token_ids], dtype=np.intp)
+    encoded = list(first)  # distinct token sequences, in order of first appearance
+    lengths = np.array([len(ids) for ids in encoded])
+    counts = np.bincount(inverse, minlength=len(encoded))
+    out = np.empty((len(encoded), spec.hidden), dtype=np.float32)
     done = 0
     for length in np.unique(lengths):
         rows = np.flatnonzero(lengths == length)
         step = max(1, batch_tokens // int(length))
         for start in range(0, rows.size, step):
             part = rows[start : start + step]
-            ids = np.array([encoded[j].ids for j in part], dtype=np.int64)
+            ids = np.array([encoded[j] for j in part], dtype=np.int64)
             out[part] = forward(ids)
             done += int(counts[part].sum())
             if progress is not None:

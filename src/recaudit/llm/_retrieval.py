@@ -157,6 +157,7 @@ class Retriever:
         self._encoder = make_encoder(folder, engine, n_threads=n_threads, batch_size=batch_size)
         self.engine = self._encoder.engine
         self._memory: dict[str, npt.NDArray[np.float32]] = {}
+        self._distinct: dict[str, tuple[npt.NDArray[np.float32], npt.NDArray[np.intp]]] = {}
 
     @property
     def encoder(self) -> object:
@@ -229,13 +230,17 @@ class Retriever:
         """
         k = _retrieve_iv(catalog, queries, k)
         items = self.catalog_embeddings(catalog, progress=progress)
+        key = self.cache_path(catalog).name
+        if key not in self._distinct:
+            self._distinct[key] = _distinct_rows(items)
+        distinct, row_of = self._distinct[key]
         q = self.embed([query.text for query in queries])
         titles = catalog.items["title"].to_numpy()
         descriptions = catalog.items["description"].to_numpy()
         ids = catalog.items["item_id"].to_numpy()
         out: dict[str, tuple[Candidate, ...]] = {}
         for start in range(0, len(queries), 256):
-            scores = q[start : start + 256] @ items.T
+            scores = (q[start : start + 256] @ distinct.T)[:, row_of]
             for row, query in zip(scores, queries[start : start + 256], strict=False):
                 top = _top_k(row, k)
                 out[query.query_id] = tuple(
@@ -249,6 +254,20 @@ class Retriever:
                     for rank, j in enumerate(top, start=1)
                 )
         return out
+
+
+def _distinct_rows(
+    items: npt.NDArray[np.float32],
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.intp]]:
+    """The distinct rows of ``items`` and each row's index among them.
+
+    Scoring the distinct rows and spreading the scores back gives bitwise-equal
+    vectors (duplicate titles) bitwise-equal scores, so they tie exactly and the tie
+    goes to catalog row order; scored row by row, a matrix product may round them
+    apart by a unit in the last place depending on where they sit in its blocks.
+    """
+    distinct, row_of = np.unique(items, axis=0, return_inverse=True)
+    return distinct, row_of.reshape(-1)
 
 
 def _top_k(scores: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
