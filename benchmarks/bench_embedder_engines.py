@@ -3,7 +3,7 @@
 Usage::
 
     OMP_WAIT_POLICY=PASSIVE PYTHONPATH=src python benchmarks/bench_embedder_engines.py \
-        [--n 1000] [--threads 1 2] [--agreement] [--out benchmarks/results/embedder_engines.jsonl]
+        [--n 1000] [--threads 1 2] [--agreement [--skip-throughput]] [--out FILE.jsonl]
 
 Throughput: ``n`` random Myntra titles embedded by each engine of ``Retriever``
 (``torch`` = sentence-transformers, ``onnx`` = ONNX Runtime on the graph built from
@@ -15,7 +15,9 @@ CPU-second, and the ratio to sentence-transformers at the same thread count.
 ``torch`` (the cold first run of ``make demo``, timed) and reports the largest
 |1 - cosine| between the two and whether the top-k candidate sets (k = 5, 10, 20) are
 equal, in order, on the demo's 20 queries (built exactly as ``recaudit positional
-demo`` builds them) and on 200 more generated queries.
+demo`` builds them) and on 200 more generated queries -- as item ids, and as the
+titles the model is shown (duplicate titles tie exactly; which of them comes first is
+a tie-break).
 """
 
 from __future__ import annotations
@@ -88,9 +90,9 @@ def throughput(titles: list[str], threads: list[int]) -> list[dict[str, object]]
     return rows
 
 
-def _sets(retriever: Retriever, catalog, queries, k: int) -> dict[str, list[str]]:
+def _lists(retriever: Retriever, catalog, queries, k: int, field: str) -> dict[str, list[str]]:
     got = retriever.retrieve(catalog, queries, k=k)
-    return {q: [c.item_id for c in cands] for q, cands in got.items()}
+    return {q: [getattr(c, field) for c in cands] for q, cands in got.items()}
 
 
 def agreement(catalog_path: str, threads: int) -> dict[str, object]:
@@ -113,9 +115,15 @@ def agreement(catalog_path: str, threads: int) -> dict[str, object]:
     more = generate_queries(catalog, 200, rng=1)
     for k in (5, 10, 20):
         for label, queries in (("demo20", demo.queries), ("gen200", more)):
-            x, y = (_sets(retrievers[e], catalog, queries, k) for e in ("onnx", "torch"))
+            x, y = (_lists(retrievers[e], catalog, queries, k, "item_id")
+                    for e in ("onnx", "torch"))
             out[f"equal_ordered_k{k}_{label}"] = sum(x[q] == y[q] for q in x)
             out[f"equal_sets_k{k}_{label}"] = sum(set(x[q]) == set(y[q]) for q in x)
+            # the titles the model is shown, lower-cased as the uncased tokenizer sees them
+            x, y = ({q: [t.lower() for t in v] for q, v in
+                     _lists(retrievers[e], catalog, queries, k, "title").items()}
+                    for e in ("onnx", "torch"))
+            out[f"equal_titles_ordered_k{k}_{label}"] = sum(x[q] == y[q] for q in x)
     out["load_avg"] = round(os.getloadavg()[0], 2)
     return out
 
@@ -126,12 +134,14 @@ def main() -> None:
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--catalog", default=DEFAULT_CATALOG)
     ap.add_argument("--agreement", action="store_true")
+    ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--agreement-threads", type=int, default=1)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     catalog = load_catalog(args.catalog, columns=ColumnMap.myntra())
     rows = np.random.default_rng(0).choice(len(catalog), args.n, replace=False)
-    records = throughput(catalog.items["title"].iloc[rows].tolist(), args.threads)
+    records = [] if args.skip_throughput else \
+        throughput(catalog.items["title"].iloc[rows].tolist(), args.threads)
     if args.agreement:
         records.append(agreement(args.catalog, args.agreement_threads))
         print(json.dumps(records[-1], indent=2))
