@@ -277,3 +277,36 @@ def test_proto_against_onnx(tmp_path):
     assert list(perm.ints) == [0, 2, 1, 3]
     dims = m.graph.input[0].type.tensor_type.shape.dim
     assert [d.dim_param for d in dims] == ["B", "L"]
+
+
+@pytest.mark.parametrize("engine", TORCH_FREE)
+def test_equal_titles_tie_exactly_and_keep_row_order(engine, tmp_path):
+    """Titles with equal token ids (case differs under the uncased tokenizer) get one
+    vector and one score; the tie goes to catalog row order."""
+    _need_onnx(engine)
+    import pandas as pd
+
+    from recaudit.llm import Catalog
+
+    folder = _tiny_bert(tmp_path / "tiny", pooling="mean", normalize=True)
+    titles = ["blue jeans", "red kurta", "a bag", "Red Kurta", "red kurta", "shoes", "RED kurta"]
+    catalog = Catalog.from_frame(pd.DataFrame({
+        "id": [f"i{j}" for j in range(len(titles))], "title": titles,
+        "description": [""] * len(titles)}))
+    r = Retriever(folder, engine=engine, cache_dir=tmp_path / "cache")
+    emb = r.catalog_embeddings(catalog)
+    np.testing.assert_array_equal(emb[3], emb[1])
+    np.testing.assert_array_equal(emb[6], emb[1])
+    got = r.retrieve(catalog, [Query("q", "red kurta")], k=4)["q"]
+    assert [c.item_id for c in got] == ["i1", "i3", "i4", "i6"]
+    assert len({c.score for c in got}) == 1
+
+
+def test_auto_without_any_engine_names_the_extra(minilm, monkeypatch, tmp_path):
+    from recaudit.exceptions import MissingExtraError
+    from recaudit.llm import _embedder
+
+    monkeypatch.setattr(_embedder, "_have", lambda *modules: False)
+    with pytest.raises(MissingExtraError, match=r"recaudit\[embed\]"):
+        Retriever(minilm, cache_dir=tmp_path)
+    assert _embedder.resolve_engine("torch", minilm) == ("torch", None)
