@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -307,6 +308,8 @@ def test_auto_without_any_engine_names_the_extra(minilm, monkeypatch, tmp_path):
     from recaudit.llm import _embedder
 
     monkeypatch.setattr(_embedder, "_have", lambda *modules: False)
-    with pytest.raises(MissingExtraError, match=r"recaudit\[embed\]"):
-        Retriever(minilm, cache_dir=tmp_path)
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import fails
+    r = Retriever(minilm, cache_dir=tmp_path)  # constructing needs no engine yet
+    with pytest.raises(MissingExtraError, match=r"recaudit\[embed\]' .* or 'recaudit\[llm\]'"):
+        r.embed(["a bag"])
     assert _embedder.resolve_engine("torch", minilm) == ("torch", None)

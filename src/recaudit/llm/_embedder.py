@@ -30,6 +30,8 @@ MSG_NO_TORCH_FREE = (
     "embedding model folder {folder} cannot run on the {engine!r} engine ({why}); "
     "use engine='torch' (sentence-transformers, `pip install 'recaudit[llm]'`)"
 )
+MSG_INSTALL = ("pip install 'recaudit[embed]' (ONNX Runtime, no torch; BERT-family "
+               "folders such as the packaged MiniLM) or 'recaudit[llm]' (sentence-transformers)")
 _TORCH_FREE = ("tokenizers", "safetensors")
 
 #: ``progress(done, total)``: texts embedded so far, of the total.
@@ -43,12 +45,13 @@ def _have(*modules: str) -> bool:
 def resolve_engine(engine: str, folder: Path) -> tuple[str, BertSpec | None]:
     """The engine ``engine`` means for ``folder``, and its :class:`BertSpec` if torch-free.
 
+    Nothing is imported here: with no engine installed, ``"auto"`` resolves to
+    ``"torch"``, whose loading raises :class:`MissingExtraError` naming both extras.
+
     Raises
     ------
     InputError
         An unknown engine, or a torch-free engine for a folder it cannot read.
-    MissingExtraError
-        ``"auto"`` with neither the ``embed`` nor the ``llm`` extra installed.
     """
     if engine not in ENGINES:
         raise InputError(MSG_ENGINE.format(choices=", ".join(map(repr, ENGINES)), value=engine))
@@ -63,11 +66,9 @@ def resolve_engine(engine: str, folder: Path) -> tuple[str, BertSpec | None]:
         return engine, spec
     if _have(*_TORCH_FREE, "onnxruntime"):
         return "onnx", spec
-    if _have("sentence_transformers"):
-        return "torch", None
-    if _have(*_TORCH_FREE):
+    if _have(*_TORCH_FREE) and not _have("sentence_transformers"):
         return "numpy", spec
-    raise MissingExtraError("onnxruntime", "embed")
+    return "torch", None  # nothing installed: loading says which extra to install
 
 
 class Encoder:
@@ -111,7 +112,7 @@ class Encoder:
             try:
                 from sentence_transformers import SentenceTransformer
             except ImportError as exc:
-                raise MissingExtraError("sentence-transformers", "llm") from exc
+                raise MissingExtraError("sentence-transformers", "llm", MSG_INSTALL) from exc
             return SentenceTransformer(str(self.folder), device="cpu")
         assert self.spec is not None  # resolve_engine gives a spec to these engines
         self._tokenizer = load_tokenizer(self.spec)
