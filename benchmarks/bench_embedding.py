@@ -4,8 +4,10 @@ Usage::
 
     PYTHONPATH=src python benchmarks/bench_embedding.py [--n 2000] [--catalog PATH]
 
-Embeds ``n`` Myntra product titles with the packaged all-MiniLM-L6-v2, once with
-torch set to 1 thread and once with torch's default thread count, then times a
+Embeds ``n`` Myntra product titles with the packaged all-MiniLM-L6-v2 through
+sentence-transformers (``engine="torch"``; the torch-free engines are compared in
+bench_embedder_engines.py), once with torch set to 1 thread and once with torch's
+default thread count, then times a
 second ``Retriever`` on the same catalog and cache folder (must not re-embed).
 """
 
@@ -39,7 +41,7 @@ def main() -> None:
     titles = sub.items["title"].tolist()
     out: dict[str, object] = {"n_titles": args.n, "load_avg_start": os.getloadavg()[0]}
     for label, threads in (("1_thread", 1), ("default_threads", None)):
-        r = Retriever(cache_dir=Path(tempfile.mkdtemp()), n_threads=threads)
+        r = Retriever(cache_dir=Path(tempfile.mkdtemp()), n_threads=threads, engine="torch")
         r.embed(titles[:64])  # load + warm up
         t = time.perf_counter()
         r.embed(titles)
@@ -48,11 +50,11 @@ def main() -> None:
     out["default_threads"] = default_threads
     cache = Path(tempfile.mkdtemp())
     queries = generate_queries(sub, 50, rng=0)
-    first = Retriever(cache_dir=cache)
+    first = Retriever(cache_dir=cache, engine="torch")
     t = time.perf_counter()
     first.retrieve(sub, queries, k=5)
     out["first_run_s"] = round(time.perf_counter() - t, 2)
-    second = Retriever(cache_dir=cache)
+    second = Retriever(cache_dir=cache, engine="torch")
     second.encoder  # noqa: B018 -- load the model outside the timing, like the first run's warm-up
     t = time.perf_counter()
     second.retrieve(sub, queries, k=5)

