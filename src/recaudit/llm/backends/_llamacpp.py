@@ -69,6 +69,8 @@ MSG_CLOSED = "this LlamaCppBackend was closed; create a new one"
 MSG_ENGINE = "llama.cpp could not answer: {detail}"
 #: Default context per slot, in tokens (a k = 20 prompt with descriptions fits).
 N_CTX_PER_SLOT = 4096
+#: llama.cpp's host-memory prompt cache, MiB (its default, 8 GiB, is most of a laptop).
+CACHE_RAM_MIB = 512
 
 
 
@@ -143,6 +145,9 @@ class LlamaCppBackend:
         params.hostnames = ["127.0.0.1"]
         params.port = 0
         params.verbosity = -1
+        # llama.cpp's host-memory prompt cache defaults to 8 GiB; prompts here are short
+        # and each slot keeps its own KV cache, so 512 MiB bounds the process
+        params.cache_ram_mib = CACHE_RAM_MIB
         packaged = PACKAGED_MODELS.get(model) if isinstance(model, str) else None
         if packaged is not None and packaged.chat_template is not None:
             # the GGUF has no template: the family's, as the transformers engine uses
