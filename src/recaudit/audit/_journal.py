@@ -35,8 +35,8 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Collection, Mapping
-from contextlib import closing
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -313,6 +313,23 @@ class Journal:
                 f"journal {self.path}: the writer thread failed: {exc}; results not yet "
                 "committed will be run again by `--resume`"
             ) from exc
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """The connection inside one ``BEGIN IMMEDIATE`` transaction (pending records
+        committed first), for a caller's own tables next to ``evaluations`` (the batch
+        files' pending keys, :mod:`recaudit.audit._batch`): committed on exit, rolled
+        back on an exception. Rows of ``evaluations`` written through it must use
+        :data:`UPSERT` (exactly-once)."""
+        self.flush()
+        with self._db_lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
 
     def completed_keys(self) -> set[EvalKey]:
         """Keys with an ``ok`` or ``discarded`` row (not re-run on resume)."""

@@ -28,7 +28,7 @@ from typing import Protocol
 
 from .._io import write_text_atomic
 from ..exceptions import EndpointError, InputError
-from ..llm._types import Backend, Candidate, ChatRequest
+from ..llm._types import Backend, Candidate, ChatRequest, ChatResponse
 from ..llm.backends._batching import describe_backend
 from ._journal import EvalKey, EvalRecord, ResultSink
 
@@ -38,6 +38,7 @@ __all__ = [
     "RunProgress",
     "RunSummary",
     "describe_backends",
+    "record_from_response",
     "run_tasks",
     "write_manifest",
 ]
@@ -308,6 +309,14 @@ async def _evaluate(task: EvalTask, backend: Backend, parse: ParseFn) -> EvalRec
                           identifiers=req.identifiers, error_class=type(exc).__name__,
                           error_message=message, latency_s=time.perf_counter() - t0,
                           retries=_retries_of(exc))
+    return record_from_response(task, resp, parse)
+
+
+def record_from_response(task: EvalTask, resp: ChatResponse, parse: ParseFn) -> EvalRecord:
+    """The journal record of ``task`` answered by ``resp``: the answer parsed to a
+    prompt position (``ok``) or kept with its reason (``discarded``). The live runner
+    and batch results (:mod:`recaudit.audit._batch`) both go through it."""
+    req = task.request
     position, reason = parse(resp.text, req.identifiers)
     original = None if position is None else req.order[position - 1]
     item_id = next((c.item_id for c in task.candidates if c.original_index == original), None)

@@ -338,6 +338,16 @@ def run_command(
     design: Annotated[str | None, typer.Option(
         "--design", help="The plan's design to run (default: the one marked cheapest "
         "adequate).")] = None,
+    batch_file: Annotated[Path | None, typer.Option(
+        "--batch-file", help="Send nothing: write the evaluations still to ask as an "
+        "OpenAI Batch API requests file (JSONL) and journal them as pending (with "
+        "--sequential: the next round of each open cell).")] = None,
+    batch_results: Annotated[Path | None, typer.Option(
+        "--batch-results", help="Read a batch's output file (JSONL) into the journal "
+        "of the run in --out, exactly once (with --resume).")] = None,
+    batch_errors: Annotated[Path | None, typer.Option(
+        "--batch-errors", help="Also read the batch's error file: its evaluations are "
+        "planned again.")] = None,
 ) -> None:
     """Run an audit from CONFIG: every evaluation journaled, resumable after a crash.
 
@@ -364,6 +374,16 @@ def run_command(
                     "; choice probabilities recorded: analyse with `recaudit positional "
                     "analyze RUN_DIR --exact`" if chosen.design.startswith("exact") else ""),
                 highlight=False)
+    if batch_file or batch_results or batch_errors:  # provider batch files: docs/runner.md
+        from ._batch import batch_run
+
+        if executor != "local":
+            raise InputError("`--batch-file`/`--batch-results` send nothing from here: "
+                             "drop `--executor`")
+        batch_run(cfg, out=out or Path("runs") / config.stem, resume=resume, sequential=seq,
+                  batch_file=batch_file, batch_results=batch_results,
+                  batch_errors=batch_errors, as_json=as_json, quiet=quiet)
+        return
     _execute(cfg, out=out or Path("runs") / config.stem, resume=resume, as_json=as_json,
              quiet=quiet, analyze=analyze, sequential=seq, executor=executor,
              ray_address=ray_address, options=options)

@@ -561,6 +561,22 @@ class OpenAIBackend:
             extra={"finish_reason": first.get("finish_reason")},
         )
 
+    def response_from_body(self, data: object, request: ChatRequest) -> ChatResponse:
+        """The :class:`ChatResponse` of a chat-completion body obtained elsewhere (a
+        provider's batch output file): the same checks and the same parsing as a live
+        answer (text, usage, choice probabilities from ``logprobs``), latency 0.
+
+        Raises
+        ------
+        EndpointError
+            When ``data`` is not a chat completion with ``choices[0].message.content``.
+        """
+        try:
+            checked = _checked_completion(data)
+        except _RetryableError as exc:
+            raise EndpointError(str(exc)) from None
+        return self._response(checked, request, 0.0, 0)
+
     async def aclose(self) -> None:
         """Close this loop's HTTP session (a later call opens a new one)."""
         session, self._session = self._session, None
@@ -577,6 +593,11 @@ def _completion(raw: bytes) -> dict[str, Any]:
         data = json.loads(raw)
     except ValueError:
         raise _RetryableError("malformed JSON body") from None
+    return _checked_completion(data)
+
+
+def _checked_completion(data: object) -> dict[str, Any]:
+    """``data`` when it is a chat completion with ``choices[0].message.content``."""
     if not isinstance(data, dict):
         raise _RetryableError("malformed JSON body (not an object)")
     choices = data.get("choices")

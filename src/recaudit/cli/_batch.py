@@ -1,0 +1,61 @@
+"""``recaudit positional run ... --batch-file / --batch-results``: provider batch files.
+
+Thin: calls :func:`recaudit.audit._batch.run_batch` and prints what it did (one line
+per results file with its counts, the file written, what is pending, what to do next).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+
+from ._common import err_console, print_json
+from ._run_display import phase_printer
+
+__all__ = ["batch_run"]
+
+_SHOWN = ("ok", "discarded", "failed", "repeated", "duplicate", "foreign", "unknown",
+          "malformed", "rejected")
+
+
+def batch_run(cfg: Any, *, out: Path, resume: bool, sequential: Any,
+              batch_file: Path | None, batch_results: Path | None,
+              batch_errors: Path | None, as_json: bool, quiet: bool) -> None:
+    """Read batch results and/or write the next batch file of the run in ``out``."""
+    from ..audit._batch import run_batch
+
+    live = not (quiet or as_json)
+    results = [p for p in (batch_results, batch_errors) if p is not None]
+    done = run_batch(cfg, out_dir=out, resume=resume, batch_file=batch_file,
+                     batch_results=results, sequential=sequential,
+                     on_phase=phase_printer(live))
+    if as_json:
+        print_json(done.to_dict())
+        return
+    if quiet:
+        return
+    for ing in done.ingested:
+        parts = ", ".join(f"{getattr(ing, n)} {n}" for n in _SHOWN if getattr(ing, n))
+        err_console.print(f"read {escape(ing.path)}: {ing.lines} lines ({parts or 'none'})",
+                          highlight=False)
+    if done.batch_file is not None:
+        err_console.print(
+            f"[green]wrote[/] {done.written} requests to {escape(str(done.batch_file))}: "
+            "submit it to the provider's batch API (endpoint /v1/chat/completions), then "
+            "read its output with `--resume --batch-results OUTPUT.jsonl "
+            "[--batch-errors ERRORS.jsonl]`", highlight=False)
+    elif batch_file is not None and not done.complete:
+        err_console.print(f"nothing to write to {escape(str(batch_file))}: every evaluation "
+                          f"still to ask is pending in an earlier batch file",
+                          highlight=False)
+    err_console.print(
+        f"{done.completed} of {done.planned} planned evaluations journaled, "
+        f"{done.pending} pending, {done.failed} failed"
+        + (" (planned again by the next `--batch-file`)" if done.failed else ""),
+        highlight=False)
+    if done.complete and done.evaluations_path is not None:
+        err_console.print(f"[green]complete:[/] {escape(str(done.evaluations_path))}; analyse "
+                          f"with `recaudit positional analyze {escape(str(done.run_dir))}`",
+                          highlight=False)
