@@ -48,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import os
 import re
 import secrets
@@ -188,7 +189,7 @@ def decode_custom_id(custom_id: str) -> tuple[str, EvalKey]:
                       int(perm), int(sample))
     except (ValueError, UnicodeDecodeError):
         raise bad from None
-    if not (key.model and key.condition and key.query_id) \
+    if not (key.model and key.condition and key.query_id and math.isfinite(key.temperature)) \
             or encode_custom_id(key, run_id) != custom_id:
         raise bad
     return run_id, key
