@@ -325,3 +325,84 @@ def test_cli_batch_round_trip(tmp_path, emb_cache, retriever, key_env, monkeypat
     res = runner.invoke(app, ["positional", "run", str(cfg_path), "--out", str(run_dir),
                               "--resume", "--batch-file", str(out)])
     assert res.exit_code == 2 and "already exists" in res.output
+
+
+def test_journals_without_batch_tables_gain_them_and_keep_opening(tmp_path, emb_cache,
+                                                                  retriever, key_env):
+    from recaudit.audit._journal import Journal, read_meta
+
+    cfg = load_config(config(tmp_path, emb_cache))
+    run_dir = tmp_path / "run"
+    run_batch(cfg, out_dir=run_dir, batch_file=tmp_path / "b1.jsonl", retriever=retriever)
+    ids = [x["custom_id"] for x in read_lines(tmp_path / "b1.jsonl")]
+    # as a journal written before batch files existed: no batch tables, no run id
+    with closing(sqlite3.connect(run_dir / "journal.sqlite")) as conn, conn:
+        conn.execute("DROP TABLE batch_pending")
+        conn.execute("DROP TABLE batch_lines")
+        conn.execute("DELETE FROM meta WHERE key = 'batch_run_id'")
+    done = run_batch(cfg, out_dir=run_dir, resume=True, batch_file=tmp_path / "b2.jsonl",
+                     retriever=retriever)
+    assert done.written == N_KEYS
+    new_ids = [x["custom_id"] for x in read_lines(tmp_path / "b2.jsonl")]
+    assert {c.split(":")[2] for c in ids} != {c.split(":")[2] for c in new_ids}
+    # answers to the old file are now another run's; a planned-looking key outside the
+    # plan is unknown
+    run_id, key = decode_custom_id(new_ids[0])
+    outside = encode_custom_id(EvalKey(key.model, key.k, key.temperature, key.condition,
+                                       key.query_id, 99, 0), run_id)
+    out = tmp_path / "out.jsonl"
+    out.write_text(ok_line(ids[0], n=1) + "\n" + ok_line(outside, n=2) + "\n")
+    res = run_batch(cfg, out_dir=run_dir, resume=True, batch_results=[out],
+                    retriever=retriever)
+    assert (res.ingested[0].foreign, res.ingested[0].unknown) == (1, 1)
+    assert res.completed == 0 and res.pending == N_KEYS
+    # the journal with batch tables still opens as a plain journal (a live resume)
+    meta = {k: v for k, v in read_meta(run_dir / "journal.sqlite").items()
+            if k != "batch_run_id"}
+    with Journal(run_dir / "journal.sqlite", meta=meta, resume=True) as journal:
+        assert journal.counts() == {"ok": 0, "discarded": 0, "failed": 0}
+
+
+def test_batch_rounds_send_and_decide_what_the_live_sequential_run_does(
+        tmp_path, emb_cache, retriever, key_env, fault_server):
+    """The same answers (the fault server's ANSWER, position 2, for every request),
+    live and through batch rounds: the same request bodies on the wire, the same
+    rounds, the same sequential evidence and decision."""
+    from batch_driver import answer
+    from fault_server import ANSWER
+
+    from recaudit.audit._run import run_audit
+
+    path = config(tmp_path, emb_cache, n_queries=8, n_perms=3)
+    path.write_text(path.read_text().replace("http://127.0.0.1:9/v1", fault_server.base_url))
+    cfg = load_config(path)
+    seq = SequentialOptions(alpha=0.05, max_evaluations=24, round_evaluations=3)
+    run_audit(cfg, out_dir=tmp_path / "live", sequential=seq, retriever=retriever)
+    live_bodies = sorted(json.dumps(s.json, sort_keys=True) for s in fault_server.requests)
+    assert all(s.headers.get("Authorization") == f"Bearer {SECRET}"
+               for s in fault_server.requests)
+    fault_server.reset()
+
+    run_dir, results, batch_bodies = tmp_path / "batch", [], []
+    for rnd in range(20):
+        batch = tmp_path / f"round{rnd}.jsonl"
+        done = run_batch(cfg, out_dir=run_dir, resume=rnd > 0, batch_file=batch,
+                         batch_results=results, sequential=seq, retriever=retriever)
+        if done.complete:
+            break
+        batch_bodies += [json.dumps(x["body"], sort_keys=True) for x in read_lines(batch)]
+        results = [tmp_path / f"out{rnd}.jsonl", tmp_path / f"err{rnd}.jsonl"]
+        assert answer(batch, *results, fault_server.base_url.removesuffix("/v1")) \
+            == (len(read_lines(batch)), 0)
+    else:
+        pytest.fail("the sequential batch rounds never finished")
+    assert sorted(batch_bodies) == live_bodies
+    assert all("Authorization" not in s.headers for s in fault_server.requests)
+    live = json.loads((tmp_path / "live" / "sequential.json").read_text())
+    batched = json.loads((run_dir / "sequential.json").read_text())
+    assert batched == live and live["cells"][0]["decision"] == "rejected"
+    live_table = pd.read_parquet(tmp_path / "live" / "evaluations.parquet")
+    table = pd.read_parquet(done.evaluations_path)
+    cols = ["query_id", "perm_index", "selected_position", "raw_response", "prompt_tokens"]
+    pd.testing.assert_frame_equal(table[cols], live_table[cols])
+    assert (table.raw_response == ANSWER).all()

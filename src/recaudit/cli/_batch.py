@@ -55,6 +55,9 @@ def batch_run(cfg: Any, *, out: Path, resume: bool, sequential: Any,
         f"{done.pending} pending, {done.failed} failed"
         + (" (planned again by the next `--batch-file`)" if done.failed else ""),
         highlight=False)
+    if not done.complete and done.batch_file is None and (done.failed or not done.pending):
+        err_console.print("ask for the rest with `--resume --batch-file NEXT.jsonl`",
+                          highlight=False)
     if done.complete and done.evaluations_path is not None:
         err_console.print(f"[green]complete:[/] {escape(str(done.evaluations_path))}; analyse "
                           f"with `recaudit positional analyze {escape(str(done.run_dir))}`",
