@@ -182,8 +182,11 @@ def test_hostile_results_are_counted_once_and_failures_planned_again(
         json.dumps(["a", "list"]),                              # malformed
         json.dumps({"custom_id": ids[2], "response": {"status_code": 200, "body": {
             "choices": []}}, "error": None}),                   # failed: no choices
+        "[" * 100_000 + "]" * 100_000,                          # malformed: too deep
         # ids[3], ids[4], ids[5] missing: a partial file
     ]) + "\n\n", encoding="utf-8")
+    with out.open("ab") as f:
+        f.write(b'{"custom_id": "\xff\xfe"}\r\n')                   # malformed: not UTF-8
     errors = tmp_path / "errors.jsonl"
     errors.write_text("\n".join([
         json.dumps({"id": "e1", "custom_id": ids[3], "response": None,
@@ -195,9 +198,9 @@ def test_hostile_results_are_counted_once_and_failures_planned_again(
     done = run_batch(cfg, out_dir=run_dir, resume=True, batch_results=[out, errors],
                      retriever=retriever)
     first, err = (i.to_dict() for i in done.ingested)
-    assert first == {"path": str(out), "lines": 8, "ok": 1, "discarded": 1, "failed": 1,
+    assert first == {"path": str(out), "lines": 10, "ok": 1, "discarded": 1, "failed": 1,
                      "repeated": 0, "duplicate": 1, "foreign": 1, "unknown": 1,
-                     "malformed": 2, "rejected": 0}
+                     "malformed": 4, "rejected": 0}
     assert err["failed"] == 2 and err["lines"] == 2
     assert (done.completed, done.failed, done.pending) == (2, 3, 1) and not done.complete
     rows = journal_rows(run_dir)
@@ -211,8 +214,8 @@ def test_hostile_results_are_counted_once_and_failures_planned_again(
     # the same files again: every line is `repeated`, nothing changes
     again = run_batch(cfg, out_dir=run_dir, resume=True, batch_results=[out, errors],
                       retriever=retriever)
-    assert [i.repeated for i in again.ingested] == [8, 2]
-    assert [i.lines for i in again.ingested] == [8, 2]
+    assert [i.repeated for i in again.ingested] == [10, 2]
+    assert [i.lines for i in again.ingested] == [10, 2]
     pd.testing.assert_frame_equal(journal_rows(run_dir), rows)
 
     # the next batch file holds exactly the failed keys (ids[5] is still pending)
@@ -247,11 +250,18 @@ def test_choice_probabilities_come_from_the_batch_logprobs(tmp_path, emb_cache, 
     content = [*tokens, answer, {"token": "}", "logprob": 0.0, "top_logprobs": []}]
     lines = read_lines(batch)
     out = tmp_path / "out.jsonl"
+    out.write_text(ok_line(lines[0]["custom_id"], '{"article_number": 2}', n=99,
+                           logprobs=[1, 2]) + "\n")  # logprobs the live path fails on too
+    done = run_batch(cfg, out_dir=run_dir, resume=True, batch_results=[out],
+                     retriever=retriever)
+    assert done.ingested[0].failed == 1 and done.failed == 1
+    assert "AttributeError" in journal_rows(run_dir).error_message[0]
+    out = tmp_path / "out2.jsonl"
     out.write_text("".join(ok_line(x["custom_id"], '{"article_number": 2}', n=i,
                                    logprobs=content) + "\n" for i, x in enumerate(lines)))
     done = run_batch(cfg, out_dir=run_dir, resume=True, batch_results=[out],
                      retriever=retriever)
-    assert done.complete
+    assert done.complete and done.ingested[0].ok == len(lines)
     table = pd.read_parquet(done.evaluations_path)
     expected, outside = choice_probabilities_from_logprobs(content, ("1", "2", "3"))
     for row in table.itertuples():

@@ -395,7 +395,7 @@ def _classify(raw: bytes, reader: _Reader, completed: Callable[[EvalKey], bool]
     """(custom_id, outcome, record to journal) of one result line."""
     try:
         doc = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, nested beyond the parser
         return None, "malformed", None
     if not isinstance(doc, dict) or not isinstance(doc.get("custom_id"), str):
         return None, "malformed", None
@@ -418,6 +418,8 @@ def _classify(raw: bytes, reader: _Reader, completed: Callable[[EvalKey], bool]
             resp = backend.response_from_body(body, task.request)
         except EndpointError as exc:
             failure = f"unusable response body ({exc})"
+        except Exception as exc:  # noqa: BLE001 -- as live: a bad answer is a failed row
+            failure = f"unusable response body ({type(exc).__name__}: {exc})"[:500]
         else:
             record = replace(record_from_response(task, resp, reader.parse), latency_s=None)
             return cid, record.status, record
@@ -430,12 +432,12 @@ def _classify(raw: bytes, reader: _Reader, completed: Callable[[EvalKey], bool]
 def ingest_results(path: Path, reader: _Reader, journal: Journal) -> BatchIngest:
     """Read one results (or errors) file into the journal, in ONE transaction."""
     try:
-        data = path.read_bytes()
+        handle = path.open("rb")
     except OSError as exc:
         raise InputError(f"cannot read batch results {path}: {exc.strerror}") from None
     counts = dict.fromkeys(OUTCOMES, 0)
     ingested = _now()
-    with journal.transaction() as conn:
+    with handle, journal.transaction() as conn:
         def completed(key: EvalKey) -> bool:
             row = conn.execute(
                 f"SELECT status FROM evaluations WHERE "
@@ -443,8 +445,8 @@ def ingest_results(path: Path, reader: _Reader, journal: Journal) -> BatchIngest
                 tuple(getattr(key, f) for f in KEY_FIELDS)).fetchone()
             return row is not None and row[0] != "failed"
 
-        for raw in data.split(b"\n"):
-            raw = raw.strip()
+        for line in handle:  # streamed: an output file may be hundreds of MB
+            raw = line.strip()
             if not raw:
                 continue
             sha = hashlib.sha256(raw).hexdigest()
