@@ -139,10 +139,29 @@ def test_batch_file_lines_are_the_live_requests_without_the_key(tmp_path, emb_ca
                       retriever=retriever)
     assert again.written == 0 and again.pending == N_KEYS
     assert not (tmp_path / "b2.jsonl").exists()
-    assert SECRET not in (run_dir / "run.json").read_text()
+    for path in run_dir.rglob("*"):  # journal, WAL, tables, run.json, config
+        assert SECRET.encode() not in path.read_bytes(), path
     with closing(sqlite3.connect(run_dir / "journal.sqlite")) as conn:
         assert conn.execute("SELECT COUNT(*) FROM batch_pending").fetchone()[0] == N_KEYS
         assert conn.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0] == 0
+
+
+def test_resend_pending_writes_a_lost_batch_again(tmp_path, emb_cache, retriever, key_env):
+    cfg = load_config(config(tmp_path, emb_cache))
+    run_dir = tmp_path / "run"
+    run_batch(cfg, out_dir=run_dir, batch_file=tmp_path / "b1.jsonl", retriever=retriever)
+    again = run_batch(cfg, out_dir=run_dir, resume=True, batch_file=tmp_path / "b2.jsonl",
+                      resend_pending=True, retriever=retriever)
+    assert again.written == N_KEYS and again.pending == N_KEYS
+    assert (tmp_path / "b1.jsonl").read_text() == (tmp_path / "b2.jsonl").read_text()
+    out = tmp_path / "out.jsonl"  # both batches answered: the second answer is a duplicate
+    out.write_text("".join(ok_line(x["custom_id"], n=n * 10 + i) + "\n"
+                           for n in (1, 2)
+                           for i, x in enumerate(read_lines(tmp_path / "b1.jsonl"))))
+    done = run_batch(cfg, out_dir=run_dir, resume=True, batch_results=[out],
+                     retriever=retriever)
+    assert (done.ingested[0].ok, done.ingested[0].duplicate) == (N_KEYS, N_KEYS)
+    assert done.complete and len(journal_rows(run_dir)) == N_KEYS
 
 
 def test_batch_refuses_an_existing_file_and_non_openai_models(tmp_path, emb_cache):
@@ -329,6 +348,8 @@ def test_cli_batch_round_trip(tmp_path, emb_cache, retriever, key_env, monkeypat
     doc = json.loads(res.stdout)
     assert doc["complete"] and doc["ingested"][0]["ok"] == N_KEYS
     assert doc["ingested"][0]["malformed"] == 1
+    assert doc["analysis"][0]["n_evaluations"] == N_KEYS  # analysed as `run` does
+    assert (run_dir / "analysis.json").is_file()
     res = runner.invoke(app, ["positional", "run", str(cfg_path), "--out", str(run_dir),
                               "--batch-results", str(out)])
     assert res.exit_code == 2 and "--resume" in res.output

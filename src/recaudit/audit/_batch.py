@@ -244,8 +244,11 @@ class BatchResult:
         Request lines written to it.
     pending : int
         Keys waiting for a batch's answer after this call.
-    completed, failed : int
-        Keys with a completed (``ok``/``discarded``) and a ``failed`` journal row.
+    completed : int
+        Keys with a completed (``ok``/``discarded``) journal row.
+    failed : int
+        Keys whose last answer failed and that no pending batch asks again (the next
+        ``batch_file`` asks them).
     complete : bool
         Nothing left to ask: every planned key is complete, or (``--sequential``)
         every cell stopped. ``evaluations.parquet`` is then written.
@@ -326,9 +329,10 @@ def request_line(task: EvalTask, backend: OpenAIBackend, run_id: str) -> str:
 
 def write_requests(path: Path, tasks: Sequence[EvalTask],
                    backends: Mapping[tuple[str, int], OpenAIBackend], journal: Journal,
-                   run_id: str) -> int:
-    """Write ``tasks`` (less the completed and pending ones) to ``path`` and journal
-    them as pending; the number written (no file when 0).
+                   run_id: str, *, resend_pending: bool = False) -> int:
+    """Write ``tasks`` (less the completed ones, and less the pending ones unless
+    ``resend_pending``) to ``path`` and journal them as pending; the number written (no
+    file when 0).
 
     The file is written (atomically) BEFORE the keys are journaled as pending: a crash
     in between leaves them unpending, so the next ``--batch-file`` asks again (an
@@ -338,7 +342,7 @@ def write_requests(path: Path, tasks: Sequence[EvalTask],
     if path.exists():
         raise InputError(MSG_FILE_EXISTS.format(path=path))
     with journal.transaction() as conn:
-        pending = _pending_keys(conn)
+        pending = set() if resend_pending else _pending_keys(conn)
     done = journal.completed_keys()
     todo = [t for t in tasks if t.key not in done and t.key not in pending]
     if not todo:
@@ -506,6 +510,7 @@ def run_batch(
     batch_file: str | os.PathLike[str] | None = None,
     batch_results: Sequence[str | os.PathLike[str]] = (),
     sequential: SequentialOptions | None = None,
+    resend_pending: bool = False,
     retriever: Retriever | None = None,
     on_phase: Callable[[str], None] | None = None,
     parse: ParseFn = parse_position,
@@ -527,6 +532,9 @@ def run_batch(
         Provider output and error files, read first, each exactly once.
     sequential : SequentialOptions, optional
         Plan only the next round of each open cell (and update ``sequential.json``).
+    resend_pending : bool
+        Also write the keys pending in earlier batch files (a batch lost or cancelled
+        without an error file); an answer that then arrives twice is ``duplicate``.
     retriever, on_phase
         As for :func:`run_audit`.
     parse : callable
@@ -564,9 +572,14 @@ def run_batch(
         todo, complete = _next_tasks(cfg, tasks, journal, run_dir, sequential, say)
         written = 0
         if file_path is not None and todo:
-            written = write_requests(file_path, todo, backends, journal, run_id)
+            written = write_requests(file_path, todo, backends, journal, run_id,
+                                     resend_pending=resend_pending)
         with journal.transaction() as conn:
             pending = len(_pending_keys(conn))
+            # failed keys that no pending batch asks again
+            failed = conn.execute(
+                "SELECT COUNT(*) FROM evaluations e WHERE e.status = 'failed' AND NOT "
+                f"EXISTS (SELECT 1 FROM batch_pending WHERE {_KEY_MATCH})").fetchone()[0]
         counts = journal.counts()
         table = journal.to_frame()
     evaluations = None
@@ -579,7 +592,7 @@ def run_batch(
     return BatchResult(run_dir=run_dir, planned=len(tasks), ingested=ingested,
                        batch_file=file_path if written else None, written=written,
                        pending=pending, completed=counts["ok"] + counts["discarded"],
-                       failed=counts["failed"], complete=complete,
+                       failed=int(failed), complete=complete,
                        evaluations_path=evaluations)
 
 

@@ -12,6 +12,12 @@ from typing import Any
 from rich.markup import escape
 
 from ._common import err_console, print_json
+from ._positional_tables import (
+    print_analysis,
+    print_sequential,
+    print_sequential_verdict,
+    print_skipped,
+)
 from ._run_display import phase_printer
 
 __all__ = ["batch_run"]
@@ -22,20 +28,45 @@ _SHOWN = ("ok", "discarded", "failed", "repeated", "duplicate", "foreign", "unkn
 
 def batch_run(cfg: Any, *, out: Path, resume: bool, sequential: Any,
               batch_file: Path | None, batch_results: Path | None,
-              batch_errors: Path | None, as_json: bool, quiet: bool) -> None:
-    """Read batch results and/or write the next batch file of the run in ``out``."""
+              batch_errors: Path | None, as_json: bool, quiet: bool,
+              resend_pending: bool = False, analyze: bool = True,
+              options: Any = None) -> None:
+    """Read batch results and/or write the next batch file of the run in ``out``; once
+    the run is complete, analyse it as ``run`` does (``analysis.json``, the tables)."""
     from ..audit._batch import run_batch
 
     live = not (quiet or as_json)
     results = [p for p in (batch_results, batch_errors) if p is not None]
     done = run_batch(cfg, out_dir=out, resume=resume, batch_file=batch_file,
                      batch_results=results, sequential=sequential,
-                     on_phase=phase_printer(live))
+                     resend_pending=resend_pending, on_phase=phase_printer(live))
+    analysis = None
+    if done.complete and analyze and done.evaluations_path is not None:
+        from ..audit import analyze_run
+
+        analysis = analyze_run(done.evaluations_path, options, seed=cfg.seed)
     if as_json:
-        print_json(done.to_dict())
+        print_json({**done.to_dict(), "analysis": None if analysis is None
+                    else analysis.rows})
         return
-    if quiet:
-        return
+    if not quiet:
+        _print_progress(done, batch_file)
+    print_skipped(analysis)
+    if analysis is not None and analysis.rows is not None:
+        from ..audit import GROUP_BY
+
+        print_analysis(analysis.rows, list(GROUP_BY), verdict=sequential is None)
+        if sequential is not None:
+            from .._read import read_json
+
+            doc = read_json(done.run_dir / "sequential.json", what="the sequential evidence")
+            if not quiet:
+                print_sequential(doc)
+            print_sequential_verdict(doc)
+
+
+def _print_progress(done: Any, batch_file: Path | None) -> None:
+    """What was read, what was written, what is left."""
     for ing in done.ingested:
         parts = ", ".join(f"{getattr(ing, n)} {n}" for n in _SHOWN if getattr(ing, n))
         err_console.print(f"read {escape(ing.path)}: {ing.lines} lines ({parts or 'none'})",
@@ -48,7 +79,8 @@ def batch_run(cfg: Any, *, out: Path, resume: bool, sequential: Any,
             "[--batch-errors ERRORS.jsonl]`", highlight=False)
     elif batch_file is not None and not done.complete:
         err_console.print(f"nothing to write to {escape(str(batch_file))}: every evaluation "
-                          f"still to ask is pending in an earlier batch file",
+                          "still to ask is pending in an earlier batch file (a batch lost "
+                          "without an error file: add `--batch-resend-pending`)",
                           highlight=False)
     err_console.print(
         f"{done.completed} of {done.planned} planned evaluations journaled, "
@@ -59,6 +91,6 @@ def batch_run(cfg: Any, *, out: Path, resume: bool, sequential: Any,
         err_console.print("ask for the rest with `--resume --batch-file NEXT.jsonl`",
                           highlight=False)
     if done.complete and done.evaluations_path is not None:
-        err_console.print(f"[green]complete:[/] {escape(str(done.evaluations_path))}; analyse "
-                          f"with `recaudit positional analyze {escape(str(done.run_dir))}`",
+        err_console.print(f"[green]complete:[/] {escape(str(done.evaluations_path))} "
+                          f"(`recaudit report {escape(str(done.run_dir))}` for the page)",
                           highlight=False)

@@ -348,6 +348,9 @@ def run_command(
     batch_errors: Annotated[Path | None, typer.Option(
         "--batch-errors", help="Also read the batch's error file: its evaluations are "
         "planned again.")] = None,
+    batch_resend_pending: Annotated[bool, typer.Option(
+        "--batch-resend-pending", help="With --batch-file: also write the evaluations "
+        "pending in earlier batch files (a batch lost without an error file).")] = False,
 ) -> None:
     """Run an audit from CONFIG: every evaluation journaled, resumable after a crash.
 
@@ -382,7 +385,8 @@ def run_command(
                              "drop `--executor`")
         batch_run(cfg, out=out or Path("runs") / config.stem, resume=resume, sequential=seq,
                   batch_file=batch_file, batch_results=batch_results,
-                  batch_errors=batch_errors, as_json=as_json, quiet=quiet)
+                  batch_errors=batch_errors, as_json=as_json, quiet=quiet,
+                  resend_pending=batch_resend_pending, analyze=analyze, options=options)
         return
     _execute(cfg, out=out or Path("runs") / config.stem, resume=resume, as_json=as_json,
              quiet=quiet, analyze=analyze, sequential=seq, executor=executor,
