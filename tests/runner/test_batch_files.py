@@ -202,6 +202,8 @@ def test_hostile_results_are_counted_once_and_failures_planned_again(
         json.dumps({"custom_id": ids[2], "response": {"status_code": 200, "body": {
             "choices": []}}, "error": None}),                   # failed: no choices
         "[" * 100_000 + "]" * 100_000,                          # malformed: too deep
+        ok_line(ids[5][:-1] + "\ud800", n=5),                   # unknown: lone surrogate
+        ok_line("x" * 1_000_000, n=6),                          # unknown: a megabyte id
         # ids[3], ids[4], ids[5] missing: a partial file
     ]) + "\n\n", encoding="utf-8")
     with out.open("ab") as f:
@@ -217,8 +219,8 @@ def test_hostile_results_are_counted_once_and_failures_planned_again(
     done = run_batch(cfg, out_dir=run_dir, resume=True, batch_results=[out, errors],
                      retriever=retriever)
     first, err = (i.to_dict() for i in done.ingested)
-    assert first == {"path": str(out), "lines": 10, "ok": 1, "discarded": 1, "failed": 1,
-                     "repeated": 0, "duplicate": 1, "foreign": 1, "unknown": 1,
+    assert first == {"path": str(out), "lines": 12, "ok": 1, "discarded": 1, "failed": 1,
+                     "repeated": 0, "duplicate": 1, "foreign": 1, "unknown": 3,
                      "malformed": 4, "rejected": 0}
     assert err["failed"] == 2 and err["lines"] == 2
     assert (done.completed, done.failed, done.pending) == (2, 3, 1) and not done.complete
@@ -233,8 +235,8 @@ def test_hostile_results_are_counted_once_and_failures_planned_again(
     # the same files again: every line is `repeated`, nothing changes
     again = run_batch(cfg, out_dir=run_dir, resume=True, batch_results=[out, errors],
                       retriever=retriever)
-    assert [i.repeated for i in again.ingested] == [10, 2]
-    assert [i.lines for i in again.ingested] == [10, 2]
+    assert [i.repeated for i in again.ingested] == [12, 2]
+    assert [i.lines for i in again.ingested] == [12, 2]
     pd.testing.assert_frame_equal(journal_rows(run_dir), rows)
 
     # the next batch file holds exactly the failed keys (ids[5] is still pending)

@@ -55,7 +55,7 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -106,7 +106,7 @@ OUTCOMES = ("ok", "discarded", "failed", "repeated", "duplicate", "foreign", "un
             "malformed", "rejected")
 
 MSG_BAD_ID = (
-    "custom_id {cid!r} is not a recaudit evaluation key (expected "
+    "custom_id {cid} is not a recaudit evaluation key (expected "
     "recaudit:1:<run id>:<model>:<k>:<temperature>:<condition>:<query_id>:<perm_index>:"
     "<sample_index>, text fields percent-encoded)"
 )
@@ -173,9 +173,9 @@ def decode_custom_id(custom_id: str) -> tuple[str, EvalKey]:
         When ``custom_id`` is not exactly what :func:`encode_custom_id` writes
         (another format, a non-canonical number or escape, a missing field).
     """
-    bad = InputError(MSG_BAD_ID.format(cid=custom_id[:200] if isinstance(custom_id, str)
-                                       else custom_id))
-    if not isinstance(custom_id, str):
+    shown = json.dumps(custom_id[:200]) if isinstance(custom_id, str) else repr(custom_id)
+    bad = InputError(MSG_BAD_ID.format(cid=shown))
+    if not isinstance(custom_id, str) or not custom_id.isascii():  # ours are ASCII
         raise bad
     parts = custom_id.split(":")
     if len(parts) != 10 or parts[0] != _ID_PREFIX or parts[1] != _ID_VERSION:
@@ -366,7 +366,6 @@ class _Reader:
     tasks: Mapping[EvalKey, EvalTask]
     backends: Mapping[tuple[str, int], OpenAIBackend]
     parse: ParseFn
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
 
 
 def _line_failure(doc: Mapping[str, Any]) -> tuple[str | None, object]:
@@ -469,9 +468,10 @@ def ingest_results(path: Path, reader: _Reader, journal: Journal) -> BatchIngest
                                  f"{' AND '.join(f'{f} = ?' for f in KEY_FIELDS)}",
                                  tuple(getattr(record.key, f) for f in KEY_FIELDS))
             counts[outcome] += 1
-            if outcome != "rejected":
+            if outcome != "rejected":  # the id as JSON text: any string can be stored
+                shown = None if cid is None else json.dumps(cid[:300])
                 conn.execute("INSERT INTO batch_lines VALUES (?, ?, ?, ?, ?)",
-                             (sha, cid, outcome, str(path), ingested))
+                             (sha, shown, outcome, str(path), ingested))
     return BatchIngest(path=str(path), lines=sum(counts.values()), **counts)
 
 
