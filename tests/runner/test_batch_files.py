@@ -439,3 +439,29 @@ def test_batch_rounds_send_and_decide_what_the_live_sequential_run_does(
     cols = ["query_id", "perm_index", "selected_position", "raw_response", "prompt_tokens"]
     pd.testing.assert_frame_equal(table[cols], live_table[cols])
     assert (table.raw_response == ANSWER).all()
+
+
+def test_cli_sequential_batch_rounds_print_the_verdict(tmp_path, emb_cache, retriever,
+                                                       key_env):
+    from typer.testing import CliRunner
+
+    from recaudit.cli import app
+
+    cfg_path = config(tmp_path, emb_cache, n_queries=8, n_perms=3)
+    run_dir = tmp_path / "run"
+    seq = SequentialOptions(alpha=0.05, max_evaluations=24)  # the CLI's round size (20)
+    first = run_batch(load_config(cfg_path), out_dir=run_dir, sequential=seq,
+                      batch_file=tmp_path / "b0.jsonl", retriever=retriever)
+    assert first.written == 21  # whole query blocks of 3, >= 20
+    out = tmp_path / "out0.jsonl"
+    out.write_text("".join(ok_line(x["custom_id"], n=i) + "\n"
+                           for i, x in enumerate(read_lines(tmp_path / "b0.jsonl"))))
+    res = CliRunner().invoke(app, [
+        "positional", "run", str(cfg_path), "--out", str(run_dir), "--resume",
+        "--sequential", "--max-evaluations", "24", "--batch-results", str(out),
+        "--batch-file", str(tmp_path / "b1.jsonl")])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "21 ok" in text and "complete:" in text and "rejected after 21" in text
+    assert not (tmp_path / "b1.jsonl").exists()  # nothing left to ask
+    assert (run_dir / "analysis.json").is_file()

@@ -52,17 +52,23 @@ def batch_run(cfg: Any, *, out: Path, resume: bool, sequential: Any,
     if not quiet:
         _print_progress(done, batch_file)
     print_skipped(analysis)
-    if analysis is not None and analysis.rows is not None:
-        from ..audit import GROUP_BY
+    if analysis is None or analysis.rows is None:
+        return
+    from ..audit import GROUP_BY
 
-        print_analysis(analysis.rows, list(GROUP_BY), verdict=sequential is None)
-        if sequential is not None:
-            from .._read import read_json
+    doc = None
+    if sequential is not None:
+        from .._read import read_json
 
-            doc = read_json(done.run_dir / "sequential.json", what="the sequential evidence")
-            if not quiet:
-                print_sequential(doc)
-            print_sequential_verdict(doc)
+        doc = read_json(done.run_dir / "sequential.json", what="the sequential evidence")
+        if not quiet:
+            print_sequential(doc)
+            err_console.print("[yellow]note:[/] after a sequential stop the fixed-sample "
+                              "p-values below are descriptive only; the sequential decision "
+                              "above is the valid test", highlight=False)
+    print_analysis(analysis.rows, list(GROUP_BY), verdict=doc is None)
+    if doc is not None:
+        print_sequential_verdict(doc)
 
 
 def _print_progress(done: Any, batch_file: Path | None) -> None:
