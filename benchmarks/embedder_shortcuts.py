@@ -1,4 +1,5 @@
-"""Ad-hoc probe behind the decision "Retrieval without torch": can a cheap first stage keep MiniLM's exact top k?
+"""Ad-hoc probe behind the decision "Retrieval without torch": can a cheap first stage
+keep MiniLM's exact top k?
 
 Usage::
 
