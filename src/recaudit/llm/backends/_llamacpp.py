@@ -155,6 +155,10 @@ class LlamaCppBackend:
             params.use_jinja = True
         started = time.perf_counter()
         self._server: Any = xllamacpp.Server(params)
+        # one token before anything else: the server's loop is then running (destroying
+        # a server whose loop never served a request can hang in its destructor's join)
+        self._call({"messages": [{"role": "user", "content": "ready?"}], "max_tokens": 1,
+                    "temperature": 0.0})
         self.load_s = time.perf_counter() - started
         self._pool = ThreadPoolExecutor(max_workers=n_parallel,
                                         thread_name_prefix="recaudit-llamacpp")
