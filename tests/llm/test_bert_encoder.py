@@ -312,4 +312,10 @@ def test_auto_without_any_engine_names_the_extra(minilm, monkeypatch, tmp_path):
     r = Retriever(minilm, cache_dir=tmp_path)  # constructing needs no engine yet
     with pytest.raises(MissingExtraError, match=r"recaudit\[embed\]' .* or 'recaudit\[llm\]'"):
         r.embed(["a bag"])
+
+
+def test_an_explicit_torch_engine_is_taken_as_asked(minilm):
+    pytest.importorskip("torch", reason="the torch engine needs the llm extra")
+    from recaudit.llm import _embedder
+
     assert _embedder.resolve_engine("torch", minilm) == ("torch", None)
