@@ -141,9 +141,9 @@ class Encoder:
 
     def _encode_torch(self, texts: list[str], *, chunk: int,
                       progress: Progress | None) -> npt.NDArray[np.float32]:
+        model = self.model  # first: without sentence-transformers, MissingExtraError
         import torch
 
-        model = self.model
         step = len(texts) if progress is None else max(chunk, self.batch_size)
         previous = torch.get_num_threads()
         if self.n_threads is not None:
