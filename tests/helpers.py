@@ -188,3 +188,18 @@ def synthetic_table(
         for i, s in enumerate(np.sort(rng.uniform(0.2, 0.9, size=k))[::-1])
     ])
     return table, cands
+
+
+def fairness_tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Top-10 lists, 1-5 test items per user and a binary gender (60 users, seeded):
+    ``(recs, test, users)`` for the fairness commands' hostile-input tests."""
+    rng = np.random.default_rng(3)
+    users = pd.DataFrame({"user_id": [f"u{i}" for i in range(60)],
+                          "gender": ["F" if i % 3 == 0 else "M" for i in range(60)]})
+    recs = pd.DataFrame([(u, int(it), r + 1) for u in users.user_id
+                         for r, it in enumerate(rng.choice(40, 10, replace=False))],
+                        columns=["user_id", "item_id", "rank"])
+    test = pd.DataFrame([(u, int(it)) for u in users.user_id
+                         for it in rng.choice(40, int(rng.integers(1, 6)), replace=False)],
+                        columns=["user_id", "item_id"])
+    return recs, test, users

@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from helpers import write_catalog
+from helpers import fairness_tables, write_catalog
 from recaudit.cli import app
 from recaudit.positional import simulate_evaluations
 
@@ -61,7 +61,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ev.to_parquet(root / "evals.parquet", index=False)
     ranks = ev[["query_id", "order"]].assign(ranking=["1 2 3 4"] * len(ev))
     ranks.to_csv(root / "rankings.csv", index=False)
-    recs, test, users = _fairness_tables()
+    recs, test, users = fairness_tables()
     recs.to_csv(root / "recs.csv", index=False)
     test.to_csv(root / "test.csv", index=False)
     users.to_csv(root / "users.csv", index=False)
@@ -84,20 +84,6 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     fusers = ["user_id,gender"] + [f"{u},{'F' if u % 3 == 0 else 'M'}" for u in range(40)]
     (root / "fusers.csv").write_text("\n".join(fusers) + "\n")
     return root
-
-
-def _fairness_tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Top-10 lists, 1-5 test items per user and a binary gender (60 users)."""
-    rng = np.random.default_rng(3)
-    users = pd.DataFrame({"user_id": [f"u{i}" for i in range(60)],
-                          "gender": ["F" if i % 3 == 0 else "M" for i in range(60)]})
-    recs = pd.DataFrame([(u, int(it), r + 1) for u in users.user_id
-                         for r, it in enumerate(rng.choice(40, 10, replace=False))],
-                        columns=["user_id", "item_id", "rank"])
-    test = pd.DataFrame([(u, int(it)) for u in users.user_id
-                         for it in rng.choice(40, int(rng.integers(1, 6)), replace=False)],
-                        columns=["user_id", "item_id"])
-    return recs, test, users
 
 
 def _analysis_json(evals: Path) -> object:

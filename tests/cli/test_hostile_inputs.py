@@ -38,7 +38,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from helpers import write_catalog
+from helpers import fairness_tables, write_catalog
 from recaudit.cli import app
 from recaudit.positional import simulate_evaluations
 
@@ -60,15 +60,7 @@ def _evaluations() -> pd.DataFrame:
 
 
 def _fairness() -> dict[str, pd.DataFrame]:
-    rng = np.random.default_rng(3)
-    users = pd.DataFrame({"user_id": [f"u{i}" for i in range(60)],
-                          "gender": ["F" if i % 3 == 0 else "M" for i in range(60)]})
-    recs = pd.DataFrame([(u, int(it), r + 1) for u in users.user_id
-                         for r, it in enumerate(rng.choice(40, 10, replace=False))],
-                        columns=["user_id", "item_id", "rank"])
-    test = pd.DataFrame([(u, int(it)) for u in users.user_id
-                         for it in rng.choice(40, int(rng.integers(1, 6)), replace=False)],
-                        columns=["user_id", "item_id"])
+    recs, test, users = fairness_tables()
     return {"recs": recs, "test": test, "users": users}
 
 
