@@ -203,3 +203,19 @@ def fairness_tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
                          for it in rng.choice(40, int(rng.integers(1, 6)), replace=False)],
                         columns=["user_id", "item_id"])
     return recs, test, users
+
+
+def product_sets(catalog: object, words: Iterable[str], *, k: int,
+                 description_chars: int) -> list[tuple[str, tuple[object, ...]]]:
+    """``(query, candidates)`` per word: the first ``k`` catalog products whose title ends
+    with it, in catalog order, descriptions clipped (the local backends' real prompts)."""
+    from recaudit.llm import Candidate
+
+    items = catalog.items  # type: ignore[attr-defined]
+    out: list[tuple[str, tuple[object, ...]]] = []
+    for word in words:
+        rows = items[items["title"].str.endswith(word)].head(k)
+        out.append((f"I want {word.lower()} for everyday use.", tuple(
+            Candidate(i, r.item_id, r.title, r.description[:description_chars], 0.0)
+            for i, r in enumerate(rows.itertuples(), start=1))))
+    return out

@@ -13,6 +13,7 @@ import json
 import numpy as np
 import pytest
 
+from helpers import product_sets
 from recaudit.exceptions import InputError
 from recaudit.llm import (
     Backend,
@@ -49,14 +50,7 @@ def engine(gguf):
 @pytest.fixture(scope="module")
 def candidate_sets(myntra):
     """Four real 5-candidate sets: products of one type, in catalog order."""
-    items = myntra.items
-    out = []
-    for word in ("Jeans", "Kurta", "Sneakers", "Watch"):
-        rows = items[items["title"].str.endswith(word)].head(5)
-        out.append((f"I want {word.lower()} for everyday use.", tuple(
-            Candidate(i, r.item_id, r.title, r.description[:60], 0.0)
-            for i, r in enumerate(rows.itertuples(), start=1))))
-    return out
+    return product_sets(myntra, ("Jeans", "Kurta", "Sneakers", "Watch"), k=5, description_chars=60)
 
 
 def _request(cands, query, *, order=(1, 2, 3, 4, 5), temperature=0.0, seed=None,

@@ -12,10 +12,10 @@ import asyncio
 
 import pytest
 
+from helpers import product_sets
 from recaudit.exceptions import InputError
 from recaudit.llm import (
     Backend,
-    Candidate,
     ChatRequest,
     PromptTemplate,
     parse_answer,
@@ -40,20 +40,8 @@ def backend(smollm2_path):
 @pytest.fixture(scope="module")
 def candidate_sets(myntra):
     """Five real 3-candidate sets: products of one type, in catalog order."""
-    items = myntra.items
-    out = []
-    for word in ("Jeans", "Kurta", "Sneakers", "Watch", "Backpack"):
-        rows = items[items["title"].str.endswith(word)].head(3)
-        out.append(
-            (
-                f"I want {word.lower()} for everyday use.",
-                tuple(
-                    Candidate(i, r.item_id, r.title, r.description[:80], 0.0)
-                    for i, r in enumerate(rows.itertuples(), start=1)
-                ),
-            )
-        )
-    return out
+    return product_sets(myntra, ("Jeans", "Kurta", "Sneakers", "Watch", "Backpack"), k=3,
+                        description_chars=80)
 
 
 def _request(
