@@ -258,7 +258,9 @@ def test_an_unidentified_split_shows_its_bounds_and_why(positional_dir: Path) ->
     (positional_dir / "analysis.json").write_text(json.dumps(analysis))
     report = build_report(positional_dir)
     assert "not identified" in report.html
-    assert "(here sPB is between 0.000 and" in report.html
+    reason = split["spb"]["note"].removeprefix("not identified: ").split(", so ")[0]
+    assert f"is not identified here: {reason}. So sPB is only known to lie between 0 and" \
+        in report.html
     assert "(bounds)</td>" in report.html
     assert report.data["groups"][0]["spb_note"] == split["spb"]["note"]
     assert report.data["groups"][0]["spb"]["ci_low"] == 0.0

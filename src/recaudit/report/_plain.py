@@ -333,11 +333,16 @@ def _pb_sentence(words: Words, g: Configuration, i: int, *, share_known: bool) -
                 "samples make shares look uneven; PB removes that by cross-fitting (the "
                 "favoured positions are found on some queries and measured on the "
                 "others). ", raw))
+        elif g.pb.value < plugin + _SAME:
+            parts.append(words.fill(
+                "The raw distance of the shares from even is the same, {}: here sampling "
+                "noise does not inflate it (PB is cross-fitted: the favoured positions are "
+                "found on some queries and measured on the others). ", raw))
         else:
             parts.append(words.fill(
                 "The raw distance of the shares from even is {} (PB is cross-fitted: the "
-                "favoured positions are found on some queries and measured on the others, "
-                "so sampling noise does not inflate it). ", raw))
+                "favoured positions are found on some queries and measured on the "
+                "others). ", raw))
     return words.join(parts)
 
 

@@ -126,10 +126,10 @@ def _what_was_audited(run: PositionalRun, groups: Sequence[Configuration],
 
 def _strongest(i: int, worst: Configuration) -> Markup:
     return Markup(
-        "The strongest positional bias is {} at k = {}, T = {:g}: PB = {} "
+        "The strongest positional bias is {}at k = {}, T = {:g}: PB = {} "
         "(POB-UNBP lower bound L = {} pp), sPB = {}{}, PS = {}. "
     ).format(
-        worst.model, worst.k, worst.temperature, ci_num(f"groups/{i}/pb", worst.pb),
+        "" if worst.model == "(all)" else f"{worst.model} ", worst.k, worst.temperature, ci_num(f"groups/{i}/pb", worst.pb),
         num(f"groups/{i}/pob_unbp/L", worst.unbp_lower_bound,
             fmt(100 * worst.unbp_lower_bound, 1)),
         ci_num(f"groups/{i}/spb", worst.spb),
