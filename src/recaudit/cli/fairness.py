@@ -242,13 +242,18 @@ def evaluate_command(
         warnings.warn(warning, RecauditWarning, stacklevel=1)
     if per_user is not None:
         _write_per_user(result, per_user)
+    _print_result(result, model=model, json_output=json_output)
+
+
+def _print_result(result: FairnessEvaluation, *, model: str | None, json_output: bool) -> None:
+    """The evaluation as JSON (``model`` first when named) or as tables."""
     if json_output:
         print_json({"model": model.strip(), **result.to_dict()} if model else result.to_dict())
-    else:
-        console = Console()
-        if model:
-            console.print(f"model: {model.strip()}", highlight=False, markup=False)
-        print_evaluation(result, console)
+        return
+    console = Console()
+    if model:
+        console.print(f"model: {model.strip()}", highlight=False, markup=False)
+    print_evaluation(result, console)
 
 
 def _write_per_user(result: FairnessEvaluation, path: Path) -> None:

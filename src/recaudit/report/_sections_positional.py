@@ -129,7 +129,8 @@ def _strongest(i: int, worst: Configuration) -> Markup:
         "The strongest positional bias is {}at k = {}, T = {:g}: PB = {} "
         "(POB-UNBP lower bound L = {} pp), sPB = {}{}, PS = {}. "
     ).format(
-        "" if worst.model == "(all)" else f"{worst.model} ", worst.k, worst.temperature, ci_num(f"groups/{i}/pb", worst.pb),
+        "" if worst.model == "(all)" else f"{worst.model} ", worst.k, worst.temperature,
+        ci_num(f"groups/{i}/pb", worst.pb),
         num(f"groups/{i}/pob_unbp/L", worst.unbp_lower_bound,
             fmt(100 * worst.unbp_lower_bound, 1)),
         ci_num(f"groups/{i}/spb", worst.spb),
