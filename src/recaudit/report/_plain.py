@@ -68,6 +68,12 @@ class Words(Protocol):
     def join(self, parts: Sequence[Any]) -> Any:
         """The parts, one after the other."""
 
+    def term(self, text: str) -> Any:
+        """A test's or metric's name (``POB-UNBP``), never split over lines."""
+
+    def label(self, text: str) -> Any:
+        """A paragraph's lead-in (``How much position decided:``)."""
+
 
 class HtmlWords:
     """Sentences for the page: numbers tagged with their sidecar path, text escaped."""
@@ -81,6 +87,12 @@ class HtmlWords:
     def join(self, parts: Sequence[Any]) -> Markup:
         return Markup("").join(parts)
 
+    def term(self, text: str) -> Markup:
+        return Markup('<span class="term">{}</span>').format(text)
+
+    def label(self, text: str) -> Markup:
+        return Markup("<strong>{}</strong>").format(text)
+
 
 class TextWords:
     """Sentences for the terminal: plain text."""
@@ -93,6 +105,12 @@ class TextWords:
 
     def join(self, parts: Sequence[Any]) -> str:
         return "".join(str(p) for p in parts)
+
+    def term(self, text: str) -> str:
+        return text
+
+    def label(self, text: str) -> str:
+        return text
 
 
 def pct(x: float) -> str:
@@ -236,17 +254,19 @@ def chance_sentence(words: Words, g: Configuration, i: int, alpha: float,
     if math.isfinite(p_unbp):
         used.append(p_unbp)
         tests.append(words.fill(
-            "a test of whether the positions' shares are even (POB-UNBP) gives {}",
+            "a test of whether the positions' shares are even ({}) gives {}",
+            words.term("POB-UNBP"),
             words.num(f"groups/{i}/pob_unbp/{unbp_key}", p_unbp, _p_text(p_unbp))))
     if blind:
         tests.append(words.fill(
-            "the test of whether the candidate picked depends on the order shown (POB-ICM) "
-            "cannot tell here: no order was shown twice"))
+            "the test of whether the candidate picked depends on the order shown ({}) "
+            "cannot tell here: no order was shown twice", words.term("POB-ICM")))
     elif math.isfinite(p_icm):
         used.append(p_icm)
         tests.append(words.fill(
-            "a test of whether the candidate picked depends on the order shown (POB-ICM) "
-            "gives {}", words.num(f"groups/{i}/pob_icm/{icm_key}", p_icm, _p_text(p_icm))))
+            "a test of whether the candidate picked depends on the order shown ({}) "
+            "gives {}", words.term("POB-ICM"),
+            words.num(f"groups/{i}/pob_icm/{icm_key}", p_icm, _p_text(p_icm))))
     if not tests:
         return words.fill("")
     alpha_text = words.num("alpha", alpha, f"{alpha:g}")
@@ -279,7 +299,7 @@ def how_much_paragraph(words: Words, g: Configuration, i: int) -> Any:
     pb = _pb_sentence(words, g, i, share_known=math.isfinite(share.value))
     if not parts and not pb:
         return words.fill("")
-    return words.join([words.fill("How much position decided: "), *parts, pb])
+    return words.join([words.label("How much position decided:"), words.fill(" "), *parts, pb])
 
 
 def _split_sentence(words: Words, g: Configuration, i: int) -> Any:
