@@ -146,6 +146,7 @@ def _print_notes(rows: list[dict[str, Any]], names: list[str], *, tests: bool) -
     (what the model did by position, whether that is chance, how much position decided)."""
     from rich.markup import escape
 
+    from ..exceptions import InputError
     from ..report import plain_summary
 
     notes: dict[str, list[str]] = {}
@@ -158,8 +159,8 @@ def _print_notes(rows: list[dict[str, Any]], names: list[str], *, tests: bool) -
                       highlight=False)
     try:
         words = plain_summary(rows, tests=tests)
-    except (KeyError, TypeError, ValueError):  # rows of another shape: the table says it
-        return
+    except (InputError, KeyError, TypeError, ValueError):  # rows the words cannot read:
+        return  # the table above has said everything already
     for paragraph in words.split("\n\n") if words else ():
         # wrapped here, at spaces only: "p < 0.001" and "95% CI" hold non-breaking spaces
         console.print()
