@@ -294,3 +294,23 @@ def test_several_fairness_models_keep_the_range(fairness_dir: Path) -> None:
     verdict = _verdict(build_report(fairness_dir).html)[0]
     assert "ranges from" in verdict and "Pareto front" in verdict
     assert verdict.startswith("We compared 9 models")
+
+
+@pytest.mark.parametrize(("shares", "expected"), [
+    ([0.3, 0.1, 0.0, 0.3, 0.3],
+     "picked the candidate shown first in 30% of its answers, the one shown fourth in 30% "
+     "and the one shown last in 30%; position 2 got 10% and it never picked position 3."),
+    ([0.2, 0.2, 0.2, 0.2, 0.2],
+     "picked the candidate shown first in 20% of its answers; each of the other positions "
+     "got 20%."),
+    ([0.0, 0.0, 0.0, 0.0, 1.0],
+     "picked the candidate shown last in 100% of its answers; it never picked positions "
+     "1\u20134."),
+    ([0.004, 0.3, 0.0, 0.3, 0.396],
+     "picked the candidate shown last in 40% of its answers, the one shown second in 30% "
+     "and the one shown fourth in 30%; position 1 got <1% and it never picked position 3."),
+])
+def test_the_position_sentence_names_every_position(first_or_last, shares, expected) -> None:  # noqa: ANN001, E501
+    row = json.loads(json.dumps(first_or_last[0]))
+    row["position_distribution"] = shares
+    assert _words(plain_summary([row])).startswith(f"The model {expected}")

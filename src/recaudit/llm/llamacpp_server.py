@@ -94,7 +94,7 @@ def resolve_model(model: str) -> tuple[Path, str | None]:
     Examples
     --------
     >>> path, template = resolve_model("smollm2-135m")  # doctest: +SKIP
-    >>> path.name
+    >>> path.name  # doctest: +SKIP
     'SmolLM2-135M-Instruct.Q4_1.gguf'
     """
     packaged = PACKAGED_MODELS.get(model)
