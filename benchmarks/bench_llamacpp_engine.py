@@ -128,7 +128,7 @@ class _Server:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "recaudit.llm.llamacpp_server", "--model", str(gguf),
              "--port", str(self.port), "--n-threads", str(args.threads),
-             "--n-parallel", str(args.parallel), "--n-ctx", str(4096 * args.parallel)],
+             "--n-parallel", str(args.parallel), "--n-ctx", "4096"],  # per slot, as in process
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         line = self.proc.stdout.readline() if self.proc.stdout else ""
         if "listening" not in line:

@@ -50,3 +50,31 @@ def test_the_readme_quick_tour_starts_from_the_example() -> None:
     tour = readme.split("## Quick tour: the command line", 1)[1]
     first = next(line for line in tour.splitlines() if line.startswith("recaudit "))
     assert "examples/openai-audit.toml" in first
+
+
+def _server_command(text: str) -> str:
+    """The `llamacpp_server` command of a text, its continuation lines joined."""
+    lines = [line.lstrip("# ").rstrip() for line in text.splitlines()]
+    start = next(i for i, line in enumerate(lines)
+                 if line.startswith("python -m recaudit.llm.llamacpp_server"))
+    command = []
+    for line in lines[start:]:
+        command.append(line.rstrip("\\").strip())
+        if not line.endswith("\\"):
+            break
+    return " ".join(command)
+
+
+def test_the_example_serves_llamacpp_with_a_slot_per_request() -> None:
+    """The example's header and runner.md start the server by its packaged name (no
+    private import) with one slot per request the example has in flight."""
+    text = EXAMPLE.read_text()
+    concurrency = tomllib.loads(text)["models"][0]["concurrency"]
+    section = (ROOT / "docs" / "runner.md").read_text(encoding="utf-8").split(
+        "## Serving a GGUF with llama.cpp", 1)[1]
+    for source in (text, section):
+        command = _server_command(source).split()
+        assert command[command.index("--model") + 1] == "smollm2-135m"
+        assert int(command[command.index("--n-parallel") + 1]) == concurrency
+        assert int(command[command.index("--n-threads") + 1]) == 2
+    assert "._" not in text  # no import of a private module

@@ -41,6 +41,10 @@ def test_sequential_run_folder_reports_its_decision(tmp_path, retriever, emb_cac
     verdict = " ".join(res.output.split())
     assert "Positional bias detected (sequential test, alpha = 0.05" in verdict
     assert "biased k=" in verdict and "Holm across groups" not in verdict
+    # the plain words of what the model did, without the fixed-sample tests' sentence
+    assert "Where position mattered most (biased, k=" in verdict
+    assert "How much position decided:" in verdict and "Chance alone" not in verdict
+    assert " nan" not in verdict
     out = tmp_path / "report.html"
     rep = CliRunner().invoke(app, ["report", str(run), "-o", str(out)])
     assert rep.exit_code == 0, rep.output

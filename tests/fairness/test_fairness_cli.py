@@ -154,12 +154,36 @@ def test_same_numbers_as_the_library(files: dict[str, Path]) -> None:
         (["--n", "5", "ten"], "`--n` takes integers"),
         (["--min-group-size", "40"], "group 'F' has 30 evaluated users"),
         (["--n-items", "3"], "`n_items` = 3 is smaller"),
+        (["--model", " "], "`--model` must be a printable, non-empty name"),
+        (["--model", "a\x00b"], "`--model` must be a printable, non-empty name"),
     ],
 )
 def test_bad_input_exits_2(files: dict[str, Path], extra: list[str], fragment: str) -> None:
     res = runner.invoke(app, [*_base(files), *extra])
     assert res.exit_code == 2
     assert fragment in res.output and len(res.output.strip().splitlines()) == 1
+
+
+def test_model_name_reaches_the_json_and_the_report(files: dict[str, Path],
+                                                    tmp_path: Path) -> None:
+    """`--model` names the recommender in --json and in `recaudit report` (the
+    report never names a model after its file)."""
+    from recaudit.report import build_report
+
+    res = runner.invoke(app, [*_base(files), "--n", "10", "--model", "MostPop", "--json",
+                              "--n-boot", "20", "--n-resamples", "0"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["model"] == "MostPop" and "groups" in out
+    path = tmp_path / "evaluation-2026.json"
+    path.write_text(res.stdout)
+    report = build_report(path)
+    assert [m["name"] for m in report.data["models"]] == ["MostPop"]
+    assert report.data["verdict"].startswith("We evaluated one model, MostPop, on")
+    table = runner.invoke(app, [*_base(files), "--n", "10", "--model", "MostPop",
+                                "--n-boot", "20", "--n-resamples", "0"])
+    assert table.exit_code == 0 and table.stdout.startswith("model: MostPop")
+    assert " nan " not in table.stdout and "n/a" in table.stdout  # p not computed
 
 
 def test_missing_file_and_stray_arguments(files: dict[str, Path], tmp_path: Path) -> None:

@@ -103,7 +103,7 @@ def test_positional_report(driver, positional_dir: Path, tmp_path: Path) -> None
     from selenium.webdriver.common.by import By
 
     _check_page(driver, *_open(driver, positional_dir, tmp_path))
-    verdict = driver.find_element(By.CSS_SELECTOR, "p.verdict").text
+    verdict = driver.find_element(By.CSS_SELECTOR, "div.verdict").text
     assert "POB-UNBP rejected" in verdict and "PB = " in verdict
     header = driver.find_elements(By.CSS_SELECTOR, "#tab-groups thead th")[13]  # PB
     assert header.text.startswith("PB")
@@ -144,7 +144,7 @@ def test_fairness_report(driver, fairness_dir: Path, tmp_path: Path) -> None:  #
     from selenium.webdriver.common.by import By
 
     _check_page(driver, *_open(driver, fairness_dir, tmp_path))
-    assert "Pareto front" in driver.find_element(By.CSS_SELECTOR, "p.verdict").text
+    assert "Pareto front" in driver.find_element(By.CSS_SELECTOR, "div.verdict").text
     header = driver.find_elements(By.CSS_SELECTOR, "#tab-accuracy thead th")[2]  # coverage
     header.click()
     values = _column(driver, "#tab-accuracy", 2)
@@ -179,7 +179,7 @@ def test_fairness_study_report_with_protocols_and_popularity(  # noqa: ANN001
     from selenium.webdriver.common.by import By
 
     _check_page(driver, *_open(driver, fairness_study_dir, tmp_path))
-    verdict = driver.find_element(By.CSS_SELECTOR, "p.verdict").text
+    verdict = driver.find_element(By.CSS_SELECTOR, "div.verdict").text
     assert "full ranking over 1,682 items" in verdict and "uni100" in verdict
     warning = driver.find_element(By.ID, "protocol-warnings")
     assert warning.is_displayed() and "Warning: sampled metrics" in warning.text

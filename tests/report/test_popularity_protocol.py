@@ -52,7 +52,7 @@ def _text(html: str) -> str:
 
 
 def _verdict(report: Report) -> str:
-    return _text(report.html.split('<p class="verdict">', 1)[1].split("</p>", 1)[0])
+    return _text(report.html.split('<div class="verdict">', 1)[1].split("</div>", 1)[0])
 
 
 def _table_rows(html: str, table: str) -> int:

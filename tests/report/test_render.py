@@ -76,9 +76,9 @@ def test_every_number_on_the_page_is_in_the_sidecar(report: Report) -> None:
         expected = _resolve(data, attrs["data-path"])
         assert json.loads(attrs["data-value"]) == expected, attrs
     # the verdict's numbers are tagged too
-    verdict = report.html.split('<p class="verdict">', 1)[1].split("</p>", 1)[0]
+    verdict = report.html.split('<div class="verdict">', 1)[1].split("</div>", 1)[0]
     assert "data-path" in verdict
-    assert data["verdict"].startswith("We ")
+    assert data["verdict"].startswith(("Where position mattered most", "We compared"))
 
 
 def test_formatted_text_matches_the_value(positional_dir: Path) -> None:
@@ -258,7 +258,9 @@ def test_an_unidentified_split_shows_its_bounds_and_why(positional_dir: Path) ->
     (positional_dir / "analysis.json").write_text(json.dumps(analysis))
     report = build_report(positional_dir)
     assert "not identified" in report.html
-    assert "(here sPB is between 0.000 and" in report.html
+    reason = split["spb"]["note"].removeprefix("not identified: ").split(", so ")[0]
+    assert f"is not identified here: {reason}. So sPB is only known to lie between 0 and" \
+        in report.html
     assert "(bounds)</td>" in report.html
     assert report.data["groups"][0]["spb_note"] == split["spb"]["note"]
     assert report.data["groups"][0]["spb"]["ci_low"] == 0.0

@@ -39,7 +39,9 @@ def test_server_bad_arguments_exit_2_with_one_line(tmp_path, capsys):
     from recaudit.llm.llamacpp_server import main
 
     for argv, expected in (
-        (["--model", str(tmp_path / "none.gguf")], "must be a GGUF file"),
+        (["--model", str(tmp_path / "none.gguf")], "or a GGUF file, got"),
+        (["--model", "smollm2"], "must be a packaged model name (smollm2-135m, gemma3-270m) "
+         "or a GGUF file, got 'smollm2'"),
         (["--model", __file__, "--port", "0"], "`--port` must be in 1..65535, got 0"),
         (["--model", __file__, "--n-threads", "0"], "`--n-threads` must be an integer >= 1"),
         ([], "the following arguments are required: --model"),
@@ -63,9 +65,10 @@ def llama_server(tmp_path_factory):
         port = s.getsockname()[1]
     log = tmp_path_factory.mktemp("llamacpp") / "server.log"
     log_file = open(log, "w")  # noqa: SIM115 -- closed after the server stops
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "recaudit.llm.llamacpp_server", "--model", str(gguf),
-         "--host", "127.0.0.1", "--port", str(port), "--n-threads", "1", "--n-ctx", "2048"],
+    proc = subprocess.Popen(  # the packaged model by its name; two slots of 2048 tokens
+        [sys.executable, "-m", "recaudit.llm.llamacpp_server", "--model", "smollm2-135m",
+         "--host", "127.0.0.1", "--port", str(port), "--n-threads", "1", "--n-ctx", "2048",
+         "--n-parallel", "2"],
         stdout=log_file, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 240
@@ -89,6 +92,58 @@ def llama_server(tmp_path_factory):
     except subprocess.TimeoutExpired:
         proc.kill()
     log_file.close()
+
+
+def test_resolve_model_takes_a_packaged_name_or_a_file(tmp_path, monkeypatch):
+    from recaudit import InputError
+    from recaudit.llm import llamacpp_server as server
+    from recaudit.llm.backends import PACKAGED_MODELS, PackagedModel
+
+    gguf = tmp_path / "any.Q8_0.gguf"
+    gguf.write_bytes(b"GGUF")
+    assert server.resolve_model(str(gguf)) == (gguf, None)
+    with pytest.raises(InputError, match="packaged model name .* or a GGUF file"):
+        server.resolve_model(str(tmp_path / "none.gguf"))
+    # a packaged name: the file in its package's folder, and the family's chat template
+    monkeypatch.setitem(PACKAGED_MODELS, "tiny-test", PackagedModel(
+        "tiny-test", "tiny_test_module", "tiny.gguf", "pip install tiny", chat_template="T"))
+    monkeypatch.setattr(server, "packaged_model_path", lambda name: tmp_path / name)
+    assert server.resolve_model("tiny-test") == (tmp_path / "tiny-test" / "tiny.gguf", "T")
+
+
+def test_build_params_gives_each_slot_its_context(tmp_path):
+    from types import SimpleNamespace
+
+    from recaudit.llm.llamacpp_server import build_params
+
+    class _Params:  # the attributes build_params sets on xllamacpp.CommonParams
+        def __init__(self):
+            self.model = SimpleNamespace(path="")
+            self.cpuparams = SimpleNamespace(n_threads=0)
+            self.cpuparams_batch = SimpleNamespace(n_threads=0)
+
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    args = SimpleNamespace(model=str(gguf), host="127.0.0.1", port=8080, n_threads=2,
+                           n_ctx=2048, n_parallel=8)
+    params = build_params(args, SimpleNamespace(CommonParams=_Params))
+    assert params.model.path == str(gguf) and params.n_parallel == 8
+    assert params.n_ctx == 8 * 2048  # llama.cpp splits n_ctx over the slots
+    assert params.cpuparams.n_threads == params.cpuparams_batch.n_threads == 2
+    assert not hasattr(params, "chat_template")  # the GGUF's own
+
+
+@pytest.mark.llamacpp
+@NEEDS_XLLAMACPP
+def test_the_server_serves_the_packaged_name_with_its_slots(llama_server):
+    """`--model smollm2-135m` is the packaged GGUF; `--n-parallel 2 --n-ctx 2048` give
+    two slots of 2048 tokens each (llama.cpp's /props)."""
+    root = llama_server.removesuffix("/v1")
+    with urllib.request.urlopen(f"{root}/props", timeout=10) as resp:
+        props = json.load(resp)
+    assert props["total_slots"] == 2
+    assert props["default_generation_settings"]["n_ctx"] == 2048
+    assert props["model_path"] == str(default_model_path() / DEFAULT_GGUF_FILE)
 
 
 def request(order, *, constrained, probs=False):

@@ -30,6 +30,11 @@ def fmt(value: float | None, ci_low: float = math.nan, ci_high: float = math.nan
     return f"{value:.4f} [{ci_low:.4f}, {ci_high:.4f}]"
 
 
+def _fmt_p(p: float) -> str:
+    """A p-value; ``n/a`` when not computed (``--n-resamples 0``)."""
+    return "n/a" if p is None or math.isnan(p) else f"{p:.4g}"
+
+
 def fmt_estimate(est: Estimate) -> str:
     """:func:`fmt` of an estimate with its CI."""
     return fmt(est.value, est.ci.low, est.ci.high)
@@ -58,8 +63,8 @@ def inter_bias_table(result: FairnessEvaluation) -> Table:
         table.add_row(
             key,
             fmt_estimate(ib.rd),
-            f"{ib.pvalue:.4g}",
-            f"{ib.pvalue_holm:.4g}",
+            _fmt_p(ib.pvalue),
+            _fmt_p(ib.pvalue_holm),
             fmt_estimate(ib.nrd),
             fmt_estimate(ib.ib),
         )

@@ -7,6 +7,7 @@ Every table here takes the JSON rows the library's results give (``to_dict``/
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -45,8 +46,8 @@ def _unbp_and_effect_lines(holm: str) -> list[tuple[str, Callable[[dict[str, Any
         ),
         ("PS [95% CI]", lambda r: fmt_estimate(r["ps"])),
         ("PB [95% CI]", lambda r: fmt_estimate(r["pb"])),
-        ("sPB [95% CI]", lambda r: fmt_estimate(r["spb"])),
-        ("soft bias [95% CI]", lambda r: fmt_estimate(r["spb_soft"]) if "spb_soft" in r else "n/a"),
+        ("sPB [95% CI]", lambda r: _split_cell(r, "spb")),
+        ("soft bias [95% CI]", lambda r: _split_cell(r, "spb_soft") if "spb_soft" in r else "n/a"),
         ("position shares", lambda r: " ".join(f"{q:.2f}" for q in r["position_distribution"])),
     ]
 
@@ -107,6 +108,7 @@ def print_analysis(rows: list[dict[str, Any]], by: list[str], *,
         where = groups[0] if len(groups) == 1 else f"{len(groups)} groups: {'; '.join(groups)}"
         console.print(f"[yellow]POB-ICM ({where}):[/] {text}", highlight=False)
     if not verdict:  # a sequential run's verdict is its sequential decision
+        _print_notes(rows, names, tests=False)
         return
     level = f"alpha = {rows[0]['alpha']}" + (", Holm across groups" if by else "")
     biased = [
@@ -119,6 +121,52 @@ def print_analysis(rows: list[dict[str, Any]], by: list[str], *,
         console.print(f"[bold red]Positional bias detected[/] ({level}) in: {'; '.join(biased)}")
     else:
         console.print(f"[bold green]No positional bias detected[/] ({level})")
+    _print_notes(rows, names, tests=True)
+
+
+def _split_note(row: dict[str, Any]) -> str | None:
+    """Why the row's strong/soft split is not identified (``analyze``'s note), or None."""
+    spb = row.get("spb")
+    return spb.get("note") if isinstance(spb, dict) else None
+
+
+def _split_cell(row: dict[str, Any], key: str) -> str:
+    """sPB or soft bias with its CI; ``not identified [low, high]`` (the identification
+    bounds) when the split is not identified -- its reason is printed below the table."""
+    if _split_note(row) is None:
+        return fmt_estimate(row[key])
+    est = row[key]
+    if _na(est, "ci_low") or _na(est, "ci_high"):
+        return "not identified"
+    return f"not identified [{est['ci_low']:.3f}, {est['ci_high']:.3f}]"
+
+
+def _print_notes(rows: list[dict[str, Any]], names: list[str], *, tests: bool) -> None:
+    """Below the table: why a split is not identified, then the verdict in plain words
+    (what the model did by position, whether that is chance, how much position decided)."""
+    from rich.markup import escape
+
+    from ..exceptions import InputError
+    from ..report import plain_summary
+
+    notes: dict[str, list[str]] = {}
+    for name, r in zip(names, rows, strict=True):
+        if (note := _split_note(r)) is not None:
+            notes.setdefault(note, []).append(name)
+    for note, groups in notes.items():
+        where = groups[0] if len(groups) == 1 else f"{len(groups)} groups: {'; '.join(groups)}"
+        console.print(f"[yellow]sPB and soft bias ({escape(where)}):[/] {escape(note)}",
+                      highlight=False)
+    try:
+        words = plain_summary(rows, tests=tests)
+    except (InputError, KeyError, TypeError, ValueError):  # rows the words cannot read:
+        return  # the table above has said everything already
+    for paragraph in words.split("\n\n") if words else ():
+        # wrapped here, at spaces only: "p < 0.001" and "95% CI" hold non-breaking spaces
+        console.print()
+        console.print(escape(textwrap.fill(paragraph, width=max(console.width - 1, 40),
+                                           break_on_hyphens=False, break_long_words=False)),
+                      highlight=False, soft_wrap=True)
 
 
 def _group_name(row: dict[str, Any], by: list[str]) -> str:
@@ -228,14 +276,16 @@ def _print_packed(title: str, keys: list[tuple[str, list[str]]],
 def fmt_estimate(est: dict[str, Any]) -> str:
     if _na(est, "value"):
         return "n/a"
-    if est["ci_low"] is None:  # too few queries for an interval (``ci_reason``)
+    if _na(est, "ci_low"):  # too few queries for an interval (``ci_reason``)
         return f"{est['value']:.3f} (no CI)"
     return f"{est['value']:.3f} [{est['ci_low']:.3f}, {est['ci_high']:.3f}]"
 
 
 def _na(stat: dict[str, Any], key: str) -> str:
-    """``"n/a"`` when the statistic was not computed (its ``key`` is null), else ``""``."""
-    return "n/a" if stat[key] is None else ""
+    """``"n/a"`` when the statistic was not computed (its ``key`` is null or nan, as in
+    the rows before they are written as JSON), else ``""``."""
+    value = stat[key]
+    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else ""
 
 
 def print_skipped(analysis: Any) -> None:

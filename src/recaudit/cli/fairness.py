@@ -47,6 +47,8 @@ PER_USER_SUFFIX_MSG = (
     "`--per-user` must name a .csv or .parquet file, got {path}"
 )
 PER_USER_SUFFIXES = (".csv", ".parquet")
+MODEL_NAME_MSG = ("`--model` must be a printable, non-empty name (e.g. `--model MostPop`), "
+                  "got {model!r}")
 
 PopularityGroupsOption = Annotated[str | None, typer.Option(
     "--popularity-groups", metavar="METHOD",
@@ -175,6 +177,9 @@ def evaluate_command(
         "(e.g. uni100: within --candidates).")] = None,
     popularity_groups: PopularityGroupsOption = None,
     per_user: PerUserOption = None,
+    model: Annotated[str | None, typer.Option(
+        "--model", help="The recommender's name: `model` in --json, the name "
+        "`recaudit report` shows (default: none).", show_default=False)] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Per-group top-N metrics, item coverage, RD/NRD/IB with CIs and p-values.
@@ -202,6 +207,8 @@ def evaluate_command(
     )
     if popularity_groups is not None and train is None:
         raise InputError(POPULARITY_GROUPS_NEED_TRAIN_MSG)
+    if model is not None and (not model.strip() or not model.isprintable()):
+        raise InputError(MODEL_NAME_MSG.format(model=model))
     if per_user is not None and per_user.suffix.lower() not in PER_USER_SUFFIXES:
         raise InputError(PER_USER_SUFFIX_MSG.format(path=per_user))
     if per_user is not None:
@@ -235,10 +242,18 @@ def evaluate_command(
         warnings.warn(warning, RecauditWarning, stacklevel=1)
     if per_user is not None:
         _write_per_user(result, per_user)
+    _print_result(result, model=model, json_output=json_output)
+
+
+def _print_result(result: FairnessEvaluation, *, model: str | None, json_output: bool) -> None:
+    """The evaluation as JSON (``model`` first when named) or as tables."""
     if json_output:
-        print_json(result.to_dict())
-    else:
-        print_evaluation(result, Console())
+        print_json({"model": model.strip(), **result.to_dict()} if model else result.to_dict())
+        return
+    console = Console()
+    if model:
+        console.print(f"model: {model.strip()}", highlight=False, markup=False)
+    print_evaluation(result, console)
 
 
 def _write_per_user(result: FairnessEvaluation, path: Path) -> None:

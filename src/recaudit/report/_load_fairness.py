@@ -29,8 +29,8 @@ from ..fairness import FairnessEvaluation, ModelResult, StudyResult
 from ..fairness import _from_json as js
 from ._lookup import first_file, norm, read_table_file
 
-__all__ = ["FAIRNESS_CMD", "FULL", "METRIC_ORDER", "FairnessRun", "HeadItem", "LongTail",
-           "load_fairness"]
+__all__ = ["FAIRNESS_CMD", "FULL", "METRIC_ORDER", "UNNAMED", "FairnessRun", "HeadItem",
+           "LongTail", "load_fairness"]
 
 FAIRNESS_CMD = js.FAIRNESS_CMD
 METRIC_ORDER = js.METRIC_ORDER
@@ -42,6 +42,12 @@ POPULARITY_CI = "as given in the JSON"
 #: The protocol of an evaluation that names none (JSON written before protocols).
 FULL = "full"
 EVALUATIONS_MSG = "{where}: `evaluations` must map protocol names to evaluations"
+#: The name of a model whose JSON names none (``fairness evaluate`` without ``--model``):
+#: never the file's name, which names the file, not the recommender.
+UNNAMED = "unnamed model"
+#: What the page lists under "Not in this report" for an unnamed model.
+UNNAMED_MISSING = ("the model's name (the JSON has no `model`): "
+                   "`recaudit fairness evaluate --model NAME --json` records it")
 
 
 @dataclass(frozen=True)
@@ -179,8 +185,7 @@ def _from_evaluations(
 ) -> list[tuple[ModelResult, Mapping[str, Any]]]:
     """``evaluate --json`` output: one model, ``{model: result}`` or a list of them."""
     if isinstance(results, Mapping) and js.find(results, "groups") is not None:
-        name = js.find(results, "model") or (Path(source).stem if folder is None else "model")
-        results = {str(name): results}
+        results = {str(js.find(results, "model") or UNNAMED): results}
     if isinstance(results, list):
         results = {
             str((js.find(r, "model", "name") if isinstance(r, Mapping) else None)
@@ -214,6 +219,8 @@ def load_fairness(results: Any, *, source: str, folder: Path | None = None) -> F
             long_tail = _long_tail(path)
     else:
         missing.append("the run folder's long_tail.parquet: the long-tail plot")
+    if any(m.name == UNNAMED for m, _ in models):
+        missing.append(UNNAMED_MISSING)
     alpha = js.find(models[0][1], "alpha")
     popularity = {
         m.name: _popularity(raw, m.evaluation) for m, raw in models if m.evaluation is not None

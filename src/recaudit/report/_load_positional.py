@@ -172,6 +172,12 @@ class Configuration:
         return NAN_ESTIMATE if split is None else split.strong
 
     @property
+    def pb_plugin(self) -> float:
+        """The plug-in TV of the observed position shares from uniform (biased upward
+        by sampling noise; nan in files written before it)."""
+        return self.analysis.pb.plugin
+
+    @property
     def spb_note(self) -> str | None:
         """Why the soft/strong split is not identified (then sPB and soft are only
         bounded: their intervals are the identification bounds), or None."""

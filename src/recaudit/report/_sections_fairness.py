@@ -19,7 +19,7 @@ from markupsafe import Markup
 from .._stats import Estimate
 from ..fairness import FairnessEvaluation
 from . import _plots
-from ._load_fairness import METRIC_ORDER, FairnessRun
+from ._load_fairness import METRIC_ORDER, UNNAMED, FairnessRun
 from ._page import NAN_ESTIMATE, Cell, Fig, Section, Table, ci_cell, ci_num, fmt, num, p_cell
 from ._sections_popularity import popularity_data
 from ._sections_protocol import protocol_clause, protocol_data, protocol_warnings
@@ -94,41 +94,61 @@ def _gap_sentence(run: FairnessRun, metric: str, n: int) -> Markup:
     )
 
 
+def _ib_sentence(run: FairnessRun, metric: str, n: int) -> Markup:
+    """IB of the one model, or its range over the models (best and worst named)."""
+    names = list(run.evaluations)
+    ib = [ev.inter_bias[f"{metric}@{n}"].ib for ev in run.evaluations.values()]
+    if len(names) == 1:
+        return Markup("Its IB-{}@{} (0 = no combined bias, higher = more) is {}. ").format(
+            metric, n, ci_num(f"models/0/ib/{metric}@{n}", ib[0]))
+    ranked = sorted(range(len(ib)), key=lambda i: ib[i].value)
+    best, worst = ranked[0], ranked[-1]
+    return Markup(
+        "IB-{}@{} (higher = more combined bias) ranges from {} for {} to {} for {}. "
+    ).format(
+        metric, n,
+        ci_num(f"models/{best}/ib/{metric}@{n}", ib[best]), names[best],
+        ci_num(f"models/{worst}/ib/{metric}@{n}", ib[worst]), names[worst],
+    )
+
+
 def fairness_verdict(run: FairnessRun) -> Markup:
-    """One paragraph in plain words (group sizes are quoted from the sidecar's summary)."""
+    """One paragraph in plain words (group sizes are quoted from the sidecar's summary).
+
+    With one model: its name and its IB (no range, no Pareto front); with several:
+    the range of IB over the models and the accuracy-bias Pareto front.
+    """
     names = list(run.evaluations)
     evaluations = list(run.evaluations.values())
     metric, n = headline(run)
-    front = _fronts(run)[n]
     groups = Markup(", ").join(
         Markup("{} ({} users)").format(g, num(f"summary/groups/{j}/n_users", c, str(c)))
         for j, (g, c) in enumerate(_n_users(evaluations[0]).items())
     )
-    ib = [ev.inter_bias[f"{metric}@{n}"].ib for ev in evaluations]
-    ranked = sorted(range(len(ib)), key=lambda i: ib[i].value)
-    best, worst = ranked[0], ranked[-1]
+    if len(names) > 1:
+        compared = Markup("We compared {} models").format(len(names))
+    elif names[0] == UNNAMED:  # `fairness evaluate` output without --model
+        compared = Markup("We evaluated one model (its JSON names none)")
+    else:
+        compared = Markup("We evaluated one model, {},").format(names[0])
     parts = [
-        Markup("We compared {} model{} on the user groups {}{}, {}. ").format(
-            len(names), "s" if len(names) != 1 else "", groups,
+        Markup("{} on the user groups {}{}, {}. ").format(
+            compared, groups,
             Markup(" (protected group: {})").format(run.protected) if run.protected else "",
             protocol_clause(run),
         ),
         _gap_sentence(run, metric, n),
-        Markup(
-            "IB-{}@{} (higher = more combined bias) ranges from {} for {} to {} for {}. "
-        ).format(
-            metric, n,
-            ci_num(f"models/{best}/ib/{metric}@{n}", ib[best]), names[best],
-            ci_num(f"models/{worst}/ib/{metric}@{n}", ib[worst]), names[worst],
-        ),
-        Markup("On the accuracy-bias Pareto front: {}; {}.").format(
+        _ib_sentence(run, metric, n),
+    ]
+    if len(names) > 1:
+        front = _fronts(run)[n]
+        parts.append(Markup("On the accuracy-bias Pareto front: {}; {}.").format(
             ", ".join(names[i] for i in front),
             "no single model is best on both"
             if len(front) > 1
             else "one model is both the most accurate and the least biased",
-        ),
-    ]
-    return Markup("").join(parts)
+        ))
+    return Markup("<p>{}</p>").format(Markup("").join(parts).strip())
 
 
 # ----------------------------------------------------------------------- sections

@@ -29,6 +29,14 @@ from ._page import (
     p_cell,
     span,
 )
+from ._plain import (
+    DECODING,
+    HtmlWords,
+    chance_sentence,
+    headline_configuration,
+    how_much_paragraph,
+    position_sentence,
+)
 
 __all__ = [
     "audited",
@@ -42,9 +50,6 @@ __all__ = [
     "power_section",
     "primary_condition",
 ]
-
-DECODING = "decoding"
-
 
 def primary_condition(groups: Sequence[Configuration]) -> str:
     """The most frequent condition other than ``decoding`` (the audited one)."""
@@ -92,7 +97,7 @@ def _summary(run: PositionalRun, groups: Sequence[Configuration]) -> dict[str, A
 def _what_was_audited(run: PositionalRun, groups: Sequence[Configuration],
                       summary: dict[str, Any]) -> Markup:
     n = len(groups)
-    holm = any(
+    holm = len(run.groups) > 1 and any(
         math.isfinite(g.unbp_pvalue_holm) or math.isfinite(g.icm_pvalue_holm) for g in groups
     )
 
@@ -100,7 +105,8 @@ def _what_was_audited(run: PositionalRun, groups: Sequence[Configuration],
         return num(f"summary/{key}", summary[key], str(summary[key]))
 
     return Markup(
-        "We audited {} model{} in {} configuration{} (k in {{{}}}, temperature in {{{}}}): "
+        "In the tests' terms: we audited {} model{} in {} configuration{} (k in {{{}}}, "
+        "temperature in {{{}}}): "
         "{} valid evaluations in all, {} queries per configuration. "
     ).format(
         count("models"), "s" if summary["models"] != 1 else "", count("configurations"),
@@ -118,40 +124,19 @@ def _what_was_audited(run: PositionalRun, groups: Sequence[Configuration],
     )
 
 
-def _strongest(groups: Sequence[Configuration], i: int, worst: Configuration) -> Markup:
-    text = Markup(
-        "The strongest positional bias is {} at k = {}, T = {:g}: PB = {} "
-        "(POB-UNBP lower bound L = {} pp), sPB = {}, PS = {}. "
+def _strongest(i: int, worst: Configuration) -> Markup:
+    return Markup(
+        "The strongest positional bias is {}at k = {}, T = {:g}: PB = {} "
+        "(POB-UNBP lower bound L = {} pp), sPB = {}{}, PS = {}. "
     ).format(
-        worst.model, worst.k, worst.temperature, ci_num(f"groups/{i}/pb", worst.pb),
+        "" if worst.model == "(all)" else f"{worst.model} ", worst.k, worst.temperature,
+        ci_num(f"groups/{i}/pb", worst.pb),
         num(f"groups/{i}/pob_unbp/L", worst.unbp_lower_bound,
             fmt(100 * worst.unbp_lower_bound, 1)),
-        ci_num(f"groups/{i}/spb", worst.spb), ci_num(f"groups/{i}/ps", worst.ps),
+        ci_num(f"groups/{i}/spb", worst.spb),
+        f" {UNIDENTIFIED_MARK}" if worst.spb_note is not None else "",
+        ci_num(f"groups/{i}/ps", worst.ps),
     )
-    if worst.spb_note is not None:
-        text += Markup(
-            "Position made {} of its selections. Their split into strong and soft bias "
-            "is {} (here sPB is {} and soft bias {}). "
-        ).format(
-            ci_num(f"groups/{i}/positional_share", worst.positional_share),
-            worst.spb_note, _bounds(worst.spb), _bounds(worst.spb_soft),
-        )
-    elif math.isfinite(worst.positional_share.value):
-        text += Markup(
-            "Position made {} of its selections: {} were moved out of the query's "
-            "relevance set (strong bias, sPB) and {} landed on a relevant item anyway "
-            "(soft bias). "
-        ).format(
-            ci_num(f"groups/{i}/positional_share", worst.positional_share),
-            ci_num(f"groups/{i}/spb", worst.spb),
-            ci_num(f"groups/{i}/spb_soft", worst.spb_soft),
-        )
-    return text
-
-
-def _bounds(est: HasCI) -> str:
-    """An identification interval in words: ``between lo and hi``."""
-    return f"between {fmt(est.ci.low, 3)} and {fmt(est.ci.high, 3)}"
 
 
 def _clean_models(run: PositionalRun, groups: Sequence[Configuration]) -> Markup:
@@ -179,18 +164,31 @@ def _noise_floor_sentence(run: PositionalRun) -> Markup:
 
 
 def positional_verdict(run: PositionalRun) -> tuple[Markup, dict[str, Any]]:
-    """One paragraph in plain words and the counts it quotes (the sidecar's ``summary``)."""
+    """The verdict, three paragraphs, and the counts it quotes (the sidecar's ``summary``).
+
+    First in plain words what the configuration with the largest PB did by prompt
+    position and whether that is more than chance; then how much position decided
+    (the position-driven share, its strong/soft split, PB and how they relate:
+    :mod:`._plain`); then the same in the tests' and metrics' terms, with the counts
+    of every configuration.
+    """
     groups = [g for g in run.groups if g.condition != DECODING] or list(run.groups)
     summary = _summary(run, groups)
-    worst = max(groups, key=lambda g: g.pb.value if math.isfinite(g.pb.value) else -1.0)
-    i = run.groups.index(worst)
-    parts = [
+    words, i = HtmlWords(), headline_configuration(run.groups)
+    worst = run.groups[i]
+    lead = position_sentence(words, run.groups, i) + chance_sentence(
+        words, worst, i, run.alpha, holm=len(run.groups) > 1)
+    detail = Markup("").join([
         _what_was_audited(run, groups, summary),
-        _strongest(groups, i, worst),
+        _strongest(i, worst),
         _clean_models(run, groups),
         _noise_floor_sentence(run),
-    ]
-    return Markup("").join(parts), summary
+    ])
+    paragraphs = [(lead, "lead"), (how_much_paragraph(words, worst, i), "how-much"),
+                  (detail, "detail")]
+    return Markup("\n").join(
+        Markup('<p class="{}">{}</p>').format(css, text.strip())
+        for text, css in paragraphs if text.strip()), summary
 
 
 # ----------------------------------------------------------------------- sections
@@ -427,8 +425,9 @@ def group_dict(g: Configuration) -> dict[str, Any]:
             "reject": g.unbp_reject,
             "pvalue_holm": g.unbp_pvalue_holm,
         },
+        "pb": {**_estimate_dict(g.pb), "plugin": g.pb_plugin},
         **{name: _estimate_dict(getattr(g, name)) for name in (
-            "ps", "pb", "spb", "spb_soft", "positional_share", "spb_paper")},
+            "ps", "spb", "spb_soft", "positional_share", "spb_paper")},
         "spb_note": g.spb_note,
         "position_distribution": [_estimate_dict(p) for p in g.position_distribution],
         "selection_rate_matrix": g.selection_rate_matrix,
