@@ -26,6 +26,11 @@ error stays <= alpha.
   against one favoured position: it pays for k - 1 free parameters).
 - ``"mixture"``: :math:`0.9\,E^{favoured} + 0.1\,E^{dirichlet}` (a convex
   combination of test martingales is one).
+- ``"disfavoured"``, ``"plugin"``, ``"omnibus"``: bets on the least selected position,
+  on the running mean's (James-Stein shrunk) deviation in every direction, and their
+  mixture with ``"favoured"``: the e-processes of ``_sequential_exact`` on the one-hot
+  vectors of the answers (power against avoided positions, diffuse and graded
+  effects; docs/exact-and-sequential.md).
 
 References
 ----------
@@ -59,8 +64,10 @@ __all__ = [
     "sequential_uniformity_test",
 ]
 
-Method = Literal["favoured", "dirichlet", "mixture"]
-METHODS = ("favoured", "dirichlet", "mixture")
+Method = Literal["favoured", "dirichlet", "mixture", "disfavoured", "plugin", "omnibus"]
+METHODS = ("favoured", "dirichlet", "mixture", "disfavoured", "plugin", "omnibus")
+#: The methods computed on one-hot vectors by ``_sequential_exact`` (every direction).
+VECTOR_METHODS = ("disfavoured", "plugin", "omnibus")
 
 #: Pseudo-count c shrinking the plug-in bias estimate of the "favoured" e-process.
 FAVOURED_SHRINK = 50.0
@@ -92,7 +99,7 @@ def log_e_values(
         0-based selected positions in observation order.
     k : int
         Number of positions.
-    method : {'favoured', 'dirichlet', 'mixture'}
+    method : {'favoured', 'dirichlet', 'mixture', 'disfavoured', 'plugin', 'omnibus'}
         The e-process (see the module docstring).
 
     Returns
@@ -104,7 +111,11 @@ def log_e_values(
         raise InputError(MSG_METHOD.format(choices=METHODS, value=method))
     pos = np.asarray(positions, dtype=np.int64)
     flat = pos.reshape(-1, pos.shape[-1]) if pos.ndim else pos.reshape(1, 1)
-    if method == "favoured":
+    if method in VECTOR_METHODS:
+        from ._sequential_exact import log_e_vectors  # it imports this module
+
+        out = log_e_vectors(np.eye(k)[flat], method=method)  # type: ignore[arg-type]
+    elif method == "favoured":
         out = _favoured_paths(flat, k, FAVOURED_SHRINK, FAVOURED_MAX_BIAS)
     else:
         dm = _dirichlet_paths(flat, k)
@@ -192,8 +203,10 @@ class SequentialResult:
         Evaluation counts at which E was looked at (up to ``stopped_at``).
     log_e_path : ndarray of float
         log E at each checkpoint.
-    counts : ndarray of int, shape (k,)
-        Position counts after ``stopped_at`` evaluations.
+    counts : ndarray, shape (k,)
+        Position counts after ``stopped_at`` evaluations (exact mode,
+        :func:`~recaudit.positional._sequential_exact.sequential_exact_test`: the
+        expected counts, sums of the choice vectors).
     cs_low, cs_high : ndarray of float, shape (k,)
         Anytime-valid simultaneous confidence sequences for each position's selection
         probability at ``stopped_at`` (intersection over up to 64 checkpoints).
@@ -254,7 +267,7 @@ def sequential_uniformity_test(
         Number of positions.
     alpha : float
         Level.
-    method : {'favoured', 'dirichlet', 'mixture'}
+    method : {'favoured', 'dirichlet', 'mixture', 'disfavoured', 'plugin', 'omnibus'}
         The e-process (module docstring).
     checkpoints : sequence of int, optional
         Increasing evaluation counts at which to look (e.g. round ends).
