@@ -45,7 +45,7 @@ import pandas as pd
 from .._io import write_text_atomic
 from ..exceptions import ConfigError, InputError
 from ..llm.backends._simulated import stable_words
-from ..positional._sequential import METHODS, sequential_uniformity_test
+from ..positional._sequential import DEFAULT_METHOD, METHODS, sequential_uniformity_test
 from ..positional._sequential_exact import EXACT_METHODS, sequential_exact_test
 from ._config import AuditConfig
 from ._journal import EvalKey, Journal
@@ -102,7 +102,7 @@ class SequentialOptions:
 
     alpha: float = 0.05
     max_evaluations: int = 2000
-    method: str = "favoured"
+    method: str = DEFAULT_METHOD
     round_evaluations: int = 20
     answers: str = "auto"
 

@@ -12,7 +12,7 @@ Ville's inequality gives :math:`P_{H_0}(\exists t: E_t \ge 1/\alpha) \le \alpha`
 test may be looked at after every evaluation and stopped whenever, and the type-I
 error stays <= alpha.
 
-- ``"favoured"`` (default): a predictable plug-in bet on the paper's alternative, one
+- ``"favoured"``: a predictable plug-in bet on the paper's alternative, one
   favoured position p with bias b, :math:`q_{p,b} = b\,e_p + (1 - b)\,u`. Before
   evaluation t, :math:`\hat p_t` is the most selected position so far and
   :math:`\hat b_t = \min(b_{max}, (n_{\hat p} - (t-1)/k)^+ / ((t-1)(1 - 1/k) + c))`
@@ -26,11 +26,11 @@ error stays <= alpha.
   against one favoured position: it pays for k - 1 free parameters).
 - ``"mixture"``: :math:`0.9\,E^{favoured} + 0.1\,E^{dirichlet}` (a convex
   combination of test martingales is one).
-- ``"disfavoured"``, ``"plugin"``, ``"omnibus"``: bets on the least selected position,
-  on the running mean's (James-Stein shrunk) deviation in every direction, and their
-  mixture with ``"favoured"``: the e-processes of ``_sequential_exact`` on the one-hot
-  vectors of the answers (power against avoided positions, diffuse and graded
-  effects; docs/exact-and-sequential.md).
+- ``"disfavoured"``, ``"plugin"``, ``"omnibus"`` (default): bets on the least selected
+  position, on the running mean's (James-Stein shrunk) deviation in every direction,
+  and their mixture with ``"favoured"`` (weights 0.5, 0.25, 0.25): the e-processes
+  of ``_sequential_exact`` on the one-hot vectors of the answers (power against
+  avoided positions, diffuse and graded effects; docs/exact-and-sequential.md).
 
 References
 ----------
@@ -66,6 +66,8 @@ __all__ = [
 
 Method = Literal["favoured", "dirichlet", "mixture", "disfavoured", "plugin", "omnibus"]
 METHODS = ("favoured", "dirichlet", "mixture", "disfavoured", "plugin", "omnibus")
+#: The default e-process (decision "Sequential default: the omnibus mixture").
+DEFAULT_METHOD: Method = "omnibus"
 #: The methods computed on one-hot vectors by ``_sequential_exact`` (every direction).
 VECTOR_METHODS = ("disfavoured", "plugin", "omnibus")
 
@@ -247,7 +249,7 @@ def sequential_uniformity_test(
     *,
     k: int,
     alpha: float = 0.05,
-    method: Method = "favoured",
+    method: Method = DEFAULT_METHOD,
     checkpoints: Sequence[int] | npt.ArrayLike | None = None,
 ) -> SequentialResult:
     r"""Anytime-valid test of "the selected position is uniform on 1..k".
