@@ -166,17 +166,19 @@ def _fixed_n80(k: int, pb: float, reps: int, gen: np.random.Generator) -> dict[s
     return need
 
 
-def _budget(paid: np.ndarray, level: float) -> tuple[float, float]:
-    """(budget for power `level`, expected evaluations min(paid, budget))."""
+def _budget(paid: np.ndarray, level: float) -> tuple[float, float, float]:
+    """(budget for power `level`, expected evaluations min(paid, budget), its
+    Monte-Carlo SE)."""
     budget = float(np.quantile(paid, level, method="higher"))
     if not math.isfinite(budget):
-        return math.inf, math.inf
-    return budget, float(np.minimum(paid, budget).mean())
+        return math.inf, math.inf, math.inf
+    spent = np.minimum(paid, budget)
+    return budget, float(spent.mean()), float(spent.std(ddof=1) / math.sqrt(spent.size))
 
 
 def calls(args: argparse.Namespace, gen: np.random.Generator) -> None:
     print(f"Paper's fixed design: {PAPER_EVALUATIONS} evaluations per cell.\n")
-    print("| k | p_bias | PB | design | evaluations for 80% | expected evaluations | "
+    print("| k | p_bias | PB | design | evaluations for 80% | expected evaluations ± SE | "
           "share of paper | budget for 95% | power at 2,000 evaluations |")
     print("|---|---|---|---|---|---|---|---|---|")
     for k in (5, 10):
@@ -186,7 +188,7 @@ def calls(args: argparse.Namespace, gen: np.random.Generator) -> None:
             need = _fixed_n80(k, p, args.reps, gen)
             for answers, n80 in need.items():
                 ev = None if n80 is None else n80 * ORDERS
-                _calls_row(args, k, p, pb, f"fixed {answers}", ev, ev, None, None)
+                _calls_row(args, k, p, pb, f"fixed {answers}", ev, ev, None, None, None)
             horizon = 600 * ORDERS
             taus: dict[str, list[np.ndarray]] = {}
             for start in range(0, args.reps, CHUNK // 2):
@@ -203,17 +205,17 @@ def calls(args: argparse.Namespace, gen: np.random.Generator) -> None:
             for design, parts in taus.items():
                 tau = np.concatenate(parts)
                 paid = np.ceil(tau / ORDERS) * ORDERS  # to the end of the query block
-                b80, e80 = _budget(paid, 0.8)
-                b95, _ = _budget(paid, 0.95)
+                b80, e80, se80 = _budget(paid, 0.8)
+                b95, _, _ = _budget(paid, 0.95)
                 p2000 = float(np.mean(paid <= 2000))
-                _calls_row(args, k, p, pb, design, b80, e80, b95, p2000,
+                _calls_row(args, k, p, pb, design, b80, e80, se80, b95, p2000,
                            horizon=horizon)
             print(f"<!-- k={k} p={p}: {time.time() - t0:.0f} s -->", flush=True)
 
 
 def _calls_row(args: argparse.Namespace, k: int, p: float, pb: float, design: str,
-               budget: float | None, expected: float | None, b95: float | None,
-               p2000: float | None, horizon: int | None = None) -> None:
+               budget: float | None, expected: float | None, se: float | None,
+               b95: float | None, p2000: float | None, horizon: int | None = None) -> None:
     def fmt(x: float | None) -> str:
         if x is None:
             return ""
@@ -221,7 +223,8 @@ def _calls_row(args: argparse.Namespace, k: int, p: float, pb: float, design: st
 
     share = None if expected is None or not math.isfinite(expected) else (
         expected / PAPER_EVALUATIONS)
-    print(f"| {k} | {p} | {pb:.4f} | {design} | {fmt(budget)} | {fmt(expected)} | "
+    se_text = "" if se is None or not math.isfinite(se) else f" ± {se:.0f}"
+    print(f"| {k} | {p} | {pb:.4f} | {design} | {fmt(budget)} | {fmt(expected)}{se_text} | "
           f"{'' if share is None else f'{share:.2%}'} | {fmt(b95)} | "
           f"{'' if p2000 is None else f'{p2000:.3f}'} |", flush=True)
 
@@ -230,7 +233,8 @@ def _calls_row(args: argparse.Namespace, k: int, p: float, pb: float, design: st
 
     _emit(args.out, {"part": "calls", "k": k, "p_bias": p, "pb": pb, "design": design,
                      "reps": args.reps, "evaluations_for_80": num(budget),
-                     "expected_evaluations": num(expected), "share_of_paper": share,
+                     "expected_evaluations": num(expected), "expected_se": num(se),
+                     "share_of_paper": share,
                      "budget_for_95": num(b95), "power_at_2000": p2000,
                      "horizon": horizon})
 

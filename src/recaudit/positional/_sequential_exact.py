@@ -72,130 +72,37 @@ anytime-valid inference. Statistical Science 38(4).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
-import numba
 import numpy as np
 import numpy.typing as npt
-from scipy.special import logsumexp
 
 from ..exceptions import InputError
 from ._sequential import (
-    FAVOURED_MAX_BIAS,
-    FAVOURED_SHRINK,
+    DIRECTIONS,
+    EXACT_METHODS,
+    MIN_FACTOR,
     MSG_ALPHA,
     MSG_CHECKPOINTS,
+    OMNIBUS_WEIGHTS,
+    ExactMethod,
     SequentialResult,
+    log_e_vectors,
     position_confidence_sequences,
 )
 
 __all__ = [
     "DIRECTIONS",
     "EXACT_METHODS",
+    "MIN_FACTOR",
     "OMNIBUS_WEIGHTS",
     "log_e_vectors",
     "sequential_exact_test",
 ]
 
-ExactMethod = Literal["favoured", "disfavoured", "plugin", "omnibus"]
-#: The single-direction e-processes, in the order of :data:`OMNIBUS_WEIGHTS`.
-DIRECTIONS = ("favoured", "disfavoured", "plugin")
-EXACT_METHODS = (*DIRECTIONS, "omnibus")
-#: Weights of (favoured, disfavoured, plugin) in ``"omnibus"``.
-OMNIBUS_WEIGHTS = (0.5, 0.25, 0.25)
-#: Smallest factor any bet may produce (1 - the favoured cap).
-MIN_FACTOR = 1.0 - FAVOURED_MAX_BIAS
-
 MSG_METHOD = "`method` must be one of {choices}, got {value!r}"
 MSG_PROBS = ("`probs` must be an (n, k) array of choice-probability vectors with k >= 2 "
              "(finite, >= 0, each row summing to 1), got {what}")
 _SUM_TOL = 1e-3
-
-
-def log_e_vectors(
-    vectors: npt.ArrayLike, *, method: ExactMethod = "omnibus"
-) -> npt.NDArray[np.float64]:
-    """log E_t after each evaluation, vectorised over leading axes.
-
-    Parameters
-    ----------
-    vectors : array_like of float, shape (..., N, k)
-        Choice vectors (rows on the simplex) in observation order; one-hot rows for
-        sampled answers. Not validated here (see :func:`sequential_exact_test`).
-    method : {'favoured', 'disfavoured', 'plugin', 'omnibus'}
-        The e-process (module docstring).
-
-    Returns
-    -------
-    ndarray of shape (..., N)
-        ``out[..., t-1]`` = log E_t.
-    """
-    if method not in EXACT_METHODS:
-        raise InputError(MSG_METHOD.format(choices=EXACT_METHODS, value=method))
-    x = np.asarray(vectors, dtype=np.float64)
-    k = x.shape[-1]
-    flat = np.ascontiguousarray(x.reshape(-1, x.shape[-2], k))
-    paths = _direction_paths(flat, FAVOURED_SHRINK, FAVOURED_MAX_BIAS)
-    if method == "omnibus":
-        w = np.log(np.asarray(OMNIBUS_WEIGHTS))[:, None, None]
-        out = logsumexp(paths + w, axis=0)
-    else:
-        out = paths[DIRECTIONS.index(method)]
-    return np.asarray(out.reshape(x.shape[:-1]), dtype=np.float64)
-
-
-@numba.njit(cache=True, nogil=True)
-def _direction_paths(
-    x: npt.NDArray[np.float64], shrink: float, cap: float
-) -> npt.NDArray[np.float64]:  # pragma: no cover - compiled
-    """log E_t of the favoured, disfavoured and plugin e-processes: (3, rows, n)."""
-    n_rows, n, k = x.shape
-    out = np.empty((3, n_rows, n))
-    s = np.zeros(k)
-    for r in range(n_rows):
-        s[:] = 0.0
-        w = shrink * k  # pooled null second-moment mass, shrunk
-        lf = 0.0
-        ld = 0.0
-        lp = 0.0
-        for t in range(n):
-            xt = x[r, t]
-            if t > 0:
-                hi = 0
-                lo = 0
-                for p in range(1, k):
-                    if s[p] > s[hi]:
-                        hi = p
-                    if s[p] < s[lo]:
-                        lo = p
-                # favoured: factor 1 + b (k x_hi - 1), b in [0, cap]
-                b = min(max(k * (s[hi] - t / k) / w, 0.0), cap)
-                lf += np.log1p(b * (k * xt[hi] - 1.0))
-                # disfavoured: factor 1 + b (1 - k x_lo), b in [0, cap / (k - 1)]
-                b = min(max(k * (t / k - s[lo]) / w, 0.0), cap / (k - 1.0))
-                ld += np.log1p(b * (1.0 - k * xt[lo]))
-                # plugin: d = s/t - u, factor 1 + b k <d, x_t>, James-Stein shrunk
-                norm = 0.0
-                dmin = 0.0
-                dot = 0.0
-                for p in range(k):
-                    d = s[p] / t - 1.0 / k
-                    norm += d * d
-                    dmin = min(dmin, d)
-                    dot += d * xt[p]
-                if norm > 1e-15 and dmin < 0.0:
-                    keep = max(0.0, 1.0 - (w - shrink * k) / (k * t * t * norm))
-                    b = min((k - 1.0) * t / w * keep, cap / (k * -dmin))
-                    lp += np.log1p(b * k * dot)
-            sq = 0.0
-            for p in range(k):
-                s[p] += xt[p]
-                sq += xt[p] * xt[p]
-            w += k * sq - 1.0
-            out[0, r, t] = lf
-            out[1, r, t] = ld
-            out[2, r, t] = lp
-    return out
 
 
 def sequential_exact_test(
