@@ -211,7 +211,8 @@ def plan_audit(
     power at that size. Fixed designs: POB-UNBP's power by the normal approximation of
     :func:`~recaudit.positional._planning.fixed_power`, PB's CI half-width by
     ``half_width_reps`` simulated data sets. Sequential: ``reps`` simulated stopping
-    times of the ``favoured`` e-process; a cell reads whole query blocks in rounds of
+    times of the default e-process (``exact+sequential``: on the per-evaluation choice
+    vectors); a cell reads whole query blocks in rounds of
     >= ``round_evaluations`` evaluations (the runner's rounds), so a crossing is paid
     up to its round's end; the expected calls are ``E[min(paid, budget)]``.
 
