@@ -25,7 +25,7 @@ def test_json_lists_every_design_with_what_a_run_needs():
     rows = _plan("--k", "5", "--orders", "20", "--p-bias", "0.1", "--power", "0.8",
                  "--alpha", "0.05", "--price-per-mtok", "0.5/2", "--prompt-tokens", "400",
                  "--completion-tokens", "10", "--calls-per-s", "8")
-    assert [r["design"] for r in rows] == ["fixed", "sequential", "exact"]
+    assert [r["design"] for r in rows] == ["fixed", "sequential", "exact", "exact+sequential"]
     for r in rows:
         assert {"design", "queries", "calls", "power", "k", "orders", "alpha", "answers",
                 "stopping", "max_evaluations", "wall_s", "money"} <= set(r)
@@ -46,7 +46,8 @@ def test_flags_pick_the_designs_beside_the_fixed_baseline():
 def test_table_output_marks_the_cheapest():
     res = runner.invoke(app, ["positional", "plan", "--p-bias", "0.1", *FAST])
     assert res.exit_code == 0, res.output
-    assert "exact *" in res.stdout and "cheapest design reaching 80% power" in res.stdout
+    assert "exact+sequential *" in res.stdout
+    assert "cheapest design reaching 80% power" in res.stdout
 
 
 @pytest.fixture()
@@ -104,7 +105,6 @@ def test_pilot_errors_name_the_fix(pilot_run, tmp_path):
     (["--p-bias", "0.1", "--price-per-mtok", "abc"], "`--price-per-mtok` must be one price"),
     (["--p-bias", "0.1", "--price-per-mtok", "1/2/3"], "`--price-per-mtok` must be one"),
     (["--p-bias", "0.1", "--price-per-mtok", "-1"], "`--price-per-mtok` must be between"),
-    (["--p-bias", "0.1", "--exact", "--sequential"], "exact+sequential is not planned"),
     ([], "give the effect to detect"),
     (["--p-bias", "0.1", "--pb", "0.1"], "give one effect"),
 ])

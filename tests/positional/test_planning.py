@@ -29,7 +29,7 @@ from recaudit.positional._planning import (
     sequential_stopping_times,
     simulate_shares,
 )
-from recaudit.positional._sequential import log_e_values
+from recaudit.positional._sequential import DEFAULT_METHOD, log_e_values
 from recaudit.positional._simulation import exact_query_shares
 
 
@@ -91,7 +91,7 @@ def test_sequential_stopping_against_an_independent_generator():
     gen = np.random.default_rng(6)
     paths = [simulate_evaluations(6, k=5, n_perms=10, p_bias=0.2, rng=gen).position
              for _ in range(800)]
-    crossed = log_e_values(np.stack(paths), 5, method="favoured").max(axis=1) >= math.log(20)
+    crossed = log_e_values(np.stack(paths), 5, method=DEFAULT_METHOD).max(axis=1) >= math.log(20)
     for pos, hit in zip(paths[:10], crossed[:10], strict=True):  # the kernel is the test's
         assert sequential_uniformity_test(pos, k=5, alpha=0.05).reject == hit
     se = math.sqrt(0.25 / 800 * 2)
@@ -134,7 +134,7 @@ def test_plan_refuses_bad_arguments():
     with pytest.raises(InputError, match="`power` must be in"):
         plan_audit(effect, orders=20, power=0.01)
     with pytest.raises(InputError, match="`designs` must be a subset"):
-        plan_audit(effect, orders=20, designs=["exact+sequential"])
+        plan_audit(effect, orders=20, designs=["sequential+exact"])
     with pytest.raises(InputError, match="`queries` must be an integer >= 2"):
         plan_audit(effect, orders=20, queries=1)
     with pytest.raises(InputError, match=r"`p_bias` must be in \[0, 1\]"):
@@ -147,7 +147,7 @@ def test_plan_sizes_prices_and_marks_the_cheapest():
     plan = plan_audit(Effect.from_p_bias(0.1, k=5), orders=20, temperatures=2, cost=cost,
                       reps=200, half_width_reps=20, rng=1)
     by = {d.design: d for d in plan.designs}
-    assert set(by) == {"fixed", "sequential", "exact"}
+    assert set(by) == {"fixed", "sequential", "exact", "exact+sequential"}
     for d in plan.designs:
         assert d.alpha_per_cell == pytest.approx(0.025)
         assert d.calls_max == d.queries * 20 * 2
@@ -157,6 +157,7 @@ def test_plan_sizes_prices_and_marks_the_cheapest():
     assert by["fixed"].calls == by["fixed"].calls_max
     assert by["sequential"].calls < by["sequential"].calls_max
     assert by["exact"].queries < by["fixed"].queries
+    assert by["exact+sequential"].calls < by["sequential"].calls
     cheapest = [d for d in plan.designs if d.cheapest]
     assert len(cheapest) == 1
     assert cheapest[0].money == min(d.money for d in plan.designs if d.adequate)
@@ -199,3 +200,24 @@ def test_effect_from_a_pilot_covers_the_truth(exact):
         assert effect.within_exact == pytest.approx(model, rel=0.15)
     plan = plan_audit(effect, orders=10, reps=100, half_width_reps=10, rng=4)
     assert any("pilot: PB =" in note for note in plan.notes)
+
+
+def test_exact_sequential_design_needs_fewer_calls_than_sampled_sequential():
+    """The exact+sequential design (the e-process on the per-evaluation choice
+    vectors) is planned by simulation and needs fewer expected calls than the sampled
+    sequential design at the same power."""
+    effect = Effect.from_p_bias(0.05, k=5)
+    plan = plan_audit(effect, orders=20, designs=["sequential", "exact+sequential"],
+                      reps=200, rng=3)
+    seq, exact_seq = plan.designs
+    assert exact_seq.design == "exact+sequential" and exact_seq.power >= 0.8
+    assert exact_seq.to_dict()["answers"] == "exact"
+    assert exact_seq.to_dict()["stopping"] == "sequential"
+    assert exact_seq.calls < 0.6 * seq.calls
+
+
+def test_exact_stopping_times_from_a_pilots_variance_components():
+    effect = Effect(k=5, pb=0.04, between=0.002, within_exact=0.02, source="pilot")
+    tau = sequential_stopping_times(effect, orders=10, max_queries=40, alpha=0.05, reps=100,
+                                    gen=np.random.default_rng(1), answers="exact")
+    assert np.isfinite(tau).mean() > 0.5

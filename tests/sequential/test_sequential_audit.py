@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -130,3 +131,64 @@ def test_sequential_refuses_the_ray_executor(tmp_path, emb_cache):
         run_audit(_cfg(tmp_path, emb_cache), out_dir=tmp_path / "run",
                   sequential=SequentialOptions(), executor="ray")
     assert not (tmp_path / "run").exists()
+
+
+def _exact_cfg(tmp_path, emb_cache):
+    return load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=30, n_perms=5,
+                                    models=MODELS, choice_probabilities=True))
+
+
+def test_exact_run_stops_on_the_probability_vectors(tmp_path, retriever, emb_cache):
+    """With choice probabilities recorded, each cell's e-process reads the vectors
+    (the simulated backend's exact law): the biased cell stops no later than on the
+    sampled answers of the same evaluations, the null cell spends its budget."""
+    cfg = _exact_cfg(tmp_path, emb_cache)
+    opts = SequentialOptions(alpha=0.05, max_evaluations=100, round_evaluations=10,
+                             method="omnibus")
+    run_audit(cfg, out_dir=tmp_path / "exact", retriever=retriever, sequential=opts)
+    doc = json.loads((tmp_path / "exact" / SEQUENTIAL_FILE).read_text())
+    cells = {c["model"]: c for c in doc["cells"]}
+    b, n = cells["biased"], cells["null"]
+    assert b["answers"] == "exact" and n["answers"] == "exact"
+    assert b["decision"] == "rejected" and b["e_value"] >= 40
+    assert n["decision"] == "budget_spent" and n["e_value"] < 40
+    # every row has a vector (discarded texts included): the evidence counts them all
+    assert b["valid_evaluations"] <= b["evaluations_used"]
+    assert sum(b["counts"]) == pytest.approx(b["valid_evaluations"], abs=0.01)
+    # the same journal read as sampled answers needs at least as many evaluations
+    sampled = SequentialOptions(alpha=0.05, max_evaluations=100, round_evaluations=10,
+                                method="omnibus", answers="sampled")
+    run_audit(cfg, out_dir=tmp_path / "sampled", retriever=retriever, sequential=sampled)
+    doc_s = json.loads((tmp_path / "sampled" / SEQUENTIAL_FILE).read_text())
+    bs = next(c for c in doc_s["cells"] if c["model"] == "biased")
+    assert bs["answers"] == "sampled"
+    assert b["evaluations_used"] <= bs["evaluations_used"]
+
+
+def test_exact_evidence_matches_the_table(tmp_path, retriever, emb_cache):
+    """The null cell spends its budget: its expected counts are the sums of the
+    table's vectors, and its anytime p-value is consistent with its path."""
+    cfg = _exact_cfg(tmp_path, emb_cache)
+    opts = SequentialOptions(alpha=0.05, max_evaluations=60, round_evaluations=10)
+    run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever, sequential=opts)
+    doc = json.loads((tmp_path / "run" / SEQUENTIAL_FILE).read_text())
+    null = next(c for c in doc["cells"] if c["model"] == "null")
+    df = pd.read_parquet(tmp_path / "run" / "evaluations.parquet")
+    vectors = np.array([json.loads(v) for v in df.loc[df["model"] == "null", "choice_probs"]])
+    assert len(vectors) == 60 == null["valid_evaluations"]
+    assert np.allclose(null["counts"], vectors.sum(axis=0), atol=0.002)
+    # the p-value takes the max over every evaluation, the stored path only round ends
+    assert null["pvalue"] <= min(1.0, np.exp(-max(null["log_e_path"]))) + 1e-12
+
+
+@pytest.mark.parametrize(("opts", "prompt", "msg"), [
+    ({"answers": "exact"}, False, "choice_probabilities = true"),
+    ({"method": "dirichlet"}, True, "exact mode"),
+    ({"answers": "both"}, True, "`answers`"),
+])
+def test_exact_mode_configuration_errors(tmp_path, emb_cache, opts, prompt, msg):
+    path = write_config(tmp_path, cache_dir=emb_cache, n_queries=10, n_perms=5,
+                        models=MODELS, choice_probabilities=prompt)
+    with pytest.raises(ConfigError, match=msg):
+        run_audit(load_config(path), out_dir=tmp_path / "run",
+                  sequential=SequentialOptions(**opts))

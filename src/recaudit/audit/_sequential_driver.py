@@ -22,6 +22,13 @@ plan is built as usual, then this driver runs it round by round:
 Validity needs a fresh uniformly random order per evaluation: the ``sampled`` design
 with ``samples_per_order = 1`` and the ``permutation`` / ``labels_permutation``
 conditions (checked; see docs/exact-and-sequential.md for the proof).
+
+EXACT MODE: when the run records choice probabilities (``[prompt]
+choice_probabilities = true``) and ``answers`` is ``"auto"`` (the default) or
+``"exact"``, each cell's e-process reads the per-evaluation probability VECTORS
+(:func:`recaudit.positional._sequential_exact.sequential_exact_test`, valid under
+"each query's choice vector averaged over its random orders is uniform"), every row
+with a vector counting, its text parsed or not; rows without one are skipped.
 """
 
 from __future__ import annotations
@@ -36,9 +43,10 @@ import numpy as np
 import pandas as pd
 
 from .._io import write_text_atomic
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, InputError
 from ..llm.backends._simulated import stable_words
-from ..positional._sequential import METHODS, sequential_uniformity_test
+from ..positional._sequential import DEFAULT_METHOD, METHODS, sequential_uniformity_test
+from ..positional._sequential_exact import EXACT_METHODS, sequential_exact_test
 from ._config import AuditConfig
 from ._journal import EvalKey, Journal
 from ._runner import EvalTask, RunProgress, RunSummary
@@ -53,6 +61,17 @@ MSG_DESIGN = (
     "kind = \"sampled\" and samples_per_order = 1 (got kind = {kind!r}, "
     "samples_per_order = {spo})"
 )
+MSG_EXACT_METHOD = (
+    "--sequential on choice probabilities (exact mode) has the e-processes {allowed}; "
+    "got method = {method!r} (or set answers = \"sampled\")"
+)
+MSG_NO_PROBS = (
+    "--sequential with answers = \"exact\" needs [prompt] choice_probabilities = true "
+    "(the run must record the choice-probability vectors)"
+)
+ANSWERS = ("auto", "sampled", "exact")
+MSG_VECTOR_LENGTH = ("journal: a `choice_probs` vector does not have k = {k} entries; the "
+                     "journal is not from this config (use a new --out)")
 MSG_CONDITION = (
     "--sequential tests permutation conditions only ({allowed}); remove {bad} from "
     "`conditions` (identity orders make the selected position the item itself)"
@@ -72,15 +91,20 @@ class SequentialOptions:
     max_evaluations : int
         Budget per cell (evaluations sent, discarded ones included).
     method : str
-        The e-process (``recaudit.positional.sequential_uniformity_test``).
+        The e-process (``recaudit.positional.sequential_uniformity_test``; in exact
+        mode one of ``_sequential_exact.EXACT_METHODS``).
     round_evaluations : int
         Evaluations per cell per round (rounded up to whole query blocks).
+    answers : {'auto', 'sampled', 'exact'}
+        What the e-process reads: the sampled answers' positions, or the choice-
+        probability vectors; ``"auto"`` reads the vectors when the run records them.
     """
 
     alpha: float = 0.05
     max_evaluations: int = 2000
-    method: str = "favoured"
+    method: str = DEFAULT_METHOD
     round_evaluations: int = 20
+    answers: str = "auto"
 
     def __post_init__(self) -> None:
         if not 0.0 < self.alpha < 1.0:
@@ -91,6 +115,20 @@ class SequentialOptions:
                 raise ConfigError(f"`{name}` must be an integer >= 1, got {value!r}")
         if self.method not in METHODS:
             raise ConfigError(f"`method` must be one of {METHODS}, got {self.method!r}")
+        if self.answers not in ANSWERS:
+            raise ConfigError(f"`answers` must be one of {ANSWERS}, got {self.answers!r}")
+
+    def exact(self, cfg: AuditConfig) -> bool:
+        """Whether the cells read choice-probability vectors for this config (raises
+        :class:`ConfigError` when exact mode is asked and impossible)."""
+        records = bool(cfg.prompt.choice_probabilities)
+        if self.answers == "exact" and not records:
+            raise ConfigError(MSG_NO_PROBS)
+        use = self.answers == "exact" or (self.answers == "auto" and records)
+        if use and self.method not in EXACT_METHODS:
+            raise ConfigError(MSG_EXACT_METHOD.format(allowed=", ".join(EXACT_METHODS),
+                                                      method=self.method))
+        return use
 
 
 def check_sequential_config(cfg: AuditConfig) -> None:
@@ -151,33 +189,46 @@ def _rounds(blocks: list[list[EvalTask]], options: SequentialOptions) -> list[li
 
 
 def _evidence(cell_rounds: list[list[EvalTask]], n_done: int, status: dict[EvalKey, Any],
-              k: int, alpha: float, method: str) -> tuple[dict[str, Any], bool]:
+              k: int, alpha: float, method: str,
+              vectors: dict[EvalKey, Any] | None = None) -> tuple[dict[str, Any], bool]:
     """Test over the first ``n_done`` completed rounds; returns (evidence, rejected).
 
     E is looked at after EVERY valid evaluation (Ville's inequality bounds the
     supremum over all of them); a crossing inside a round is acted on at the end of
-    that round, so ``evaluations_used`` counts up to that round's end.
+    that round, so ``evaluations_used`` counts up to that round's end. With
+    ``vectors`` (exact mode) the evidence is the rows' choice-probability vectors.
     """
-    positions: list[int] = []
+    source = status if vectors is None else vectors
+    observed: list[Any] = []
     round_end: list[int] = []  # evaluations sent up to the end of each valid one's round
     used = 0
     for rnd in cell_rounds[:n_done]:
-        valid = [status[t.key] for t in rnd if status[t.key] is not None]
+        valid = [source[t.key] for t in rnd if source.get(t.key) is not None]
         used += len(rnd)
-        positions.extend(int(p) - 1 for p in valid)
+        observed.extend(valid)
         round_end.extend([used] * len(valid))
-    res = sequential_uniformity_test(np.asarray(positions, dtype=np.int64), k=k, alpha=alpha,
-                                     method=method)  # type: ignore[arg-type]
+    if vectors is None:
+        res = sequential_uniformity_test(np.asarray([int(p) - 1 for p in observed],
+                                                    dtype=np.int64),
+                                         k=k, alpha=alpha, method=method)  # type: ignore[arg-type]
+    else:
+        if any(len(v) != k for v in observed):
+            raise InputError(MSG_VECTOR_LENGTH.format(k=k))
+        probs = np.asarray(observed, dtype=float).reshape(len(observed), k)
+        res = sequential_exact_test(probs, alpha=alpha, method=method)  # type: ignore[arg-type]
     evidence = res.to_dict()
+    evidence["answers"] = "sampled" if vectors is None else "exact"
+    if vectors is not None:
+        evidence["counts"] = [round(float(c), 3) for c in res.counts]
     # keep the JSON small: the path at round ends (and at the crossing)
     looks: list[int] = []
-    if positions:
+    if observed:
         ends = np.flatnonzero(np.diff(np.r_[round_end, np.inf]) > 0) + 1
         looks = sorted({int(t) for t in ends if t <= res.stopped_at} | {res.stopped_at})
     evidence["checkpoints"] = looks
     evidence["log_e_path"] = [float(res.log_e_path[t - 1]) for t in looks]
     evidence["evaluations_at_checkpoints"] = [round_end[t - 1] for t in looks]
-    evidence["valid_evaluations"] = res.stopped_at if positions else 0
+    evidence["valid_evaluations"] = res.stopped_at if observed else 0
     evidence["evaluations_used"] = round_end[res.stopped_at - 1] if res.reject else used
     return evidence, res.reject
 
@@ -200,6 +251,7 @@ async def drive_sequential(
     counts against the sum of the cells' budgets (a stop ends below it).
     """
     check_sequential_config(cfg)
+    exact = options.exact(cfg)
     ordered = cell_order(tasks, cfg.seed)
     cells = sorted(ordered)
     level = options.alpha / len(cells)
@@ -211,9 +263,10 @@ async def drive_sequential(
     if progress is not None:
         progress.start(sum(len(r) for c in cells for r in plan[c]))
     while True:
-        status = _journal_positions(journal)
+        status, vectors = _journal_status(journal)
         for c in sorted(active):
-            if _advance(c, plan[c], n_round, status, state, level, options.method):
+            if _advance(c, plan[c], n_round, status, state, level, options.method,
+                        vectors if exact else None):
                 active.discard(c)
         _write(run_dir, options, cfg, cells, level, plan, state, ordered, n_round)
         batch = [t for c in sorted(active) for t in plan[c][n_round[c]]
@@ -240,12 +293,13 @@ async def drive_sequential(
 
 def _advance(c: Cell, rounds: list[list[EvalTask]], n_round: dict[Cell, int],
              status: dict[EvalKey, Any], state: dict[Cell, dict[str, Any]], level: float,
-             method: str) -> bool:
+             method: str, vectors: dict[EvalKey, Any] | None = None) -> bool:
     """Advance cell ``c`` over the rounds already complete in the journal, updating its
     evidence; whether the cell is done (rejected, or every round run)."""
     while n_round[c] < len(rounds) and all(t.key in status for t in rounds[n_round[c]]):
         n_round[c] += 1
-        evidence, rejected = _evidence(rounds, n_round[c], status, c[1], level, method)
+        evidence, rejected = _evidence(rounds, n_round[c], status, c[1], level, method,
+                                       vectors)
         state[c] = evidence
         if rejected:
             break
@@ -253,17 +307,30 @@ def _advance(c: Cell, rounds: list[list[EvalTask]], n_round: dict[Cell, int],
     return (ev is not None and bool(ev["reject"])) or n_round[c] >= len(rounds)
 
 
-def _journal_positions(journal: Journal) -> dict[EvalKey, Any]:
-    """Completed keys -> selected position (1-based) or None for a discard."""
+def _journal_status(journal: Journal) -> tuple[dict[EvalKey, Any], dict[EvalKey, Any]]:
+    """Completed keys -> selected position (1-based) or None for a discard; and
+    completed keys -> choice-probability vector (list of float) or None."""
     df = journal.to_frame()
     out: dict[EvalKey, Any] = {}
+    vectors: dict[EvalKey, Any] = {}
+    has_probs = "choice_probs" in df.columns
     for row in df.itertuples(index=False):
         key = EvalKey(str(row.model), int(row.k), float(row.temperature),
                       str(row.condition), str(row.query_id), int(row.perm_index),
                       int(row.sample_index))
         pos = row.selected_position
         out[key] = None if pd.isna(pos) else int(pos)
-    return out
+        vectors[key] = _vector(row.choice_probs) if has_probs else None
+    return out, vectors
+
+
+def _vector(value: Any) -> list[float] | None:
+    """A journal's ``choice_probs`` cell as a list of floats (None when absent)."""
+    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
+        return None
+    if isinstance(value, str):
+        value = json.loads(value)
+    return None if value is None else [float(x) for x in value]
 
 
 def _write(run_dir: Path, options: SequentialOptions, cfg: AuditConfig, cells: list[Cell],

@@ -46,10 +46,6 @@ MSG_EFFECT = ("give the effect to detect: `--p-bias P` (spec section 8), `--pb X
 MSG_TWO_EFFECTS = "give one effect: `--p-bias`, `--pb` or `--pilot`, not {given}"
 MSG_PRICE = ("`--price-per-mtok` must be one price or IN/OUT prices per million tokens, "
              "e.g. 0.15 or 0.15/0.60; got {value!r}")
-MSG_EXACT_SEQUENTIAL = ("`--exact --sequential`: the sequential test reads sampled "
-                        "positions, so exact+sequential is not planned yet; give one")
-
-
 def _bounded(option: str, value: float | None) -> None:
     if value is None:
         return
@@ -75,14 +71,14 @@ def parse_price(text: str | None) -> tuple[float | None, float | None]:
 
 
 def _designs(exact: bool, sequential: bool) -> list[str]:
-    """All designs; with a flag, the fixed baseline and the flagged design."""
+    """All designs; with a flag, the fixed baseline and the flagged design(s)."""
     if exact and sequential:
-        raise InputError(MSG_EXACT_SEQUENTIAL)
+        return ["fixed", "exact", "exact+sequential"]
     if exact:
         return ["fixed", "exact"]
     if sequential:
         return ["fixed", "sequential"]
-    return ["fixed", "sequential", "exact"]
+    return ["fixed", "sequential", "exact", "exact+sequential"]
 
 
 def plan_command(

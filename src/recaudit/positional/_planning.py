@@ -49,8 +49,10 @@ from scipy import special, stats
 
 from .._records import as_mapping, need, number, optional_number
 from ..exceptions import InputError
+from ._alternatives import simulate_choice_vectors
 from ._crossfit import crossfit_shares, pb_from_shares
-from ._sequential import log_e_values
+from ._sequential import DEFAULT_METHOD, log_e_values
+from ._sequential_exact import log_e_vectors
 from ._simulation import _shares, _simulate_batch, exact_query_shares
 
 __all__ = [
@@ -70,6 +72,7 @@ DESIGNS: dict[str, tuple[Answers, str]] = {
     "fixed": ("sampled", "fixed"),
     "sequential": ("sampled", "sequential"),
     "exact": ("exact", "fixed"),
+    "exact+sequential": ("exact", "sequential"),
 }
 #: Largest number of queries the search for a target power considers.
 MAX_QUERIES = 1_000_000
@@ -342,15 +345,18 @@ def simulate_shares(effect: Effect, *, answers: Answers, orders: int, queries: i
 
 def sequential_stopping_times(effect: Effect, *, orders: int, max_queries: int,
                               alpha: float, reps: int, gen: np.random.Generator,
-                              method: str = "favoured") -> npt.NDArray[np.float64]:
+                              method: str = DEFAULT_METHOD, answers: Answers = "sampled",
+                              ) -> npt.NDArray[np.float64]:
     """Valid evaluations at which the sequential test first rejects, per simulated path
     (``inf`` when it does not within ``max_queries * orders``).
 
     Each path is an audit's cell read query block by query block (``orders`` sampled
-    positions per query, :func:`simulate_shares`' model); the e-process of
-    :func:`~recaudit.positional.sequential_uniformity_test` (``method``) is evaluated
-    after every evaluation and the stopping time is the first t with
-    :math:`E_t \\ge 1/\\alpha` (Ville's inequality bounds the type-I error by alpha).
+    positions per query, :func:`simulate_shares`' model; with ``answers="exact"`` the
+    per-evaluation choice vectors, :func:`_sequential_vectors`); the e-process of
+    :func:`~recaudit.positional.sequential_uniformity_test` (``method``; exact:
+    ``_sequential_exact.sequential_exact_test``) is evaluated after every evaluation
+    and the stopping time is the first t with :math:`E_t \\ge 1/\\alpha` (Ville's
+    inequality bounds the type-I error by alpha).
 
     References
     ----------
@@ -360,16 +366,48 @@ def sequential_stopping_times(effect: Effect, *, orders: int, max_queries: int,
     k, length = effect.k, max_queries * orders
     threshold = math.log(1.0 / alpha)
     out = np.full(reps, np.inf)
-    chunk = max(1, _CHUNK // max(length, 1))
+    chunk = max(1, _CHUNK // max(length * (k if answers == "exact" else 1), 1))
     for start in range(0, reps, chunk):
         n = min(chunk, reps - start)
-        positions = _sequential_positions(effect, orders, max_queries, n, gen)
-        log_e = log_e_values(positions, k, method=method)  # type: ignore[arg-type]
+        if answers == "exact":
+            vectors = _sequential_vectors(effect, orders, max_queries, n, gen)
+            log_e = log_e_vectors(vectors, method=method)  # type: ignore[arg-type]
+        else:
+            positions = _sequential_positions(effect, orders, max_queries, n, gen)
+            log_e = log_e_values(positions, k, method=method)  # type: ignore[arg-type]
         crossed = log_e >= threshold
         hit = crossed.any(axis=1)
         first = np.argmax(crossed, axis=1) + 1.0
         out[start:start + n] = np.where(hit, first, np.inf)
     return out
+
+
+def _sequential_vectors(effect: Effect, orders: int, queries: int, reps: int,
+                        gen: np.random.Generator) -> npt.NDArray[np.float64]:
+    """(reps, queries * orders, k) exact choice vectors, query blocks in order.
+
+    No between-query variance and no pilot within variance: the section-8 model's
+    exact law (``_alternatives.simulate_choice_vectors``, model ``first``); else a
+    query's law is Dirichlet with variance :math:`\\tau^2` around q and each
+    evaluation's vector Dirichlet around it with the pooled within variance w
+    (moment matching, as :func:`_dirichlet_queries`).
+    """
+    k = effect.k
+    if effect.between == 0.0 and effect.within_exact is None:
+        return simulate_choice_vectors("first", reps, queries, k=k, orders=orders,
+                                       strength=min(1.0, effect.p_bias), gen=gen)
+    laws = _dirichlet_queries(effect, max(effect.between, 1e-12), (reps, queries), gen)
+    within = max(effect._within_exact(), 1e-12)
+    conc = max(float((laws * (1 - laws)).mean()) / within - 1.0, 1e-3)
+    alpha = np.repeat(laws, orders, axis=1) * conc + 1e-9
+    return _dirichlet_rows(alpha, gen)
+
+
+def _dirichlet_rows(alpha: npt.NDArray[np.float64], gen: np.random.Generator
+                    ) -> npt.NDArray[np.float64]:
+    """One Dirichlet(alpha[..., :]) draw per row (gamma normalisation, vectorised)."""
+    g = gen.standard_gamma(alpha)
+    return np.asarray(g / g.sum(axis=-1, keepdims=True))
 
 
 def _sequential_positions(effect: Effect, orders: int, queries: int, reps: int,

@@ -211,7 +211,8 @@ def plan_audit(
     power at that size. Fixed designs: POB-UNBP's power by the normal approximation of
     :func:`~recaudit.positional._planning.fixed_power`, PB's CI half-width by
     ``half_width_reps`` simulated data sets. Sequential: ``reps`` simulated stopping
-    times of the ``favoured`` e-process; a cell reads whole query blocks in rounds of
+    times of the default e-process (``exact+sequential``: on the per-evaluation choice
+    vectors); a cell reads whole query blocks in rounds of
     >= ``round_evaluations`` evaluations (the runner's rounds), so a crossing is paid
     up to its round's end; the expected calls are ``E[min(paid, budget)]``.
 
@@ -300,14 +301,17 @@ def _plan_sequential(name: str, effect: Effect, orders: int, temperatures: int,
     if queries is not None:
         horizon = min(queries, cap)
     else:
-        fixed_n = fixed_queries(effect, orders=orders, power=power, alpha=cell_alpha)
+        fixed_n = fixed_queries(effect, orders=orders, power=power, alpha=cell_alpha,
+                                answers=DESIGNS[name][0])
         if fixed_n is None:
             return DesignPlan(**base, queries=None, power=None, power_se=None, calls=None,
                               calls_max=None, max_evaluations=None, note=NOTE_NO_EFFECT)
         horizon = min(cap, max(2, math.ceil(SEQUENTIAL_HORIZON * fixed_n)))
-    valid = orders * (1.0 - effect.discard_rate)  # sampled positions per query block
+    answers = DESIGNS[name][0]
+    # evidence per query block: sampled positions, or every call's vector (exact)
+    valid = orders * (1.0 if answers == "exact" else 1.0 - effect.discard_rate)
     tau = sequential_stopping_times(effect, orders=orders, max_queries=horizon,
-                                    alpha=cell_alpha, reps=reps, gen=gen)
+                                    alpha=cell_alpha, reps=reps, gen=gen, answers=answers)
     blocks = np.ceil(tau / valid)  # query blocks up to the crossing (inf: none)
     if queries is not None:
         n = queries

@@ -12,7 +12,7 @@ Ville's inequality gives :math:`P_{H_0}(\exists t: E_t \ge 1/\alpha) \le \alpha`
 test may be looked at after every evaluation and stopped whenever, and the type-I
 error stays <= alpha.
 
-- ``"favoured"`` (default): a predictable plug-in bet on the paper's alternative, one
+- ``"favoured"``: a predictable plug-in bet on the paper's alternative, one
   favoured position p with bias b, :math:`q_{p,b} = b\,e_p + (1 - b)\,u`. Before
   evaluation t, :math:`\hat p_t` is the most selected position so far and
   :math:`\hat b_t = \min(b_{max}, (n_{\hat p} - (t-1)/k)^+ / ((t-1)(1 - 1/k) + c))`
@@ -26,6 +26,11 @@ error stays <= alpha.
   against one favoured position: it pays for k - 1 free parameters).
 - ``"mixture"``: :math:`0.9\,E^{favoured} + 0.1\,E^{dirichlet}` (a convex
   combination of test martingales is one).
+- ``"disfavoured"``, ``"plugin"``, ``"omnibus"`` (default): bets on the least selected
+  position, on the running mean's (James-Stein shrunk) deviation in every direction,
+  and their mixture with ``"favoured"`` (weights 0.5, 0.25, 0.25): the e-processes
+  of ``_sequential_exact`` on the one-hot vectors of the answers (power against
+  avoided positions, diffuse and graded effects; docs/exact-and-sequential.md).
 
 References
 ----------
@@ -47,20 +52,37 @@ import numba
 import numpy as np
 import numpy.typing as npt
 from scipy import optimize, special
+from scipy.special import logsumexp
 
 from ..exceptions import InputError
 
 __all__ = [
+    "DEFAULT_METHOD",
+    "DIRECTIONS",
+    "EXACT_METHODS",
     "METHODS",
+    "OMNIBUS_WEIGHTS",
     "SequentialResult",
     "log_e_from_counts",
     "log_e_values",
+    "log_e_vectors",
     "position_confidence_sequences",
     "sequential_uniformity_test",
 ]
 
-Method = Literal["favoured", "dirichlet", "mixture"]
-METHODS = ("favoured", "dirichlet", "mixture")
+Method = Literal["favoured", "dirichlet", "mixture", "disfavoured", "plugin", "omnibus"]
+METHODS = ("favoured", "dirichlet", "mixture", "disfavoured", "plugin", "omnibus")
+ExactMethod = Literal["favoured", "disfavoured", "plugin", "omnibus"]
+#: The single-direction e-processes, in the order of :data:`OMNIBUS_WEIGHTS`.
+DIRECTIONS = ("favoured", "disfavoured", "plugin")
+EXACT_METHODS = (*DIRECTIONS, "omnibus")
+#: Weights of (favoured, disfavoured, plugin) in ``"omnibus"``.
+OMNIBUS_WEIGHTS = (0.5, 0.25, 0.25)
+
+#: The default e-process (decision "Sequential default: the omnibus mixture").
+DEFAULT_METHOD: Method = "omnibus"
+#: The methods computed on one-hot vectors by ``_sequential_exact`` (every direction).
+VECTOR_METHODS = ("disfavoured", "plugin", "omnibus")
 
 #: Pseudo-count c shrinking the plug-in bias estimate of the "favoured" e-process.
 FAVOURED_SHRINK = 50.0
@@ -70,6 +92,9 @@ FAVOURED_MAX_BIAS = 0.6
 DIRICHLET_A = 0.5
 #: Weight of the "favoured" e-process in "mixture".
 MIXTURE_WEIGHT = 0.9
+
+#: Smallest factor any vector bet may produce (1 - the favoured cap).
+MIN_FACTOR = 1.0 - FAVOURED_MAX_BIAS
 
 MSG_K = "`k` must be an integer >= 2, got {value!r}"
 MSG_ALPHA = "`alpha` must be in (0, 1), got {value!r}"
@@ -92,7 +117,7 @@ def log_e_values(
         0-based selected positions in observation order.
     k : int
         Number of positions.
-    method : {'favoured', 'dirichlet', 'mixture'}
+    method : {'favoured', 'dirichlet', 'mixture', 'disfavoured', 'plugin', 'omnibus'}
         The e-process (see the module docstring).
 
     Returns
@@ -104,7 +129,9 @@ def log_e_values(
         raise InputError(MSG_METHOD.format(choices=METHODS, value=method))
     pos = np.asarray(positions, dtype=np.int64)
     flat = pos.reshape(-1, pos.shape[-1]) if pos.ndim else pos.reshape(1, 1)
-    if method == "favoured":
+    if method in VECTOR_METHODS:
+        out = log_e_vectors(np.eye(k)[flat], method=method)  # type: ignore[arg-type]
+    elif method == "favoured":
         out = _favoured_paths(flat, k, FAVOURED_SHRINK, FAVOURED_MAX_BIAS)
     else:
         dm = _dirichlet_paths(flat, k)
@@ -141,6 +168,93 @@ def _favoured_paths(
                     log_e += np.log1p(-b)
             counts[pos[r, t]] += 1.0
             out[r, t] = log_e
+    return out
+
+
+def log_e_vectors(
+    vectors: npt.ArrayLike, *, method: ExactMethod = "omnibus"
+) -> npt.NDArray[np.float64]:
+    """log E_t after each evaluation, vectorised over leading axes: the e-processes
+    on choice vectors (formulas and validity: ``_sequential_exact``'s docstring).
+
+    Parameters
+    ----------
+    vectors : array_like of float, shape (..., N, k)
+        Choice vectors (rows on the simplex) in observation order; one-hot rows for
+        sampled answers. Not validated here (see :func:`sequential_exact_test`).
+    method : {'favoured', 'disfavoured', 'plugin', 'omnibus'}
+        The e-process (module docstring).
+
+    Returns
+    -------
+    ndarray of shape (..., N)
+        ``out[..., t-1]`` = log E_t.
+    """
+    if method not in EXACT_METHODS:
+        raise InputError(MSG_METHOD.format(choices=EXACT_METHODS, value=method))
+    x = np.asarray(vectors, dtype=np.float64)
+    k = x.shape[-1]
+    flat = np.ascontiguousarray(x.reshape(-1, x.shape[-2], k))
+    paths = _direction_paths(flat, FAVOURED_SHRINK, FAVOURED_MAX_BIAS)
+    if method == "omnibus":
+        w = np.log(np.asarray(OMNIBUS_WEIGHTS))[:, None, None]
+        out = logsumexp(paths + w, axis=0)
+    else:
+        out = paths[DIRECTIONS.index(method)]
+    return np.asarray(out.reshape(x.shape[:-1]), dtype=np.float64)
+
+
+@numba.njit(cache=True, nogil=True)
+def _direction_paths(
+    x: npt.NDArray[np.float64], shrink: float, cap: float
+) -> npt.NDArray[np.float64]:  # pragma: no cover - compiled
+    """log E_t of the favoured, disfavoured and plugin e-processes: (3, rows, n)."""
+    n_rows, n, k = x.shape
+    out = np.empty((3, n_rows, n))
+    s = np.zeros(k)
+    for r in range(n_rows):
+        s[:] = 0.0
+        w = shrink * k  # pooled null second-moment mass, shrunk
+        lf = 0.0
+        ld = 0.0
+        lp = 0.0
+        for t in range(n):
+            xt = x[r, t]
+            if t > 0:
+                hi = 0
+                lo = 0
+                for p in range(1, k):
+                    if s[p] > s[hi]:
+                        hi = p
+                    if s[p] < s[lo]:
+                        lo = p
+                # favoured: factor 1 + b (k x_hi - 1), b in [0, cap]
+                b = min(max(k * (s[hi] - t / k) / w, 0.0), cap)
+                lf += np.log1p(b * (k * xt[hi] - 1.0))
+                # disfavoured: factor 1 + b (1 - k x_lo), b in [0, cap / (k - 1)]
+                b = min(max(k * (t / k - s[lo]) / w, 0.0), cap / (k - 1.0))
+                ld += np.log1p(b * (1.0 - k * xt[lo]))
+                # plugin: d = s/t - u, factor 1 + b k <d, x_t>, James-Stein shrunk
+                norm = 0.0
+                dmin = 0.0
+                dot = 0.0
+                for p in range(k):
+                    d = s[p] / t - 1.0 / k
+                    norm += d * d
+                    dmin = min(dmin, d)
+                    dot += d * xt[p]
+                if norm > 1e-15 and dmin < 0.0:
+                    keep = max(0.0, 1.0 - (w - shrink * k) / (k * t * t * norm))
+                    b = min((k - 1.0) * t / w * keep, cap / (k * -dmin))
+                    lp += np.log1p(b * k * dot)
+            sq = 0.0
+            for p in range(k):
+                s[p] += xt[p]
+                sq += xt[p] * xt[p]
+            w += k * sq - 1.0
+            out[0, r, t] = lf
+            out[1, r, t] = ld
+            out[2, r, t] = lp
     return out
 
 
@@ -192,8 +306,10 @@ class SequentialResult:
         Evaluation counts at which E was looked at (up to ``stopped_at``).
     log_e_path : ndarray of float
         log E at each checkpoint.
-    counts : ndarray of int, shape (k,)
-        Position counts after ``stopped_at`` evaluations.
+    counts : ndarray, shape (k,)
+        Position counts after ``stopped_at`` evaluations (exact mode,
+        :func:`~recaudit.positional._sequential_exact.sequential_exact_test`: the
+        expected counts, sums of the choice vectors).
     cs_low, cs_high : ndarray of float, shape (k,)
         Anytime-valid simultaneous confidence sequences for each position's selection
         probability at ``stopped_at`` (intersection over up to 64 checkpoints).
@@ -234,7 +350,7 @@ def sequential_uniformity_test(
     *,
     k: int,
     alpha: float = 0.05,
-    method: Method = "favoured",
+    method: Method = DEFAULT_METHOD,
     checkpoints: Sequence[int] | npt.ArrayLike | None = None,
 ) -> SequentialResult:
     r"""Anytime-valid test of "the selected position is uniform on 1..k".
@@ -254,7 +370,7 @@ def sequential_uniformity_test(
         Number of positions.
     alpha : float
         Level.
-    method : {'favoured', 'dirichlet', 'mixture'}
+    method : {'favoured', 'dirichlet', 'mixture', 'disfavoured', 'plugin', 'omnibus'}
         The e-process (module docstring).
     checkpoints : sequence of int, optional
         Increasing evaluation counts at which to look (e.g. round ends).
