@@ -3,7 +3,7 @@
 #   make test   -- the test suite (Python 3.11, every extra)
 # Both create .venv and install what they need on first use.
 # CI (.ci/run) also runs `make test-base`: the torch-free base package on Python 3.13
-# in .venv313 (docs/decisions.md, "Two interpreters in CI").
+# in .venv313 (docs/decisions/, "Two interpreters in CI").
 
 PYTHON ?= python3
 VENV   ?= .venv

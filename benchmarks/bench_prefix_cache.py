@@ -14,7 +14,7 @@ For real Myntra prompts (packaged embedder, generated queries, sampled orders) t
 times, per prompt, the full prompt pass against the pass over the unshared suffix with
 the prefix's cache (the prefix pass itself amortised over the prompts that share it),
 and compares the two next-token distributions (floating-point differences: the
-reason a shared prefix is not the default, docs/decisions.md).
+reason a shared prefix is not the default, docs/decisions/).
 
 Usage::
 

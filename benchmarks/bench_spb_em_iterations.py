@@ -5,7 +5,7 @@
 One simulated data set (the spec's model, p_bias 0.1, 20 orders); the full-data G is
 fitted to convergence, then 50 bootstrap resamples are refitted from it with a fixed
 number of EM iterations. Prints, per iteration count, the sd and mean of E|R| over the
-resamples and the time (docs/decisions.md, "sPB comes from an empirical-Bayes
+resamples and the time (docs/decisions/, "sPB comes from an empirical-Bayes
 relevance-set model").
 """
 

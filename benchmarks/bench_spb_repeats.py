@@ -3,7 +3,7 @@
 For each R in 1, 5, 10, 20, 50: SEEDS random fold assignments of every cell of a study
 run folder; prints the SD of each cell's sPB, the median bootstrap CI half-width, and
 the SD / range of each counterfactual comparison's Hodges-Lehmann shift and its p range
-(docs/decisions.md, "sPB averages over repeated fold assignments").
+(docs/decisions/, "sPB averages over repeated fold assignments").
 
 Usage::
 

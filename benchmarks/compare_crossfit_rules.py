@@ -7,7 +7,7 @@ the bias of the clipped estimate and the coverage of [est - t se, max(est + t se
 (U: max over candidate sets of theta_A + t se_A) / of est +- t se alone, with se the
 sd of the per-query contributions, for four rules: 2-fold (10 repeats) and 5-fold (4
 repeats) with a 1.0-se threshold, leave-one-out (1.0 se), and 5-fold with 1.5 se
-(the rule `analyze` uses, there with a bootstrap se; docs/decisions.md, "PB is
+(the rule `analyze` uses, there with a bootstrap se; docs/decisions/, "PB is
 cross-fitted": the per-query sd understates the se of the leave-one-out rule).
 """
 

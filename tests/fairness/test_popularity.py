@@ -103,7 +103,7 @@ def test_weights_equal_duplicated_users() -> None:
 #   pop_reo/pop_reo.py, novelty/EFD/efd.py (item novelty -log2(count / sum of counts));
 # sisinflab/elliot @ 0e002db8e570bc377562720f2e06ba9103fd4ecb:
 #   elliot/evaluation/metrics/bias/pop_rsp/pop_rsp.py
-# Differences from the definitions, which recaudit follows (docs/decisions.md):
+# Differences from the definitions, which recaudit follows (docs/decisions/):
 #   head = ceil(20 %) of items, not the items holding 80 % of interactions (the
 #   reference is handed our head below; `_elliot_short_head` shows the difference);
 #   ARP and APLT divide by |L_u@N| (equal to N for full lists, as generated here);

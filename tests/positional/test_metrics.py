@@ -80,7 +80,7 @@ def _bootstrap_t_by_loop(x: np.ndarray, n_boot: int, seed: int) -> tuple[float, 
 
 def test_against_independent_bootstrap_t_pairwise_ps(biased: Evaluations) -> None:
     # the pairwise PS's interval is the bootstrap-t interval of the mean of PS_j
-    # (docs/decisions.md): checked on PS_j computed independently, by a loop
+    # (docs/decisions/): checked on PS_j computed independently, by a loop
     per_query = _pairwise_ps_by_enumeration(biased)
     ours = permutation_sensitivity(biased, kind="pairwise", confidence_level=0.9,
                                    n_boot=4000, rng=0)

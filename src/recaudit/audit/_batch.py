@@ -35,7 +35,7 @@ Keys whose line never came back (a partial or expired batch) stay pending. With
 (:mod:`recaudit.audit._sequential_driver`), planned from the journal, so the
 anytime-valid stopping works across batch rounds as it does live.
 
-Journal storage (docs/decisions.md, "Pending batch evaluations live in their own
+Journal storage (docs/decisions/, "Pending batch evaluations live in their own
 tables"): two tables next to ``evaluations``, created on first use --
 ``batch_pending`` (key, ``custom_id``, batch file, time written) and ``batch_lines``
 (the SHA-256 of every result line read, its outcome and file: what makes a repeated

@@ -91,7 +91,7 @@ def _read_tables(users_table: pd.DataFrame, users: Path,
                  **paths: Path | None) -> dict[str, pd.DataFrame]:
     """Every table given (by its option's name) and the users table read, their ids
     checked to be written alike across files (``12`` here and ``12.0`` there is
-    refused: no id would join, see decisions.md)."""
+    refused: no id would join, see docs/decisions/)."""
     from .._read import check_id_spelling
 
     tables = {name: _read_table(path, name) for name, path in paths.items()

@@ -15,7 +15,7 @@ once in one batch; give it the audit's ``concurrency`` (with one slot, requests 
 flight wait in the server's queue), and ``--n-threads`` the CPU cores the server may
 use. ``--n-ctx`` is the context of each slot (the server holds
 ``n_parallel * n_ctx`` tokens of KV cache). Why xllamacpp and not ``llama-cpp-python``:
-``docs/decisions.md``, "llama.cpp from a prebuilt wheel".
+``docs/decisions/``, "llama.cpp from a prebuilt wheel".
 
 Once the server listens, one line ``listening on http://HOST:PORT`` is printed to
 stdout; llama.cpp's own log goes to stderr. Bad arguments exit 2 with a one-line

@@ -35,7 +35,7 @@ __all__ = [
 
 #: Threshold (in standard errors) of the favoured-set selection: position p is
 #: favoured when its excess share on the training folds exceeds THRESHOLD standard
-#: errors (docs/decisions.md, "PB is cross-fitted").
+#: errors (docs/decisions/, "PB is cross-fitted").
 THRESHOLD = 1.0
 #: Folds of the cross-fit and random fold assignments averaged.
 N_FOLDS = 5

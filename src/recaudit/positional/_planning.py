@@ -18,7 +18,7 @@ in that shape, or a pilot run's estimate with its CI and its variance components
 - PB's CI half-width: a seeded simulation of the cross-fitted estimator itself
   (:func:`pb_half_width`): its upper end is a maximum over favoured sets, for which
   the normal approximation was off by up to 50 % at small effects
-  (docs/decisions.md, "Planning: PB's half-width is simulated").
+  (docs/decisions/, "Planning: PB's half-width is simulated").
 
 Variance model (one-way random effects over queries; Searle, Casella & McCulloch
 1992, *Variance Components*, ch. 3): the query's share of position p,

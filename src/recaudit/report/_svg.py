@@ -1,6 +1,6 @@
 """A small SVG plotting kit: figures made of panels with linear, log or band scales.
 
-Why not matplotlib: see docs/decisions.md. In short, the report draws a few hundred
+Why not matplotlib: see docs/decisions/. In short, the report draws a few hundred
 panels for a large sweep; building them as strings takes milliseconds and gives exact
 control over escaping (every string goes through :func:`esc`), determinism (no ids, no
 dates, fixed number formatting) and styling (text inherits the page's font).

@@ -6,7 +6,7 @@ status, the headers and the whole body. The response is parsed by httptools (llh
 the C parser of Node.js): Content-Length and chunked bodies, bodies delimited by the
 server closing the connection, ``Connection: close`` and HTTP/1.0 answers (the
 connection is then not reused). Why hand-written rather than a library:
-``docs/decisions.md``, "The HTTP client is our own (asyncio.Protocol + httptools)".
+``docs/decisions/``, "The HTTP client is our own (asyncio.Protocol + httptools)".
 
 Behaviour:
 

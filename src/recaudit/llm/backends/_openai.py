@@ -26,7 +26,7 @@ created on first use inside the running loop (a backend may be built outside any
 and used by several ``asyncio.run`` calls in turn), keep-alive connections, at most
 ``concurrency`` of them. The client closes with ``aclose()`` or, at the latest, when
 its loop shuts down (``asyncio.run`` finalises the backend's closer generator). Why
-not a library: ``docs/decisions.md``, "The HTTP client is our own (asyncio.Protocol +
+not a library: ``docs/decisions/``, "The HTTP client is our own (asyncio.Protocol +
 httptools)".
 """
 
