@@ -60,6 +60,12 @@ __all__ = [
 IN_FLIGHT_PER_ACTOR = 2
 #: Actor replacements after which the run stops (something kills every worker).
 MAX_REPLACEMENTS = 20
+#: Seconds an actor waits for its models to load before the run ends with an
+#: EndpointError instead of waiting for ever (a 135M GGUF loads in 2-4 s, the
+#: transformers engine's dequantised SmolLM2 in ~95 s on a loaded 2-core machine).
+LOAD_TIMEOUT_S = 900.0
+MSG_LOAD_TIMEOUT = ("the models did not load within {s:.0f} s on a Ray worker (pid {pid}); "
+                    "run with --executor local to see the load's own error")
 
 MSG_REPLACED = (
     "the Ray executor replaced {n} dead actors; the cluster keeps losing workers. "
@@ -219,11 +225,22 @@ class EvalActor:
         inside the batch); both await it, and the event loop stays free meanwhile
         (:meth:`pid` and :meth:`stats` answer during the load).
         """
-        result: ActorStartup = await self._warmed()
+        return await self._loaded()
+
+    async def _loaded(self) -> ActorStartup:
+        """The load's result, or an EndpointError after :data:`LOAD_TIMEOUT_S`."""
+        import asyncio
+
+        try:
+            result: ActorStartup = await asyncio.wait_for(asyncio.shield(self._warmed()),
+                                                          LOAD_TIMEOUT_S)
+        except TimeoutError:
+            raise EndpointError(MSG_LOAD_TIMEOUT.format(s=LOAD_TIMEOUT_S,
+                                                        pid=os.getpid())) from None
         return result
 
     def _warm(self) -> ActorStartup:
-        if any(m.backend == "local" for m in self.cfg.models):
+        if any(_on_transformers(m) for m in self.cfg.models):
             import torch  # noqa: F401 -- timed apart from the model load
             import transformers  # noqa: F401
         imports_done = time.time()
@@ -264,7 +281,7 @@ class EvalActor:
         """
         from ._runner import run_tasks
 
-        await self._warmed()
+        await self._loaded()
         async with self._batch_lock():
             t0, cpu0 = time.perf_counter(), time.process_time()
             sink = MemorySink()
@@ -280,6 +297,13 @@ class EvalActor:
             self._n += len(sink.records)
             self._batches += 1
         return list(sink.records.values()), aborted
+
+
+def _on_transformers(model: Any) -> bool:
+    """Whether ``model`` runs on the transformers engine (torch is imported for it only:
+    a llama.cpp actor never loads torch)."""
+    engine = getattr(model.params, "resolved_engine", None)
+    return model.backend == "local" and engine is not None and engine() == "transformers"
 
 
 def _next_batch(pending: list[EvalTask], size: int | None, n_slots: int) -> list[EvalTask]:

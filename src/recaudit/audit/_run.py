@@ -31,7 +31,6 @@ from ..llm._retrieval import Retriever
 from ..llm._types import Backend, Candidate
 from ._config import (
     AuditConfig,
-    LocalParams,
     config_backends,
     config_fingerprint,
     effective_concurrency,
@@ -151,13 +150,6 @@ class AuditResult:
         }
 
 
-MSG_LLAMACPP_RAY = (
-    "model {name!r} runs on the in-process llama.cpp engine, which does not run inside "
-    "Ray actors yet (its first request hangs there); use the local executor, or set "
-    "`engine = \"transformers\"` for this model with --executor ray"
-)
-
-
 def _run_audit_iv(cfg: AuditConfig, out_dir: str | os.PathLike[str], resume: bool,
                   executor: str, ray_address: str | None,
                   sequential: SequentialOptions | None, wrapping: bool) -> Path:
@@ -180,10 +172,6 @@ def _run_audit_iv(cfg: AuditConfig, out_dir: str | os.PathLike[str], resume: boo
             raise ConfigError(MSG_SEQUENTIAL_RAY)
     if wrapping and executor != "local":
         raise ConfigError(MSG_WRAP_RAY)
-    if executor == "ray":
-        for m in cfg.models:
-            if isinstance(m.params, LocalParams) and m.params.resolved_engine() == "llamacpp":
-                raise ConfigError(MSG_LLAMACPP_RAY.format(name=m.name))
     return run_dir
 
 
