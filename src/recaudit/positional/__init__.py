@@ -32,6 +32,7 @@ from ._metrics import (
 from ._options import AnalysisOptions
 from ._planning import CallCost, Effect
 from ._planning_designs import AuditPlan, DesignPlan, effect_from_evaluations, plan_audit
+from ._position_by_class import ClassPositionLift, position_lift_by_class
 from ._sequential import (
     SequentialResult,
     position_confidence_sequences,
@@ -73,6 +74,7 @@ __all__ = [
     "AnalysisOptions",
     "AuditPlan",
     "CallCost",
+    "ClassPositionLift",
     "DesignPlan",
     "Effect",
     "Evaluations",
@@ -103,6 +105,7 @@ __all__ = [
     "group_table",
     "permutation_sensitivity",
     "plan_audit",
+    "position_lift_by_class",
     "pob_icm",
     "pob_unbp",
     "position_confidence_sequences",
