@@ -1,6 +1,7 @@
 """recaudit.llm: the system under test.
 
-Catalog -> queries -> embedding retrieval (top-k) -> prompt (candidates in a given
+Catalog -> queries -> embedding retrieval (top-k; or, on MovieLens, the user's history
+as the request and item-kNN candidates: :func:`movielens_testbed`) -> prompt (candidates in a given
 order) -> backend -> strict parsing to a prompt position; the backends behind one
 protocol with their factory (:func:`build_backends`), the mitigation wrappers (a
 mitigated model is a new system under test) and the top-N ranking prompt and parser.
@@ -9,6 +10,7 @@ this package imports neither it nor the statistics.
 """
 
 from ._catalog import CANONICAL_COLUMNS, Catalog, ColumnMap, load_catalog
+from ._movielens import ItemKNNRetriever, MovieLensTestbed, movielens_testbed
 from ._parse import DISCARD_REASONS, ParsedAnswer, parse_answer
 from ._prompt import PromptTemplate, positional_identifiers, random_labels, render_request
 from ._queries import Query, QueryTemplate, generate_queries, load_queries, query_templates
@@ -57,7 +59,9 @@ __all__ = [
     "ChatRequest",
     "ChatResponse",
     "ColumnMap",
+    "ItemKNNRetriever",
     "LocalBackend",
+    "MovieLensTestbed",
     "ParsedAnswer",
     "PromptTemplate",
     "Query",
@@ -70,6 +74,7 @@ __all__ = [
     "generate_queries",
     "load_catalog",
     "load_queries",
+    "movielens_testbed",
     "parse_answer",
     "positional_identifiers",
     "query_templates",

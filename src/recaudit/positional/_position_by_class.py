@@ -21,8 +21,8 @@ Intervals: the queries are the independent units; the four sums per (query, clas
 are resampled together (a query bootstrap of a ratio of sums, Davison & Hinkley 1997,
 section 3.2), percentile intervals, and the p-value of "no difference" is the one
 dual to the percentile interval, ``min(1, 2 min(1 + #{D* <= 0}, 1 + #{D* >= 0}) /
-(B + 1))``. Coverage and type-I error are measured in docs/validation-positional.md
-("Position lift by item class").
+(B + 1))``. Coverage and type-I error are measured in docs/joint-audit.md
+("Validation of the position lift by class").
 """
 
 from __future__ import annotations
