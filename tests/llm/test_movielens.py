@@ -37,7 +37,9 @@ def test_history_precedes_the_held_out_liked_movie(testbed, ml100k_path):
 
 
 def test_item_knn_equals_summed_cosine_and_skips_seen_items(testbed):
-    from sklearn.metrics.pairwise import cosine_similarity
+    cosine_similarity = pytest.importorskip(
+        "sklearn.metrics.pairwise", reason="scikit-learn is the independent reference"
+    ).cosine_similarity
 
     train, catalog = testbed.train, testbed.catalog
     got = ItemKNNRetriever(train, testbed.history).retrieve(catalog, testbed.queries[:5], k=10)

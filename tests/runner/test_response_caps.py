@@ -125,3 +125,38 @@ def test_the_backend_fails_the_call_at_once_and_the_run_counts_it(
                             "GROUP BY status ORDER BY status").fetchall()
     assert [(s, n) for s, n, _ in rows] == [("failed", 3), ("ok", 9)]
     assert "decompressed answer is larger than" in rows[0][2]
+
+
+def test_answers_in_flight_share_one_budget(fault_server) -> None:
+    """Sixteen answers that each pass the per-answer caps (3.5 MiB decoded from ~4 KB)
+    arrive together: the client holds at most its in-flight budget (8 x the wire cap,
+    plus one answer's compressed bytes while it is decoded), fails the ones beyond it
+    as ResponseTooLarge, and gives every byte back afterwards."""
+    payload = gzip.compress(b"z" * (7 * CAP // 2))
+
+    async def late(n, seen):
+        await asyncio.sleep(0.5)  # every request is in before any answer leaves
+        return web.Response(body=payload, headers={"Content-Encoding": "gzip"})
+
+    fault_server.serve(late)
+
+    async def go():
+        c = HTTPClient(f"{fault_server.base_url}/chat/completions", concurrency=16,
+                       timeout_s=30, headers={}, max_body_bytes=CAP)
+        try:
+            out = await asyncio.gather(*(c.post(b"{}") for _ in range(16)),
+                                       return_exceptions=True)
+        finally:
+            await c.aclose()
+        return c.budget, out
+
+    budget, out = asyncio.run(go())
+    assert budget.limit == _http.IN_FLIGHT_FACTOR * CAP
+    assert budget.peak <= budget.limit
+    assert budget.held == 0  # nothing leaked
+    ok = [r for r in out if not isinstance(r, Exception)]
+    failed = [r for r in out if isinstance(r, Exception)]
+    assert all(r.body == b"z" * (7 * CAP // 2) for r in ok)
+    assert all(isinstance(r, ResponseTooLarge) and "answers in flight" in str(r)
+               for r in failed)
+    assert len(ok) >= 2  # the budget holds two such answers at a time

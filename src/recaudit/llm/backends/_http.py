@@ -51,7 +51,7 @@ from urllib.parse import SplitResult, unquote, urlsplit
 
 import httptools
 
-__all__ = ["DECODED_FACTOR", "MAX_BODY_BYTES", "ConnectionFailed", "HTTPClient", "Response",
+__all__ = ["DECODED_FACTOR", "IN_FLIGHT_FACTOR", "MAX_BODY_BYTES", "ConnectionFailed", "HTTPClient", "Response",
            "ResponseTooLarge", "split_proxy"]
 
 #: Largest answer body read from the wire (a chat completion, logprobs included, is
@@ -59,6 +59,34 @@ __all__ = ["DECODED_FACTOR", "MAX_BODY_BYTES", "ConnectionFailed", "HTTPClient",
 MAX_BODY_BYTES = 16 * 2**20
 #: A compressed answer may decode to at most this many times ``max_body_bytes``.
 DECODED_FACTOR = 4
+#: All answers of one client held at once (on the wire and decoded, from their first
+#: byte until their request returns) may total at most this many times
+#: ``max_body_bytes``: concurrent gzip bombs cost this much, not ``concurrency`` times
+#: one bomb (issue 34: 2.59 GB at concurrency 16 before).
+IN_FLIGHT_FACTOR = 2 * DECODED_FACTOR
+
+
+class _Budget:
+    """Bytes of answers a client holds at once, against a limit (one per client; the
+    client's connections share its event loop, so no lock is needed)."""
+
+    __slots__ = ("limit", "held", "peak")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = 0
+        self.peak = 0
+
+    def take(self, n: int) -> bool:
+        """Hold ``n`` more bytes if they fit (False, and nothing held, if not)."""
+        if self.held + n > self.limit:
+            return False
+        self.held += n
+        self.peak = max(self.peak, self.held)
+        return True
+
+    def give(self, n: int) -> None:
+        self.held -= n
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,13 +149,16 @@ class _Conn(asyncio.Protocol):
 
     __slots__ = ("transport", "parser", "waiter", "status", "headers", "chunks",
                  "got_bytes", "headers_done", "closed", "idle_since", "lost", "bodyless",
-                 "keep_alive", "size", "max_body", "max_decoded")
+                 "keep_alive", "size", "max_body", "max_decoded", "budget", "held")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, *, max_body: int = MAX_BODY_BYTES,
-                 max_decoded: int = DECODED_FACTOR * MAX_BODY_BYTES) -> None:
+                 max_decoded: int = DECODED_FACTOR * MAX_BODY_BYTES,
+                 budget: _Budget | None = None) -> None:
         self.size = 0  # body bytes of the current answer
         self.max_body = max_body
         self.max_decoded = max_decoded
+        self.budget = budget or _Budget(IN_FLIGHT_FACTOR * max_body)
+        self.held = 0  # bytes of the current answer counted in the budget
         self.transport: asyncio.Transport | None = None
         self.parser: Any = None
         self.waiter: asyncio.Future[Response] | None = None
@@ -194,7 +225,16 @@ class _Conn(asyncio.Protocol):
         if self.size > self.max_body:
             self._too_large(ResponseTooLarge("the answer is", self.max_body))
             return
+        if not self.budget.take(len(body)):
+            self._too_large(ResponseTooLarge("the answers in flight are", self.budget.limit))
+            return
+        self.held += len(body)
         self.chunks.append(body)
+
+    def release(self) -> None:
+        """Give back what the current answer held (its request has returned)."""
+        self.budget.give(self.held)
+        self.held = 0
 
     def _too_large(self, exc: ResponseTooLarge) -> None:
         """Fail the request and drop the connection (the rest is never read)."""
@@ -210,11 +250,22 @@ class _Conn(asyncio.Protocol):
             body = self.chunks[0] if len(self.chunks) == 1 else b"".join(self.chunks)
             self.chunks = []
             try:
-                body = _decode(body, self.headers, self.max_decoded)
+                # the compressed bytes held are given back; the decoded ones taken
+                free = self.budget.limit - self.budget.held + self.held
+                coded = "content-encoding" in self.headers
+                body = _decode(body, self.headers, min(self.max_decoded, free))
+                if coded:
+                    self.budget.give(self.held)
+                    self.held = 0
+                    if not self.budget.take(len(body)):  # pragma: no cover - within free
+                        raise ResponseTooLarge("the answers in flight are", self.budget.limit)
+                    self.held = len(body)
             except zlib.error:
                 waiter.set_exception(ConnectionFailed("malformed compressed answer"))
                 return
             except ResponseTooLarge as exc:
+                if exc.limit < self.max_decoded:  # cut by the other answers held
+                    exc = ResponseTooLarge("the answers in flight are", self.budget.limit)
                 waiter.set_exception(exc)
                 return
             waiter.set_result(Response(self.status, self.headers, body))
@@ -282,7 +333,8 @@ class HTTPClient:
         Idle seconds after which a connection is not reused.
     max_body_bytes : int
         Largest answer body read (:data:`MAX_BODY_BYTES`); a compressed one may decode
-        to :data:`DECODED_FACTOR` times this. Beyond: :class:`ResponseTooLarge`.
+        to :data:`DECODED_FACTOR` times this, and all answers held at once may total
+        :data:`IN_FLIGHT_FACTOR` times this. Beyond: :class:`ResponseTooLarge`.
     """
 
     def __init__(self, url: str, *, concurrency: int, timeout_s: float,
@@ -290,6 +342,8 @@ class HTTPClient:
                  ssl_context: ssl.SSLContext | None = None, keepalive_s: float = 4.0,
                  max_body_bytes: int = MAX_BODY_BYTES) -> None:
         self.max_body_bytes = max_body_bytes
+        #: the answers held at once (:data:`IN_FLIGHT_FACTOR`); ``budget.peak`` the most
+        self.budget = _Budget(IN_FLIGHT_FACTOR * max_body_bytes)
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"`url` must be an http:// or https:// URL, got {url!r}")
@@ -371,6 +425,7 @@ class HTTPClient:
             return resp
         finally:
             conn.waiter = None
+            conn.release()
             if ok and conn.reusable() and not self.closed:
                 conn.idle_since = time.monotonic()
                 self._idle.append(conn)
@@ -380,7 +435,7 @@ class HTTPClient:
     async def _connect(self) -> _Conn:
         loop = asyncio.get_running_loop()
         conn = _Conn(loop, max_body=self.max_body_bytes,
-                     max_decoded=DECODED_FACTOR * self.max_body_bytes)
+                     max_decoded=DECODED_FACTOR * self.max_body_bytes, budget=self.budget)
         host, port = self._proxy or (self._host, self._port)
         tunnel = self._tls and self._proxy is not None
         try:
@@ -407,6 +462,7 @@ class HTTPClient:
         finally:
             conn.bodyless = False
             conn.waiter = None
+            conn.release()
         if resp.status != 200:
             raise ConnectionFailed(f"the proxy refused the tunnel (HTTP {resp.status})")
         if self._ssl is None:  # pragma: no cover - a tunnel is only made for https
