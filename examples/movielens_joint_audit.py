@@ -17,7 +17,8 @@ run:
 Usage (from the project root, next to ../shared/data; a few minutes on 2 cores)::
 
     OMP_WAIT_POLICY=PASSIVE python examples/movielens_joint_audit.py \
-        [--data ../shared/data/ml-100k] [--users 40] [--orders 4] [--k 5] [--out runs/ml]
+        [--data ../shared/data/ml-100k] [--users 40] [--orders 4] [--k 5] [--out runs/ml] \
+        [--model smollm2-135m | gemma3-270m | PATH.gguf]
 
 docs/joint-audit.md shows its output and how to read it.
 """
@@ -44,7 +45,8 @@ from recaudit.positional import (
 PROMPT = importlib.resources.files("recaudit.llm").joinpath("configs", "movielens_prompt.toml")
 
 
-def build_config(out: Path, users: int, orders: int, k: int, seed: int, testbed) -> dict:
+def build_config(out: Path, users: int, orders: int, k: int, seed: int, testbed,
+                 model: str) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     items = testbed.catalog.items
     items[["item_id", "title", "description", "category"]].to_csv(out / "catalog.csv",
@@ -62,7 +64,7 @@ def build_config(out: Path, users: int, orders: int, k: int, seed: int, testbed)
         "prompt": {"template": str(PROMPT), "identifiers": "positional",
                    "max_tokens": 40, "constrained": True},
         "design": {"kind": "sampled", "n_perms": orders, "samples_per_order": 1},
-        "models": [{"name": "smollm2-135m", "backend": "local", "n_threads": 2,
+        "models": [{"name": model, "backend": "local", "model": model, "n_threads": 2,
                     "batch_size": 4}],
     }
 
@@ -86,12 +88,14 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--out", default="runs/movielens-joint")
+    ap.add_argument("--model", default="smollm2-135m",
+                    help="a packaged model (smollm2-135m, gemma3-270m) or a GGUF path")
     args = ap.parse_args()
     out = Path(args.out)
     testbed = movielens_testbed(args.data, n_users=args.users, history=10, rng=args.seed)
     retriever = ItemKNNRetriever(testbed.train, testbed.history)
     cfg = parse_config(build_config(out / "inputs", args.users, args.orders, args.k,
-                                    args.seed, testbed), base_dir=out)
+                                    args.seed, testbed, args.model), base_dir=out)
     resume = (out / "run" / "journal.sqlite").exists()
     res = run_audit(cfg, out_dir=out / "run", retriever=retriever, resume=resume)
     table = pd.read_parquet(res.evaluations_path)
