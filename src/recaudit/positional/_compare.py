@@ -9,6 +9,7 @@ adjusted across pairs (Holm or Benjamini-Hochberg).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from itertools import combinations
@@ -109,9 +110,11 @@ def adjust_pvalues(pvalues: Sequence[float] | npt.ArrayLike, method: str) -> npt
     return out
 
 
-def _keys(evals: Evaluations) -> set[tuple[Any, tuple[int, ...]]]:
+def _keys(evals: Evaluations) -> Counter[tuple[Any, tuple[int, ...]]]:
+    """The multiset of (query_id, order) keys of the valid evaluations."""
     ids = evals.query_ids[evals.query]
-    return {(q, tuple(o)) for q, o in zip(ids.tolist(), evals.orders.tolist(), strict=True)}
+    return Counter((q, tuple(o)) for q, o in zip(ids.tolist(), evals.orders.tolist(),
+                                                 strict=True))
 
 
 def _aligned_shares(evals: Evaluations, ids: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
