@@ -83,7 +83,8 @@ class Comparison:
         return cls(**{name: obj[name] for name in cls.__dataclass_fields__})
 
 
-def adjust_pvalues(pvalues: Sequence[float] | npt.ArrayLike, method: str) -> npt.NDArray[np.float64]:
+def adjust_pvalues(pvalues: Sequence[float] | npt.ArrayLike,
+                   method: str) -> npt.NDArray[np.float64]:
     r"""Adjust a family of p-values: Holm (FWER), Benjamini-Hochberg (FDR) or none.
 
     BH: :math:`\tilde p_{(i)} = \min_{j \ge i} \min\{1, m\, p_{(j)} / j\}`.
