@@ -25,6 +25,7 @@ from ._analysis_options import (
     analysis_options,
 )
 from ._common import err_console, exit_on_error, print_json
+from ._compare_command import compare_command
 from ._plan_command import plan_command
 from ._positional_tables import (
     console,
@@ -44,6 +45,7 @@ __all__ = ["analyze_command", "app", "demo_command", "mitigate_command", "plan_c
 
 app = typer.Typer(help="The positional study.", no_args_is_help=True)
 app.command("plan")(exit_on_error(plan_command))
+app.command("compare")(exit_on_error(compare_command))
 
 MSG_NUMBER_LIST = "`{option}`: {value!r} is not a list of numbers"
 
