@@ -45,10 +45,11 @@ def spend_section(spend: Mapping[str, Any], *, base: str = "spend") -> Section:
     """One row per cell of ``run.json``'s ``spend`` and the total (calls, tokens, call
     time, money), with the run's wall time and the calls that reported no usage."""
     cells = [c for c in spend.get("cells") or [] if isinstance(c, Mapping)]
-    total = spend.get("total") if isinstance(spend.get("total"), Mapping) else {}
+    raw_total = spend.get("total")
+    total: Mapping[str, Any] = raw_total if isinstance(raw_total, Mapping) else {}
     rows = []
     for i, c in enumerate(cells):
-        temp = c.get("temperature")
+        temp: Any = c.get("temperature")
         key = (Cell(str(c.get("model", ""))), Cell(str(c.get("k", "")), value=c.get("k")),
                Cell(f"{float(temp):g}" if finite(temp) else str(temp or "")),
                Cell(str(c.get("condition", ""))))
@@ -57,7 +58,7 @@ def spend_section(spend: Mapping[str, Any], *, base: str = "spend") -> Section:
         rows.append(_row((Cell("total", css="total"), Cell(""), Cell(""), Cell("")),
                          total, f"{base}/total"))
     notes = []
-    wall = total.get("wall_s")
+    wall: Any = total.get("wall_s")
     if finite(wall):
         notes.append(f"Wall time over every session of the run: {float(wall):.1f} s "
                      "(call time sums the calls' latencies: more than the wall time when "
