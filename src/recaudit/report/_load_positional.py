@@ -260,6 +260,8 @@ class PositionalRun:
     #: What answered, from ``run.json``'s last session: one entry per model and k with
     #: the engine, its version, the quantisation and the answer mode when known.
     engines: tuple[Mapping[str, str], ...] = ()
+    #: ``run.json``'s ``spend`` (calls, tokens, time, money per cell; None when absent).
+    spend: Mapping[str, Any] | None = None
 
     @cached_property
     def groups(self) -> tuple[Configuration, ...]:
@@ -666,6 +668,7 @@ def load_positional(analysis: Any, *, source: str, folder: Path | None = None) -
         if folder is not None and (folder / SEQUENTIAL_JSON).is_file() else None,
         mitigation=_mitigation(folder) if folder is not None else None,
         engines=_engines(folder / "run.json") if folder is not None else (),
+        spend=_spend(folder / "run.json") if folder is not None else None,
     )
 
 
@@ -686,3 +689,15 @@ def _engines(path: Path) -> tuple[Mapping[str, str], ...]:
         return ()
     return tuple({f: str(b[f]) for f in ENGINE_FIELDS if b.get(f) is not None}
                  for b in backends if isinstance(b, dict))
+
+
+def _spend(path: Path) -> Mapping[str, Any] | None:
+    """``run.json``'s ``spend`` object (None when the manifest, or its spend, is absent
+    or unreadable: a companion, not the analysis)."""
+    if not path.is_file():
+        return None
+    try:
+        spend = read_json(path, what="run manifest").get("spend")
+    except (InputError, AttributeError):
+        return None
+    return spend if isinstance(spend, dict) and isinstance(spend.get("cells"), list) else None

@@ -54,6 +54,7 @@ from ._sections_positional import (
 )
 from ._sections_protocol import protocols_section
 from ._sections_sequential import sequential_sections
+from ._sections_spend import spend_section
 from ._sections_study import study_sections
 
 __all__ = ["Report", "build_report", "fairness_page", "positional_page"]
@@ -107,6 +108,8 @@ def positional_page(run: PositionalRun) -> tuple[dict[str, Any], list[Section], 
         sections.extend(study_sections(run.study))
     if run.sequential is not None:  # `recaudit positional run --sequential` folder
         sections.extend(sequential_sections(run.sequential))
+    if run.spend is not None:  # `recaudit positional run` folder: run.json's spend
+        sections.append(spend_section(run.spend))
     verdict, summary = positional_verdict(run)
     return positional_data(run, summary), sections, verdict
 

@@ -471,6 +471,7 @@ def positional_data(run: PositionalRun, summary: dict[str, Any]) -> dict[str, An
         "simulation": _simulation_dict(run),
         **({"study": run.study} if run.study is not None else {}),
         **({"sequential": run.sequential} if run.sequential is not None else {}),
+        **({"spend": run.spend} if run.spend is not None else {}),
         "reproduction": {
             "config_file": run.config_name,
             "config": run.config_text,

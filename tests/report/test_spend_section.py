@@ -1,0 +1,81 @@
+"""The report's spend section: ``run.json``'s ``spend`` (calls, tokens, time, money)."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from recaudit.audit._spend import record_spend
+from recaudit.report import build_report
+
+
+class _Numbers(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.cells: list[tuple[str, str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if (a.get("data-path") or "").startswith("spend/"):
+            self.cells.append((str(a["data-path"]), str(a["data-value"])))
+
+
+def _resolve(data: Any, path: str) -> Any:
+    for part in path.split("/"):
+        data = data[int(part)] if isinstance(data, list) else data[part]
+    return data
+
+
+def _table() -> pd.DataFrame:
+    rows = []
+    for model, n in (("cheap", 3), ("free", 2)):
+        for i in range(n):
+            rows.append({"model": model, "k": 5, "temperature": 0.0, "condition": "c",
+                         "prompt_tokens": 100 + i, "completion_tokens": 2,
+                         "latency_s": 0.5, "retries": 0})
+    return pd.DataFrame(rows)
+
+
+def _run_json(folder: Path, *, priced: bool = True) -> dict[str, Any]:
+    manifest = folder / "run.json"
+    manifest.write_text(json.dumps({"sessions": [{"backends": []}]}))
+    prices = {"cheap": (2.0, 8.0)} if priced else None
+    return record_spend(manifest, _table(), wall_s=4.25, ran_now=5, prices=prices)
+
+
+def test_spend_per_cell_and_total_are_shown_and_resolve(positional_dir: Path) -> None:
+    spend = _run_json(positional_dir)
+    report = build_report(positional_dir)
+    assert report.data["spend"] == json.loads(json.dumps(spend))
+    html = report.html
+    assert 'id="tab-spend"' in html and "Spend (calls, tokens, time, money)" in html
+    assert "4.2 s" in html or "4.3 s" in html  # the wall time over sessions
+    parser = _Numbers()
+    parser.feed(html)
+    paths = dict(parser.cells)
+    # cheap: 3 calls, 303 prompt + 6 completion tokens at 2 and 8 per million
+    assert json.loads(paths["spend/cells/0/calls"]) == 3
+    assert json.loads(paths["spend/cells/0/prompt_tokens"]) == 303
+    assert json.loads(paths["spend/cells/0/money"]) == pytest.approx((303 * 2 + 6 * 8) / 1e6)
+    assert "spend/cells/1/money" not in paths  # no price for "free"
+    assert json.loads(paths["spend/total/calls"]) == 5
+    assert json.loads(paths["spend/total/money"]) == pytest.approx((303 * 2 + 6 * 8) / 1e6)
+    for path, value in parser.cells:
+        assert json.loads(value) == pytest.approx(_resolve(report.data, path)), path
+
+
+def test_without_price_money_is_not_available(positional_dir: Path) -> None:
+    _run_json(positional_dir, priced=False)
+    html = build_report(positional_dir).html
+    assert "No price was given" in html and 'data-path="spend/total/money"' not in html
+
+
+def test_without_spend_there_is_no_section(positional_dir: Path) -> None:
+    (positional_dir / "run.json").write_text(json.dumps({"sessions": []}))
+    report = build_report(positional_dir)
+    assert "spend" not in report.data and "tab-spend" not in report.html
