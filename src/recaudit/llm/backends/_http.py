@@ -51,8 +51,8 @@ from urllib.parse import SplitResult, unquote, urlsplit
 
 import httptools
 
-__all__ = ["DECODED_FACTOR", "IN_FLIGHT_FACTOR", "MAX_BODY_BYTES", "ConnectionFailed", "HTTPClient", "Response",
-           "ResponseTooLarge", "split_proxy"]
+__all__ = ["DECODED_FACTOR", "IN_FLIGHT_FACTOR", "MAX_BODY_BYTES", "ConnectionFailed",
+           "HTTPClient", "Response", "ResponseTooLarge", "split_proxy"]
 
 #: Largest answer body read from the wire (a chat completion, logprobs included, is
 #: kilobytes; 16 MiB leaves room for any real one).
