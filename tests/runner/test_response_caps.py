@@ -160,3 +160,15 @@ def test_answers_in_flight_share_one_budget(fault_server) -> None:
     assert all(isinstance(r, ResponseTooLarge) and "answers in flight" in str(r)
                for r in failed)
     assert len(ok) >= 2  # the budget holds two such answers at a time
+
+
+def test_a_size_refusal_does_not_keep_the_decompressed_bytes() -> None:
+    """The traceback of ``ResponseTooLarge`` used to hold ``_inflate``'s buffer (record
+    0360): 16 bombs' exceptions kept 67 MB alive at a 1 MiB cap."""
+    with pytest.raises(ResponseTooLarge) as info:
+        _http._inflate(gzip.compress(b"0" * (5 * CAP)), 16 + zlib.MAX_WBITS, CAP)
+    tb = info.value.__traceback__
+    while tb is not None:
+        assert not any(isinstance(v, bytes) and len(v) > CAP
+                       for v in tb.tb_frame.f_locals.values())
+        tb = tb.tb_next

@@ -120,6 +120,7 @@ def _inflate(body: bytes, wbits: int, limit: int) -> bytes:
     if len(out) <= limit:
         out += d.flush()
     if len(out) > limit:
+        del out, d  # not kept alive by the exception's traceback (its frame's locals)
         raise ResponseTooLarge("the decompressed answer is", limit)
     if not d.eof:
         raise zlib.error("incomplete or truncated stream")
@@ -266,7 +267,8 @@ class _Conn(asyncio.Protocol):
             except ResponseTooLarge as exc:
                 if exc.limit < self.max_decoded:  # cut by the other answers held
                     exc = ResponseTooLarge("the answers in flight are", self.budget.limit)
-                waiter.set_exception(exc)
+                # without its traceback: the frames below held the decompressed bytes
+                waiter.set_exception(exc.with_traceback(None))
                 return
             waiter.set_result(Response(self.status, self.headers, body))
 

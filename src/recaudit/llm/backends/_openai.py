@@ -451,10 +451,12 @@ class OpenAIBackend:
                 data = await self._attempt(body)
                 return self._response(data, request, time.perf_counter() - t0, attempt)
             except _RetryableError as exc:
-                last = str(exc)
-                if attempt == self.max_retries:
-                    break
-                await asyncio.sleep(self._backoff(attempt, exc.retry_after))
+                last, retry_after = str(exc), exc.retry_after
+            # backoff outside the ``except``: the failed attempt's traceback (its frames
+            # hold the answer, up to 64 MiB for a gzip bomb) is freed while waiting
+            if attempt == self.max_retries:
+                break
+            await asyncio.sleep(self._backoff(attempt, retry_after))
         err = EndpointError(self._redact(
             f"endpoint {self.url} failed after {self.max_retries + 1} attempts "
             f"(last error: {last})"
