@@ -27,6 +27,7 @@ from .._read import read_json, read_text, read_toml
 from .._stats import Estimate
 from ..exceptions import InputError
 from ..positional import GroupedAnalysis, PositionalAnalysis
+from ._load_manifest import engines, spend
 from ._lookup import (
     find,
     first_file,
@@ -667,37 +668,6 @@ def load_positional(analysis: Any, *, source: str, folder: Path | None = None) -
         sequential=_sequential(folder / SEQUENTIAL_JSON)
         if folder is not None and (folder / SEQUENTIAL_JSON).is_file() else None,
         mitigation=_mitigation(folder) if folder is not None else None,
-        engines=_engines(folder / "run.json") if folder is not None else (),
-        spend=_spend(folder / "run.json") if folder is not None else None,
+        engines=engines(folder / "run.json") if folder is not None else (),
+        spend=spend(folder / "run.json") if folder is not None else None,
     )
-
-
-#: The fields of a ``run.json`` backend entry the report shows, in order.
-ENGINE_FIELDS = ("model", "k", "name", "engine", "engine_version", "quantization",
-                 "answer_mode", "model_id", "base_url")
-
-
-def _engines(path: Path) -> tuple[Mapping[str, str], ...]:
-    """The backends of ``run.json``'s last session (an absent or unreadable manifest
-    shows none: it is a companion, not the analysis)."""
-    if not path.is_file():
-        return ()
-    try:
-        sessions = read_json(path, what="run manifest").get("sessions") or []
-        backends = sessions[-1].get("backends") or [] if sessions else []
-    except (InputError, AttributeError):
-        return ()
-    return tuple({f: str(b[f]) for f in ENGINE_FIELDS if b.get(f) is not None}
-                 for b in backends if isinstance(b, dict))
-
-
-def _spend(path: Path) -> Mapping[str, Any] | None:
-    """``run.json``'s ``spend`` object (None when the manifest, or its spend, is absent
-    or unreadable: a companion, not the analysis)."""
-    if not path.is_file():
-        return None
-    try:
-        spend = read_json(path, what="run manifest").get("spend")
-    except (InputError, AttributeError):
-        return None
-    return spend if isinstance(spend, dict) and isinstance(spend.get("cells"), list) else None

@@ -1,0 +1,43 @@
+"""What a run's manifest (``run.json``) adds to its report: the engines that answered
+and what the run spent. Both are companions, not the analysis: an absent or unreadable
+manifest shows neither."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .._read import read_json
+from ..exceptions import InputError
+
+__all__ = ["ENGINE_FIELDS", "engines", "spend"]
+
+#: The fields of a ``run.json`` backend entry the report shows, in order.
+ENGINE_FIELDS = ("model", "k", "name", "engine", "engine_version", "quantization",
+                 "answer_mode", "model_id", "base_url")
+
+
+def _manifest(path: Path) -> Mapping[str, Any]:
+    """``run.json`` as a mapping; empty when absent or unreadable (a companion, not the
+    analysis)."""
+    try:
+        data = read_json(path, what="run manifest") if path.is_file() else {}
+    except InputError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def engines(path: Path) -> tuple[Mapping[str, str], ...]:
+    """The backends of ``run.json``'s last session (none when it has none)."""
+    sessions = _manifest(path).get("sessions") or []
+    last = sessions[-1] if isinstance(sessions, list) and sessions else {}
+    backends = last.get("backends") or [] if isinstance(last, dict) else []
+    return tuple({f: str(b[f]) for f in ENGINE_FIELDS if b.get(f) is not None}
+                 for b in backends if isinstance(b, dict))
+
+
+def spend(path: Path) -> Mapping[str, Any] | None:
+    """``run.json``'s ``spend`` object (None when it has none)."""
+    spend = _manifest(path).get("spend")
+    return spend if isinstance(spend, dict) and isinstance(spend.get("cells"), list) else None
