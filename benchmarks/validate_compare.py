@@ -37,7 +37,7 @@ def run(scenario: str, ps: list[float], reps: int, seed: int) -> dict[str, objec
     fwer = cover = total = 0
     for _ in range(reps):
         rows = [r for r in compare_systems(_systems(ps, gen), n_boot=500, rng=gen)
-                if r.measure == "pb"]
+                if r.measure == "pb_plugin"]
         truth = {f"s{i}": p * (1 - 1 / K) for i, p in enumerate(ps)}
         fwer += any(r.pvalue_adjusted <= 0.05 and truth[r.a] == truth[r.b] for r in rows)
         for r in rows:

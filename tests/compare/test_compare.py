@@ -37,7 +37,7 @@ def test_paired_ci_matches_hand_rolled_bootstrap() -> None:
     a, b = _pair()
     ea, eb = _evals(a), _evals(b)
     (row,) = [c for c in compare_systems({"a": ea, "b": eb}, n_boot=400, rng=3)
-              if c.measure == "pb"]
+              if c.measure == "pb_plugin"]
     assert row.paired
     xa, xb = query_position_shares(ea), query_position_shares(eb)
     gen = np.random.default_rng(3)
@@ -107,7 +107,7 @@ def test_cli_tables_json_rows(tmp_path: Path) -> None:
     keys = {"a", "b", "measure", "difference", "ci_low", "ci_high", "pvalue",
             "pvalue_adjusted", "paired"}
     assert all(keys <= set(r) for r in rows)
-    assert {r["measure"] for r in rows} == {"pb", "first"}
+    assert {r["measure"] for r in rows} == {"pb_plugin", "first"}
     assert all(r["paired"] for r in rows)
 
 

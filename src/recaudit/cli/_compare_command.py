@@ -47,7 +47,7 @@ def _systems(paths: list[Path], by: str | None) -> dict[str, Any]:
 
 def verdict(rows: list[dict[str, Any]], alpha: float = 0.05) -> str:
     """A plain-language sentence on the PB differences: which system is less biased."""
-    pb = [r for r in rows if r["measure"] == "pb"]
+    pb = [r for r in rows if r["measure"] == "pb_plugin"]
     found = [r for r in pb if r["pvalue_adjusted"] <= alpha]
     if not found:
         return ("No pair differs clearly in positional bias (PB): every adjusted p-value "

@@ -46,7 +46,7 @@ def _first(means: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
 
 
 #: The measures compared: each maps (b, k) mean position shares to (b,) values.
-MEASURES: dict[str, Measure] = {"pb": _pb, "first": _first}
+MEASURES: dict[str, Measure] = {"pb_plugin": _pb, "first": _first}
 
 
 @dataclass(frozen=True)
@@ -179,7 +179,7 @@ def compare_systems(
 ) -> list[Comparison]:
     r"""Compare the positional bias of every pair of systems.
 
-    For each pair (a, b) and measure :math:`m` (``pb``: plug-in
+    For each pair (a, b) and measure :math:`m` (``pb_plugin``: plug-in
     :math:`PB = \frac12\sum_p |\bar q_p - 1/k|`; ``first``: :math:`\bar q_1 - 1/k`, with
     :math:`\bar q` the mean over queries of the per-query position shares), the
     difference :math:`\Delta = m(a) - m(b)`, a percentile bootstrap CI and the p-value
