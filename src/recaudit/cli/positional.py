@@ -415,8 +415,9 @@ def demo_command(
         min=2, show_default=False)] = None,
     out: Annotated[Path, typer.Option(help="Run folder.")] = Path("runs/demo"),
     sequential: Annotated[bool, typer.Option(
-        "--sequential", help="Stop as soon as an anytime-valid test proves position "
-        "bias (usually after a fraction of the evaluations).")] = False,
+        "--sequential/--fixed", help="--sequential (default): stop as soon as an "
+        "anytime-valid test on the recorded choice probabilities decides (usually after a "
+        "fraction of the evaluations); --fixed: run every planned evaluation.")] = True,
     alpha: Alpha = 0.05,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
@@ -424,7 +425,8 @@ def demo_command(
     """A real small audit end to end: Myntra catalog, packaged embedder, packaged
     SmolLM2-135M in-process; then the statistics. Rerunning continues the run.
     Every setting comes from the packaged recaudit/llm/configs/demo.toml unless an
-    option overrides it."""
+    option overrides it; by default the cheapest valid design (exact choice
+    probabilities, sequential stopping)."""
     from ..audit import SequentialOptions, demo_config
 
     cfg = demo_config(catalog, queries, perms, k)
