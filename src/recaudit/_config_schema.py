@@ -152,11 +152,13 @@ def get_typed(t: Mapping[str, Any], key: str, where: Where, types: type | tuple[
 
 
 def get_int(t: Mapping[str, Any], key: str, where: Where, *, default: int | None = None,
-            minimum: int | None = None, kind: str | None = None) -> Any:
+            minimum: int | None = None, kind: str | None = None,
+            maximum: tuple[int, str] | None = None) -> Any:
     """An integer (``default`` when absent, ``None`` allowed as default).
 
     Without ``kind``: ``must be an integer`` for a non-integer, ``must be >= minimum``
     for a small one; with ``kind`` (e.g. ``"an integer >= 1"``) one message for both.
+    ``maximum = (largest, why)`` refuses a larger value with ``why`` in the message.
     """
     value = t.get(key, default)
     if value is None:
@@ -170,6 +172,9 @@ def get_int(t: Mapping[str, Any], key: str, where: Where, *, default: int | None
         raise ConfigError(MSG_VALUE.format(name=name, kind="an integer", value=value))
     if small:
         raise ConfigError(MSG_VALUE.format(name=name, kind=f">= {minimum}", value=value))
+    if maximum is not None and value > maximum[0]:
+        raise ConfigError(MSG_VALUE.format(name=name, kind=f"<= {maximum[0]:,} ({maximum[1]})",
+                                           value=value))
     return value
 
 

@@ -94,6 +94,23 @@ MAX_SECONDS = 30 * 24 * 3600.0
 
 _ENV = "RECAUDIT_MEMORY_BYTES"
 
+#: Upper bounds of a run config's per-model numbers, each with the reason the message
+#: gives (issue 34: none had one; ``max_tokens = 10**9`` or ``max_retries = 10**9``
+#: parsed and then hung or grew without limit).
+MAX_TOKENS = (32_768, "an answer of one identifier is a few tokens; 32,768 is beyond "
+                      "any local model's context")
+MAX_RETRIES = (100, "a call retried 100 times with backoff already waits hours")
+MAX_CONCURRENCY = (4_096, "requests in flight at once, each holding an open connection")
+MAX_TIMEOUT_S = 86_400.0  # one call waiting longer than a day is a hang, not a call
+
+
+def max_threads() -> tuple[int, str]:
+    """``n_threads``' bound: 4 per core of this machine (llama.cpp and torch threads
+    beyond the cores only wait for each other; 4 per core leaves room for a config
+    written on a larger machine)."""
+    cores = os.cpu_count() or 1
+    return 4 * cores, f"this machine has {cores} cores; more threads only wait"
+
 
 def available_memory() -> int | None:
     """Bytes of memory available to a new allocation now: ``RECAUDIT_MEMORY_BYTES``

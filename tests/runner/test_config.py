@@ -109,6 +109,18 @@ BAD = [
     ("seed = 7", "seed = 7\n[[[", r"is not valid TOML"),
     ('kind = "sampled"\nn_perms = 5', 'kind = "exhaustive"\nn_perms = 5',
      r"`\[design\]` with k=4: .*24"),
+    # upper bounds (issue 34): the message names the key, the bound and why
+    ("concurrency = 4", "concurrency = 1000000000",
+     r"`concurrency` must be <= 4,096 \(requests in flight"),
+    ('backend = "simulated"\np_bias = 0.4\ndiscard_rate = 0.05\ndelay_s = 0.0',
+     'backend = "openai"\nbase_url = "http://127.0.0.1:9/v1"\nmax_retries = 1000000000',
+     r"`models.sim.max_retries` must be <= 100 \(a call retried"),
+    ('backend = "simulated"\np_bias = 0.4\ndiscard_rate = 0.05\ndelay_s = 0.0',
+     'backend = "openai"\nbase_url = "http://127.0.0.1:9/v1"\ntimeout_s = 1e300',
+     r"`models.sim.timeout_s` must be <= 86400"),
+    ('backend = "simulated"\np_bias = 0.4\ndiscard_rate = 0.05\ndelay_s = 0.0',
+     'backend = "local"\nn_threads = 1000000000',
+     r"`models.sim.n_threads` must be <= \d+ \(this machine has \d+ cores"),
 ]
 
 

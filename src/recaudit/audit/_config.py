@@ -28,7 +28,16 @@ from .._config_schema import (
     get_table,
     int_list,
 )
-from .._limits import check_audit_plan, check_delay, check_rate
+from .._limits import (
+    MAX_CONCURRENCY,
+    MAX_RETRIES,
+    MAX_TIMEOUT_S,
+    MAX_TOKENS,
+    check_audit_plan,
+    check_delay,
+    check_rate,
+    max_threads,
+)
 from .._read import file_sha256
 from .._toml import read_toml
 from ..exceptions import ConfigError, InputError
@@ -235,7 +244,8 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path) -> AuditConfig:
     for required in ("catalog", "queries", "models"):
         if required not in data:
             raise ConfigError(f"missing section `[{required}]`; see docs/runner.md")
-    concurrency = get_int(data, "concurrency", top, default=8, minimum=1)
+    concurrency = get_int(data, "concurrency", top, default=8, minimum=1,
+                          maximum=MAX_CONCURRENCY)
     cfg = AuditConfig(
         catalog=_catalog(get_table(data, "catalog"), base_dir),
         queries=_queries(get_table(data, "queries"), base_dir),
@@ -521,7 +531,8 @@ def _prompt(t: Mapping[str, Any], base_dir: Path) -> PromptConfig:
         template=get_path(t, "template", where, base_dir),
         identifiers=get_str(t, "identifiers", where, default="positional",
                             choices=IDENTIFIERS),
-        max_tokens=get_int(t, "max_tokens", where, default=96, minimum=1),
+        max_tokens=get_int(t, "max_tokens", where, default=96, minimum=1,
+                           maximum=MAX_TOKENS),
         choice_probabilities=get_bool(t, "choice_probabilities", where, default=False),
         constrained=get_bool(t, "constrained", where, default=False),
     )
@@ -596,8 +607,10 @@ def _openai_params(t: Mapping[str, Any], where: Where, run_concurrency: int) -> 
         concurrency=_within_run(t, "concurrency", where, run_concurrency, 8),
         rate_limit_per_s=get_float(t, "rate_limit_per_s", where, default=None, low=0,
                                    open_low=True),
-        timeout_s=get_float(t, "timeout_s", where, default=60.0, low=0, open_low=True),
-        max_retries=get_int(t, "max_retries", where, default=6, minimum=0),
+        timeout_s=get_float(t, "timeout_s", where, default=60.0, low=0, open_low=True,
+                            high=MAX_TIMEOUT_S),
+        max_retries=get_int(t, "max_retries", where, default=6, minimum=0,
+                            maximum=MAX_RETRIES),
         price_per_mtok=_price(t, where),
     )
 
@@ -635,7 +648,8 @@ def _local_params(t: Mapping[str, Any], where: Where, base_dir: Path,
         raise ConfigError(f"{where.name('engine')} must be one of "
                           f"{', '.join(map(repr, LOCAL_ENGINES))}, got {engine!r}")
     return LocalParams(model=model,
-                       n_threads=get_int(t, "n_threads", where, default=1, minimum=1),
+                       n_threads=get_int(t, "n_threads", where, default=1, minimum=1,
+                                         maximum=max_threads()),
                        batch_size=_within_run(t, "batch_size", where, run_concurrency, 8),
                        engine=engine)  # type: ignore[arg-type]
 
