@@ -291,6 +291,9 @@ def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
         return
     if done.analysis is not None and done.analysis.rows is not None:
         print_analysis(done.analysis.rows, list(GROUP_BY), verdict=done.sequential is None)
+    if page is not None and not quiet:
+        console.print(f"[green]report:[/] open {page.resolve().as_uri()} in a browser "
+                      f"(the verdict, every number with its CI, the plots)", highlight=False)
     if done.sequential is not None:
         print_sequential_verdict(done.sequential)
     elif live and not analyze:
@@ -318,6 +321,9 @@ def run_command(
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
     analyze: Annotated[bool, typer.Option(
         "--analyze/--no-analyze", help="Run the statistics after the run.")] = True,
+    report: Annotated[bool, typer.Option(
+        "--report/--no-report", help="Write RUN_DIR/report.html after the statistics, "
+        "as `demo` does.")] = True,
     sequential: Annotated[bool, typer.Option(
         "--sequential", help="Evaluate in rounds; stop each (model, k, temperature, "
         "condition) cell when an anytime-valid test rejects uniformity.")] = False,
@@ -392,7 +398,7 @@ def run_command(
         return
     _execute(cfg, out=out or Path("runs") / config.stem, resume=resume, as_json=as_json,
              quiet=quiet, analyze=analyze, sequential=seq, executor=executor,
-             ray_address=ray_address, options=options)
+             ray_address=ray_address, options=options, report=report)
 
 
 # -- demo -------------------------------------------------------------------------
@@ -437,10 +443,6 @@ def demo_command(
     _execute(cfg, out=out, resume=(out / "journal.sqlite").exists(), as_json=as_json,
              quiet=quiet, analyze=True, report=True, sequential=seq,
              options=analysis_options(alpha=alpha))
-    page = out / "report.html"
-    if page.is_file() and not as_json:
-        console.print(f"[green]report:[/] open {page.resolve().as_uri()} in a browser "
-                      f"(the verdict, every number with its CI, the plots)", highlight=False)
 
 
 # -- study (positional-study) ---------------------------------------------------------
