@@ -140,5 +140,20 @@ def test_system_under_test_imports_no_orchestration_or_statistics():
 
 
 def test_statistics_import_no_system_under_test_orchestration_report_or_cli():
-    forbidden = ("recaudit.llm", "recaudit.audit", "recaudit.report", "recaudit.cli")
+    forbidden = ("recaudit.llm", "recaudit.audit", "recaudit.report", "recaudit.cli",
+                 "recaudit.joint")
     assert _offending(("recaudit.positional", "recaudit.fairness"), forbidden) == []
+
+
+def test_only_the_command_line_imports_the_joint_audit():
+    """``recaudit.joint`` sits above both studies and the runner: it imports their
+    faces, and only the CLI imports it."""
+    users = sorted(m for m, targets in GRAPH.items() if not _in(m, "recaudit.joint")
+                   and any(_in(t, "recaudit.joint") for t in targets))
+    assert all(_in(m, "recaudit.cli") for m in users), users
+    private = sorted(f"{m} -> {t}" for m, targets in GRAPH.items() if _in(m, "recaudit.joint")
+                     for t in targets if not _in(t, "recaudit.joint")
+                     and any(part.startswith("_") for part in t.split(".")[1:])
+                     and t not in ("recaudit._io", "recaudit._records", "recaudit._stats",
+                                   "recaudit._limits"))
+    assert private == []

@@ -210,3 +210,27 @@ def test_per_user_pointing_at_a_folder(tmp_path: Path) -> None:
     assert res.exit_code == 2, res.output
     assert "`--per-user` file" in res.output and "is a folder" in res.output
     assert json.dumps(res.output)  # one printable line
+
+
+@pytest.mark.parametrize("quoted", [False, True])
+def test_a_field_of_megabytes_is_refused_naming_row_and_column(tmp_path, quoted):
+    from recaudit._read import MAX_FIELD_CHARS, read_table
+
+    big = ("x" * 999 + "\n") * (MAX_FIELD_CHARS // 1000 + 5) if quoted \
+        else "x" * (MAX_FIELD_CHARS + 10)
+    path = tmp_path / "recs.csv"
+    path.write_text('user_id,item_id\nu1,i1\nu2,"' + big + '"\n' if quoted
+                    else "user_id,item_id\nu1,i1\nu2," + big + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"row 2, column 'item_id' holds a field of"):
+        read_table(path, what="`--recs` file")
+
+
+def test_a_large_file_of_short_fields_is_read(tmp_path):
+    from recaudit._read import MAX_FIELD_CHARS, read_table
+
+    rows = MAX_FIELD_CHARS // 10 + 1000
+    path = tmp_path / "recs.csv"
+    path.write_text("user_id,item_id\n" + "".join(f"u{i},i{i % 97}\n" for i in range(rows)),
+                    encoding="utf-8")
+    assert path.stat().st_size > MAX_FIELD_CHARS
+    assert len(read_table(path, what="`--recs` file")) == rows

@@ -116,3 +116,25 @@ def test_bad_inputs_exit_2_with_one_line(args, needle):
     assert "Traceback" not in res.output
     # one message (rich may wrap it at the terminal's width), no usage box
     assert res.output.lstrip().startswith("error:") and res.output.count("error:") == 1
+
+
+def test_batch_prices_every_design_at_half_the_live_price():
+    args = ("--p-bias", "0.1", "--exact", "--price-per-mtok", "0.5/2", "--prompt-tokens",
+            "400", "--completion-tokens", "10")
+    live, batch = _plan(*args), _plan(*args, "--batch")
+    assert [r["design"] for r in batch] == [r["design"] for r in live]
+    for lv, bt in zip(live, batch, strict=True):
+        assert bt["calls"] == lv["calls"] and bt["queries"] == lv["queries"]
+        assert bt["money"] == pytest.approx(0.5 * lv["money"])
+        assert (lv["batch_discount"], bt["batch_discount"]) == (1.0, 0.5)
+    custom = _plan(*args, "--batch-discount", "0.25")
+    assert custom[0]["money"] == pytest.approx(0.25 * live[0]["money"])
+    res = runner.invoke(app, ["positional", "plan", *args, "--batch", *FAST])
+    assert res.exit_code == 0, res.output
+    assert "money at the batch price (0.5 x the live price" in res.stdout
+
+
+def test_batch_discount_out_of_range_exits_2():
+    res = runner.invoke(app, ["positional", "plan", "--p-bias", "0.1",
+                              "--batch-discount", "1.5", *FAST])
+    assert res.exit_code == 2 and "`--batch-discount` must be between" in res.output

@@ -82,10 +82,11 @@ def test_every_command_numbers_data_rows_from_1(tmp_path: Path) -> None:
 
 
 def _long_catalog(path: Path) -> None:
-    """Four products (k = 4: every prompt shows them all), one with a 2 MB description."""
+    """Four products (k = 4: every prompt shows them all), one with a 900 kB description
+    (under the readers' 1,000,000-character field bound, far beyond any context)."""
     rows = [(f"P{i:03d}", f"Brand{i} Red Jeans {i}", "A red pair of jeans.", "B", "red")
             for i in range(1, 5)]
-    rows[2] = (rows[2][0], rows[2][1], "very long " * 200_000, "B", "red")
+    rows[2] = (rows[2][0], rows[2][1], "very long " * 90_000, "B", "red")
     write_products(path, rows)
     (path.parent / "queries.csv").write_text("query_id,text\nq1,red jeans\nq2,jeans\n"
                                              "q3,a pair of jeans\n")
@@ -105,7 +106,7 @@ def test_prompts_far_beyond_the_context_are_warned_about(tmp_path: Path, retriev
     messages = [str(w.message) for w in caught]
     assert len(messages) == 1
     assert MSG_LONG_PROMPTS.split("{")[0] in messages[0] and "item 'P003'" in messages[0]
-    assert "2,000,0" in messages[0]  # the candidate's characters
+    assert "900,0" in messages[0]  # the candidate's characters
     assert res.ok + res.discarded == 6  # a warning, not an error
     # the command line prints it as one `warning:` line before the run
     with pytest.warns(RecauditWarning):

@@ -135,3 +135,26 @@ def test_cli_bad_input_exits_2(tmp_path: Path, extra: list[str]) -> None:
 def test_cli_missing_run_folder_exits_2(tmp_path: Path) -> None:
     res = runner.invoke(app, ["positional", "compare", str(tmp_path), str(tmp_path)])
     assert res.exit_code == 2
+
+
+def test_run_gives_every_model_the_same_queries_and_orders(tmp_path, retriever, emb_cache):
+    """The paired design comparisons rely on: one config's models see the same
+    (query, order) keys, whatever the design kind."""
+    from helpers import write_config
+    from recaudit.audit import load_config, run_audit
+
+    models = "".join(f'[[models]]\nname = "{n}"\nbackend = "simulated"\np_bias = {p}\n\n'
+                     for n, p in (("a", 0.1), ("b", 0.5), ("c", 0.0)))
+    for kind in ("sampled", "shared"):
+        folder = tmp_path / kind
+        folder.mkdir()
+        path = write_config(folder, cache_dir=emb_cache, n_queries=5, n_perms=4,
+                            models=models)
+        path.write_text(path.read_text(encoding="utf-8").replace(
+            'kind = "sampled"', f'kind = "{kind}"'), encoding="utf-8")
+        cfg = load_config(path)
+        table = pd.read_parquet(run_audit(cfg, out_dir=folder / "run",
+                                          retriever=retriever).evaluations_path)
+        keys = {m: set(g[["query_id", "perm_index", "order"]].itertuples(index=False))
+                for m, g in table.groupby("model")}
+        assert keys["a"] == keys["b"] == keys["c"] and len(keys["a"]) == 20

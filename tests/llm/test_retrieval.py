@@ -100,14 +100,14 @@ def test_errors(retriever, myntra_small, tmp_path):
         retriever.retrieve(myntra_small, [Query("a", "x"), Query("a", "y")], k=2)
 
 
-def test_embedding_progress_counts_up_to_the_catalog_and_changes_nothing(
+def test_embedding_progress_counts_up_to_the_distinct_titles_and_changes_nothing(
         retriever, retrieved, myntra_small, queries, tmp_path):
     from recaudit.llm._retrieval import EMBED_CHUNK
 
     calls: list[tuple[int, int]] = []
     fresh = Retriever(cache_dir=tmp_path)  # nothing cached: the titles are embedded
     again = fresh.retrieve(myntra_small, queries, k=K, progress=lambda d, t: calls.append((d, t)))
-    n = len(myntra_small)
+    n = myntra_small.items["title"].nunique()  # each distinct title is embedded once
     assert calls[-1] == (n, n) and all(t == n for _, t in calls)
     assert [d for d, _ in calls] == sorted({d for d, _ in calls})  # strictly increasing
     if fresh.engine == "torch":  # sentence-transformers: one call per EMBED_CHUNK titles
@@ -122,3 +122,17 @@ def test_embedding_progress_counts_up_to_the_catalog_and_changes_nothing(
     Retriever(cache_dir=tmp_path).retrieve(myntra_small, queries, k=K,
                                            progress=lambda d, t: calls.append((d, t)))
     assert calls == []  # cached: nothing to report
+
+
+def test_a_repeated_title_is_embedded_once_with_the_same_vector(retriever, myntra_small,
+                                                                 tmp_path):
+    items = myntra_small.items
+    assert items["title"].duplicated().any()  # the sample holds repeated titles
+    emb = Retriever(cache_dir=tmp_path).catalog_embeddings(myntra_small)
+    direct = retriever.embed(items["title"].tolist())
+    np.testing.assert_allclose(emb, direct, atol=2e-6)
+    first = ~items["title"].duplicated()
+    for _, rows in items.groupby("title").groups.items():
+        rows = [items.index.get_loc(r) for r in rows]
+        assert (emb[rows] == emb[rows[0]]).all()
+    assert first.sum() < len(items)

@@ -221,3 +221,17 @@ def test_exact_stopping_times_from_a_pilots_variance_components():
     tau = sequential_stopping_times(effect, orders=10, max_queries=40, alpha=0.05, reps=100,
                                     gen=np.random.default_rng(1), answers="exact")
     assert np.isfinite(tau).mean() > 0.5
+
+
+def test_call_cost_batch_discount_scales_the_money_and_round_trips():
+    live = CallCost(prompt_tokens=500, completion_tokens=20, price_in=1.0, price_out=4.0)
+    batch = CallCost(prompt_tokens=500, completion_tokens=20, price_in=1.0, price_out=4.0,
+                     batch_discount=0.5)
+    assert batch.spend(1000)["money"] == pytest.approx(0.5 * live.spend(1000)["money"])
+    assert batch.spend(1000)["prompt_tokens"] == live.spend(1000)["prompt_tokens"]
+    assert CallCost.from_dict(json.loads(json.dumps(batch.to_dict()))) == batch
+    older = {k: v for k, v in live.to_dict().items() if k != "batch_discount"}
+    assert CallCost.from_dict(older).batch_discount == 1.0  # a plan written before it
+    for bad in (0.0, 1.5, float("nan")):
+        with pytest.raises(InputError, match="batch_discount"):
+            CallCost(batch_discount=bad)

@@ -3,12 +3,18 @@ value under the mixture model, and its refusals."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from recaudit.exceptions import InputError
-from recaudit.positional import evaluations_from_table, position_lift_by_class
+from recaudit.positional import (
+    ClassPositionLift,
+    evaluations_from_table,
+    position_lift_by_class,
+)
 
 
 def _simulate(rng, n_queries, k, perms, p_head, p_tail, head_share=0.4):
@@ -91,3 +97,14 @@ def test_seeded_and_refusals():
         position_lift_by_class(ev, classes, contrast=("head", "tail"), position=5)
     with pytest.raises(InputError, match="n_boot"):
         position_lift_by_class(ev, classes, contrast=("head", "tail"), n_boot=10)
+
+
+def test_json_reads_back_to_the_same_result():
+    table, classes = _simulate(np.random.default_rng(5), 40, 4, 6, 0.1, 0.2)
+    res = position_lift_by_class(evaluations_from_table(table), classes,
+                                 contrast=("head", "tail"), n_boot=200, rng=1)
+    back = ClassPositionLift.from_dict(json.loads(json.dumps(res.to_dict())))
+    assert back.to_dict() == res.to_dict()
+    broken = {**res.to_dict(), "pvalue": "0.5"}
+    with pytest.raises(InputError, match="pvalue"):
+        ClassPositionLift.from_dict(broken)

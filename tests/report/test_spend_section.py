@@ -65,6 +65,12 @@ def test_spend_per_cell_and_total_are_shown_and_resolve(positional_dir: Path) ->
     assert "spend/cells/1/money" not in paths  # no price for "free"
     assert json.loads(paths["spend/total/calls"]) == 5
     assert json.loads(paths["spend/total/money"]) == pytest.approx((303 * 2 + 6 * 8) / 1e6)
+    # the same tokens as a provider batch: half the live price, per cell and in total
+    assert json.loads(paths["spend/cells/0/money_batch"]) == pytest.approx(
+        (303 * 2 + 6 * 8) / 2e6)
+    assert json.loads(paths["spend/total/money_batch"]) == pytest.approx(
+        (303 * 2 + 6 * 8) / 2e6)
+    assert "as a batch" in html and "half the live price" in html
     for path, value in parser.cells:
         assert json.loads(value) == pytest.approx(_resolve(report.data, path)), path
 

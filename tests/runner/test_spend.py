@@ -24,7 +24,11 @@ def test_spend_sums_the_table_per_cell_and_prices_it():
     assert (a["calls"], a["prompt_tokens"], a["completion_tokens"]) == (3, 300, 30)
     assert a["calls_without_usage"] == 1 and a["retries"] == 1
     assert a["money"] == pytest.approx((300 * 2.0 + 30 * 8.0) / 1e6)
-    assert "money" not in b and b["calls"] == 1
+    assert a["money_batch"] == pytest.approx(0.5 * a["money"])  # the providers' batch price
+    assert "money" not in b and "money_batch" not in b and b["calls"] == 1
+    (a4,) = spend_by_cell(table[table["model"] == "a"], {"a": (2.0, 8.0)},
+                          batch_discount=0.25)
+    assert a4["money_batch"] == pytest.approx(0.25 * a["money"])
 
 
 def test_a_run_records_its_spend_and_a_resume_adds_a_session(tmp_path, retriever, emb_cache):

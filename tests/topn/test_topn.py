@@ -24,9 +24,11 @@ from recaudit.llm import (
 )
 from recaudit.positional import (
     draw_ranking,
+    kendall_position_rank,
     rankings_from_table,
     simulate_rankings,
     spearman_position_rank,
+    top1_table,
     topn_bias,
 )
 
@@ -38,6 +40,47 @@ def test_against_scipy_spearmanr():
         ours = spearman_position_rank(rows)
         ref = [stats.spearmanr(np.arange(1, k + 1), r).statistic for r in rows]
         np.testing.assert_allclose(ours, ref, atol=1e-12)
+
+
+def test_kendall_tau_against_scipy_kendalltau():
+    rng = np.random.default_rng(1)
+    for k in (2, 5, 10, 20):
+        rows = np.array([rng.permutation(k) + 1 for _ in range(20)])
+        ours = kendall_position_rank(rows)
+        ref = [stats.kendalltau(np.arange(1, k + 1), r).statistic for r in rows]
+        np.testing.assert_allclose(ours, ref, atol=1e-12)
+
+
+def test_kendall_tau_and_displacement_of_the_result():
+    table = simulate_rankings(n_queries=40, n_perms=6, k=5, p_bias=0.4, rng=3)
+    res = topn_bias(table, n_resamples=99, n_boot=300, rng=0)
+    ev = rankings_from_table(table)
+    taus = np.array([stats.kendalltau(np.arange(1, 6), r).statistic for r in ev.position_rank])
+    per_query = pd.Series(taus).groupby(ev.query).mean()
+    assert res.kendall.value == pytest.approx(per_query.mean())
+    assert res.kendall.ci.low < res.kendall.value < res.kendall.ci.high
+    assert res.kendall.value > 0.1  # primacy
+    for mean, disp in zip(res.mean_rank, res.displacement, strict=True):
+        assert disp.value == pytest.approx(mean.value - 3.0)
+        assert disp.ci.low == pytest.approx(mean.ci.low - 3.0)
+    assert res.displacement[0].value < 0  # the first position is ranked better
+    doc = res.to_dict()
+    assert doc["kendall_tau"]["value"] == res.kendall.value and len(doc["displacement"]) == 5
+
+
+def test_the_lists_top1_gives_the_papers_measures():
+    from recaudit.positional import analyze
+
+    table = simulate_rankings(n_queries=30, n_perms=8, k=5, p_bias=0.5, rng=7)
+    table.loc[3, "ranking"] = None  # a discarded answer
+    top = top1_table(table)
+    assert list(top.columns) == ["query_id", "order", "selected_position"]
+    assert top["selected_position"].isna().sum() == 1
+    firsts = [int(r.split()[0]) for r in table["ranking"].dropna()]
+    assert top["selected_position"].dropna().tolist() == firsts
+    res = analyze(top, rng=0)
+    assert res.n_evaluations == 239 and res.n_discarded == 1
+    assert res.pb.value > 0.2 and res.pob_unbp.pvalue < 0.05  # primacy of the list's head
 
 
 def test_against_scipy_permutation_test_one_query():

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from .._io import to_jsonable, write_text_atomic
 from .._read import read_json
 from ..exceptions import RecauditError
-from ..llm._retrieval import Retriever
+from ..llm import CandidateSource
 from ..positional._analyze import analyze_groups
 from ..positional._options import AnalysisOptions
 from ..positional._study import StudyResult, analyze_study_folder
@@ -132,7 +132,7 @@ def run_and_analyze(
     resume: bool = False,
     progress: RunProgress | None = None,
     on_phase: Callable[[str], None] | None = None,
-    retriever: Retriever | None = None,
+    retriever: CandidateSource | None = None,
     sequential: SequentialOptions | None = None,
     executor: str = "local",
     ray_address: str | None = None,

@@ -63,7 +63,7 @@ from urllib.parse import quote, unquote
 
 from .._io import write_atomic, write_text_atomic
 from ..exceptions import ConfigError, EndpointError, InputError
-from ..llm._retrieval import Retriever
+from ..llm import CandidateSource
 from ..llm._types import Backend
 from ..llm.backends._factory import ModelConfig, OpenAIParams, build_backends
 from ..llm.backends._openai import OpenAIBackend
@@ -511,7 +511,7 @@ def run_batch(
     batch_results: Sequence[str | os.PathLike[str]] = (),
     sequential: SequentialOptions | None = None,
     resend_pending: bool = False,
-    retriever: Retriever | None = None,
+    retriever: CandidateSource | None = None,
     on_phase: Callable[[str], None] | None = None,
     parse: ParseFn = parse_position,
 ) -> BatchResult:

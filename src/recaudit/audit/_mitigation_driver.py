@@ -37,7 +37,7 @@ from ..llm._mitigation import (
 )
 from ..llm._prompt import PromptTemplate, positional_identifiers, random_labels, render_request
 from ..llm._queries import Query, generate_queries
-from ..llm._retrieval import Retriever
+from ..llm._retrieval import CandidateSource, Retriever
 from ..llm._types import Backend, Candidate, ChatRequest
 from ..llm.backends._simulated import stable_words
 from ..positional._options import AnalysisOptions
@@ -132,7 +132,7 @@ class _Calibration:
     queries disjoint from the audited ones, kept in ``OUT/calibration_prior.json``."""
 
     def __init__(self, cfg: AuditConfig, mcfg: MitigationConfig, out_dir: Path,
-                 say: Callable[[str], None], retriever: Retriever | None) -> None:
+                 say: Callable[[str], None], retriever: CandidateSource | None) -> None:
         self.cfg, self.mcfg, self.out_dir, self.say = cfg, mcfg, out_dir, say
         self.retriever = retriever
         self.store = _prior_store(out_dir)
@@ -176,7 +176,7 @@ class _Calibration:
 
 def _make_wrapper(method: str, cfg: AuditConfig, mcfg: MitigationConfig, out_dir: Path,
                   priors: dict[str, PositionPrior], say: Callable[[str], None],
-                  retriever: Retriever | None = None) -> Callable[..., Backends]:
+                  retriever: CandidateSource | None = None) -> Callable[..., Backends]:
     """The ``wrap_backends`` of one arm (see :func:`~recaudit.audit.run_audit`)."""
 
     def calibrated(backends: Backends, template: PromptTemplate,
@@ -213,7 +213,7 @@ def _make_wrapper(method: str, cfg: AuditConfig, mcfg: MitigationConfig, out_dir
 def run_mitigation(cfg: AuditConfig, mcfg: MitigationConfig, *, out_dir: str | Path,
                    progress: Callable[[], RunProgress] | None = None,
                    on_phase: Callable[[str], None] | None = None,
-                   retriever: Retriever | None = None) -> list[ArmRun]:
+                   retriever: CandidateSource | None = None) -> list[ArmRun]:
     """Run (or resume) the unmitigated arm and one arm per method.
 
     Parameters
@@ -275,7 +275,7 @@ def mitigate(cfg: AuditConfig, mcfg: MitigationConfig, *, out_dir: str | Path,
              tau: float | Literal["auto"] = "auto", spb_repeats: int | None = None,
              progress: Callable[[], RunProgress] | None = None,
              on_phase: Callable[[str], None] | None = None,
-             retriever: Retriever | None = None) -> MitigationRun:
+             retriever: CandidateSource | None = None) -> MitigationRun:
     """Run every arm (:func:`run_mitigation`), compare them, write ``mitigation.json``,
     and analyse ``OUT`` as one positional run folder (:func:`analyze_run`).
 

@@ -32,7 +32,7 @@ from ..llm._catalog import Catalog, ColumnMap, load_catalog
 from ..llm._parse import parse_answer
 from ..llm._prompt import PromptTemplate, positional_identifiers, random_labels, render_request
 from ..llm._queries import Query, generate_queries, load_queries
-from ..llm._retrieval import Retriever, candidates_from_frame, candidates_to_frame
+from ..llm._retrieval import CandidateSource, Retriever, candidates_from_frame, candidates_to_frame
 from ..llm._types import Candidate
 from ..llm.backends._simulated import stable_words
 from ._config import AuditConfig, config_to_dict
@@ -115,7 +115,7 @@ def load_config_catalog(cfg: AuditConfig) -> Catalog:
 
 
 def prepare_inputs(cfg: AuditConfig, *, run_dir: Path, resume: bool,
-                   retriever: Retriever | None, say: Callable[[str], None],
+                   retriever: CandidateSource | None, say: Callable[[str], None],
                    catalog: Catalog | None = None,
                    on_embed: Callable[[int, int], None] | None = None) -> AuditInputs:
     """The catalog, template, queries and candidate sets of a run.

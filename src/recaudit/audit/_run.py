@@ -24,10 +24,10 @@ from typing import Any
 from .._io import write_atomic
 from .._ray_session import check_executor
 from ..exceptions import ConfigError, EndpointError, JournalError, RecauditWarning
+from ..llm import CandidateSource
 from ..llm._catalog import Catalog
 from ..llm._prompt import PromptTemplate
 from ..llm._queries import Query
-from ..llm._retrieval import Retriever
 from ..llm._types import Backend, Candidate
 from ._config import (
     AuditConfig,
@@ -205,7 +205,7 @@ def _journal_meta(cfg: AuditConfig, catalog_sha256: str
 
 
 def _inputs(cfg: AuditConfig, catalog: Catalog, run_dir: Path, resume: bool,
-            retriever: Retriever | None, say: Callable[[str], None],
+            retriever: CandidateSource | None, say: Callable[[str], None],
             progress: RunProgress | None = None,
             ) -> tuple[AuditInputs, dict[str, str], dict[str, set[str]]]:
     meta, also_accept = _journal_meta(cfg, catalog.sha256)
@@ -242,7 +242,7 @@ def run_audit(
     out_dir: str | os.PathLike[str],
     resume: bool = False,
     progress: RunProgress | None = None,
-    retriever: Retriever | None = None,
+    retriever: CandidateSource | None = None,
     on_phase: Callable[[str], None] | None = None,
     sequential: SequentialOptions | None = None,
     executor: str = "local",

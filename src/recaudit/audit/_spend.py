@@ -6,7 +6,9 @@ resumed run adds up), per (model, k, temperature, condition) cell. Tokens are wh
 backend reported (``prompt_tokens``, ``completion_tokens``; an evaluation that reported
 none counts 0 and is counted in ``calls_without_usage``). Money is computed only for
 models with a price (``[[models]] price_per_mtok``: dollars -- or any currency -- per
-million prompt and completion tokens).
+million prompt and completion tokens). Beside it, ``money_batch`` is what the same
+tokens cost as a provider batch (OpenAI's Batch API and its clones, ``run --batch-file``):
+``batch_discount`` (default :data:`BATCH_DISCOUNT`, half price) times ``money``.
 """
 
 from __future__ import annotations
@@ -20,18 +22,26 @@ import pandas as pd
 
 from .._io import write_text_atomic
 
-__all__ = ["record_spend", "spend_by_cell"]
+__all__ = ["BATCH_DISCOUNT", "record_spend", "spend_by_cell"]
+
+#: A provider batch's price as a share of the live price (OpenAI Batch API and the
+#: OpenAI-compatible clones: half price, answers within 24 h).
+BATCH_DISCOUNT = 0.5
 
 CELL = ("model", "k", "temperature", "condition")
 
 
 def spend_by_cell(table: pd.DataFrame,
-                  prices: Mapping[str, tuple[float, float]] | None = None
-                  ) -> list[dict[str, Any]]:
+                  prices: Mapping[str, tuple[float, float]] | None = None, *,
+                  batch_discount: float = BATCH_DISCOUNT) -> list[dict[str, Any]]:
     """One row per cell of the evaluations ``table`` (ok and discarded rows):
     ``calls``, ``prompt_tokens``, ``completion_tokens``, ``calls_without_usage``,
     ``latency_s`` (summed call time: more than the wall time when calls overlap),
-    ``retries`` and, with a price for the cell's model, ``money``."""
+    ``retries`` and, with a price for the cell's model, ``money``
+    (:math:`(t_{in} p_{in} + t_{out} p_{out}) / 10^6`) and ``money_batch``
+    (``batch_discount`` times ``money``)."""
+    if not 0 < batch_discount <= 1:
+        raise ValueError(f"batch_discount must be in (0, 1], got {batch_discount!r}")
     if table.empty:
         return []
     cols = [c for c in CELL if c in table.columns]
@@ -57,6 +67,7 @@ def spend_by_cell(table: pd.DataFrame,
         if price is not None:
             row["money"] = (row["prompt_tokens"] * price[0]
                             + row["completion_tokens"] * price[1]) / 1e6
+            row["money_batch"] = batch_discount * row["money"]
         rows.append(row)
     return rows
 
@@ -67,6 +78,7 @@ def _totals(cells: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {k: sum(c[k] for c in cells) for k in keys}
     if any("money" in c for c in cells):
         out["money"] = sum(c.get("money", 0.0) for c in cells)
+        out["money_batch"] = sum(c.get("money_batch", 0.0) for c in cells)
     return out
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..llm._retrieval import Retriever
+from ..llm import CandidateSource
 from ..positional._options import AnalysisOptions
 from ..positional._study import StudyResult
 from ._analysis import run_and_analyze
@@ -55,7 +55,7 @@ def run_study(
     seed: int | None = None,
     progress: RunProgress | None = None,
     on_phase: Callable[[str], None] | None = None,
-    retriever: Retriever | None = None,
+    retriever: CandidateSource | None = None,
 ) -> StudyRun:
     """Run (or resume) the study grid of ``cfg``, analyse every cell, write the tables.
 

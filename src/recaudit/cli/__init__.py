@@ -12,6 +12,7 @@ import sys
 import typer
 
 from .fairness import app as fairness_app
+from .joint import joint_command
 from .positional import app as positional_app
 from .report import report
 
@@ -27,6 +28,7 @@ app = typer.Typer(
 app.add_typer(positional_app, name="positional")
 app.add_typer(fairness_app, name="fairness")
 app.command("report")(report)
+app.command("joint")(joint_command)
 
 
 #: Environment that silences third-party progress bars and log chatter (tqdm, hence

@@ -38,7 +38,9 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "--calls-per-s": (1e-6, 1_000_000.0),
     "--price-per-mtok": (0.0, 100_000.0),
     "--seed": (0, 2**63 - 1),
+    "--batch-discount": (0.01, 1.0),
 }
+
 MSG_BOUND = ("`{option}` must be between {low:g} and {high:g} (the largest accepted "
              "value is {high:g}), got {value!r}")
 MSG_EFFECT = ("give the effect to detect: `--p-bias P` (spec section 8), `--pb X` (a "
@@ -113,6 +115,12 @@ def plan_command(
     price_per_mtok: Annotated[str | None, typer.Option(
         "--price-per-mtok", help="Price per million tokens: one, or IN/OUT (e.g. "
         "0.15/0.60).", show_default=False)] = None,
+    batch: Annotated[bool, typer.Option(
+        "--batch", help="Price the calls as a provider batch (OpenAI Batch API and its "
+        "clones: half price, answers within 24 h; see --batch-discount).")] = False,
+    batch_discount: Annotated[float | None, typer.Option(
+        "--batch-discount", help="Share of the price a batch costs (implies --batch; "
+        "default 0.5).", show_default=False)] = None,
     prompt_tokens: Annotated[float | None, typer.Option(
         "--prompt-tokens", help="Prompt tokens per call (default: the pilot's mean).",
         show_default=False)] = None,
@@ -132,7 +140,7 @@ def plan_command(
 ) -> None:
     """Before the first call: queries for a target power (or the power and PB's CI
     half-width at --queries), calls, tokens, wall time and money for each design."""
-    from ..positional import CallCost, Effect, effect_from_evaluations, plan_audit
+    from ..positional import CallCost, plan_audit
 
     for option, value in (("--k", k), ("--orders", orders), ("--temperatures", temperatures),
                           ("--p-bias", p_bias), ("--pb", pb), ("--power", power),
@@ -140,7 +148,8 @@ def plan_command(
                           ("--half-width-reps", half_width_reps),
                           ("--prompt-tokens", prompt_tokens),
                           ("--completion-tokens", completion_tokens),
-                          ("--calls-per-s", calls_per_s), ("--seed", seed)):
+                          ("--calls-per-s", calls_per_s), ("--seed", seed),
+                          ("--batch-discount", batch_discount)):
         _bounded(option, value)
     given = [name for name, v in (("--p-bias", p_bias), ("--pb", pb), ("--pilot", pilot))
              if v is not None]
@@ -150,24 +159,16 @@ def plan_command(
         raise InputError(MSG_TWO_EFFECTS.format(given=" and ".join(given)))
     designs = _designs(exact, sequential)
     price_in, price_out = parse_price(price_per_mtok)
-    measured: dict[str, Any] = {}
-    if pilot is not None:
-        from ._pilot import read_pilot
+    effect, measured = _effect(k, p_bias, pb, pilot, pilot_model, seed)
+    from ..audit._spend import BATCH_DISCOUNT
 
-        run = read_pilot(pilot, k=k, model=pilot_model)
-        effect = effect_from_evaluations(run.table, exact=run.exact, rng=seed)
-        measured = {"prompt_tokens": run.prompt_tokens,
-                    "completion_tokens": run.completion_tokens,
-                    "calls_per_s": run.calls_per_s}
-    elif p_bias is not None:
-        effect = Effect.from_p_bias(p_bias, k=k)
-    else:
-        effect = Effect(k=k, pb=float(pb or 0.0), source="pb")
     chosen = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
               "calls_per_s": calls_per_s}
     cost = CallCost(**{n: v if v is not None else measured.get(n) for n, v in chosen.items()},
                     price_in=price_in, price_out=price_out,
-                    source="pilot" if pilot is not None else "given")
+                    source="pilot" if pilot is not None else "given",
+                    batch_discount=batch_discount if batch_discount is not None
+                    else BATCH_DISCOUNT if batch else 1.0)
     from ..audit import SequentialOptions
 
     plan = plan_audit(effect, orders=orders, temperatures=temperatures, alpha=alpha,
@@ -178,6 +179,24 @@ def plan_command(
         print_json(plan.to_list())
         return
     print_plan(plan.to_dict())
+
+
+def _effect(k: int, p_bias: float | None, pb: float | None, pilot: Path | None,
+            pilot_model: str | None, seed: int) -> tuple[Any, dict[str, Any]]:
+    """The effect to plan for and, from a pilot, its measured tokens and rate."""
+    from ..positional import Effect, effect_from_evaluations
+
+    if pilot is not None:
+        from ._pilot import read_pilot
+
+        run = read_pilot(pilot, k=k, model=pilot_model)
+        return (effect_from_evaluations(run.table, exact=run.exact, rng=seed),
+                {"prompt_tokens": run.prompt_tokens,
+                 "completion_tokens": run.completion_tokens,
+                 "calls_per_s": run.calls_per_s})
+    if p_bias is not None:
+        return Effect.from_p_bias(p_bias, k=k), {}
+    return Effect(k=k, pb=float(pb or 0.0), source="pb"), {}
 
 
 def _fmt(value: Any, spec: str, none: str = "-") -> str:
@@ -243,6 +262,10 @@ def print_plan(doc: dict[str, Any]) -> None:
               + "), calls expected/budget"] if any(
         d["design"] == "sequential" and d["power_se"] is not None for d in designs) else []
     legend.append("PB ±: half-width of PB's 95% CI; tokens: prompt/completion")
+    discount = float(doc["cost"].get("batch_discount", 1.0))
+    if discount < 1.0:
+        legend.append(f"money at the batch price ({discount:g} x the live price; the "
+                      "provider answers within its batch window, e.g. 24 h)")
     if any(d["cheapest"] for d in designs):
         legend.insert(0, f"* cheapest design reaching {doc['target_power']:.0%} power")
     for line in legend:

@@ -658,12 +658,14 @@ def topn_command(
     out.add_column("statistic")
     out.add_column("value [95% CI]", justify="right")
     out.add_row("mean Spearman(position, rank)", fmt_estimate(result.spearman.to_dict()))
+    out.add_row("mean Kendall tau(position, rank)", fmt_estimate(result.kendall.to_dict()))
     out.add_row(f"test statistic ({result.statistic_name})", f"{result.statistic:.4f}")
     out.add_row(f"permutation p ({result.alternative}, B = {result.n_resamples})",
                 f"{result.pvalue:.4g}")
     out.add_row("rank bias RB", fmt_estimate(result.rank_bias.to_dict()))
     out.add_row("top-1 PB", fmt_estimate(result.top1_pb.to_dict()))
-    for p, e in enumerate(result.mean_rank, start=1):
-        out.add_row(f"mean rank at position {p} (order-free {(result.k + 1) / 2:g})",
-                    fmt_estimate(e.to_dict()))
+    for p, (e, d) in enumerate(zip(result.mean_rank, result.displacement, strict=True),
+                               start=1):
+        out.add_row(f"mean rank at position {p} (order-free {(result.k + 1) / 2:g}; "
+                    f"displacement)", f"{fmt_estimate(e.to_dict())}; {d.value:+.3f}")
     console.print(out)

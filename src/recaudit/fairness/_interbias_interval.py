@@ -3,8 +3,8 @@
 RD = (U - P) / (U + P) is a ratio of group means; with a small protected group its
 sampling distribution is skewed and its plug-in estimate biased upward (P sits in the
 denominator), and the percentile interval covered 0.75-0.97 at 30-100 protected users
-beside 900 others (``benchmarks/small_group_intervals.py``; decision "RD, NRD and IB
-intervals are BCa" in ``docs/decisions.md``). The BCa interval
+beside 900 others (``benchmarks/small_group_intervals.py``; decision 0211, "RD, NRD and IB
+intervals are BCa", in ``docs/decisions/``). The BCa interval
 (:func:`recaudit._stats.bca_interval`) corrects the interval's median bias (``z0``, from
 the same replicates) and its changing spread (the acceleration, from a jackknife over
 users within each group, as the bootstrap is stratified by group).

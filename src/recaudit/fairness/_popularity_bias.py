@@ -191,7 +191,7 @@ _RECUT = np.array([f != "test_tail_share" for f in PROFILE_FIGURES])
 #: replicates re-choose the head (and recount novelty) on the resample and so repeat the
 #: head-selection bias, which the basic interval takes off; PopRSP and PopREO are
 #: ``|d|`` of a signed ``d``, whose basic interval on atanh is folded to ``|d|``; ARP and
-#: the profile popularity keep the percentile interval (``docs/decisions.md``).
+#: the profile popularity keep the percentile interval (docs/decisions/0195).
 CI_RULE: Mapping[str, str] = MappingProxyType({
     "arp": "percentile", "aplt": "basic", "aclt": "basic", "poprsp": "basic-atanh-folded",
     "popreo": "basic-atanh-folded", "novelty": "basic", "profile_popularity": "percentile",
@@ -279,7 +279,7 @@ class _PopularityReplicates:
         popularity group's training profile (:data:`_RECUT`: what the groups are cut on)
         is that of the group re-cut on the resample (:meth:`_Regroup.memberships`); its
         lists' metrics and test tail share are those of its observed users (measured
-        both ways, ``docs/decisions.md``).
+        both ways, docs/decisions/0199).
         """
         step = self.everyone.recount.block_size()
         blocks = [self._block(wf[i : i + step]) for i in range(0, wf.shape[0], step)]

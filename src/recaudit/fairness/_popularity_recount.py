@@ -12,7 +12,7 @@ as :func:`~recaudit.fairness._popularity.head_items`) and novelty's self-informa
 ``log2(N* / max(pop*_i, 1))`` with ``N*`` the resample's training users. A replicate so
 made is the statistic of the resampled data set; it repeats the O(1/n) bias of a head
 chosen on the sample, which the basic interval of the head-based figures takes off
-(:data:`~recaudit.fairness._popularity_bias.CI_RULE`, ``docs/decisions.md``).
+(:data:`~recaudit.fairness._popularity_bias.CI_RULE`, docs/decisions/0195).
 
 Every figure is a weighted sum over users of item rows: with ``S`` a users x items
 matrix (e.g. ``1/|L_u@N|`` at each listed item), ``sum_u w_u sum_i S_ui v_i =

@@ -15,7 +15,7 @@ positives plus the distinct negatives) with RecBole 1.2.1's semantics
 (``recbole/sampler/sampler.py``, ``Sampler``): negatives are drawn with replacement
 and rejected while they are among the user's interactions (train, valid and test);
 popularity is the number of interactions of an item in the same table. Where
-recaudit differs from RecBole is written in ``docs/decisions.md`` ("Sampled ranking
+recaudit differs from RecBole is written in docs/decisions/0154 ("Sampled ranking
 follows RecBole's sampler").
 """
 

@@ -15,6 +15,7 @@ from ._parse import DISCARD_REASONS, ParsedAnswer, parse_answer
 from ._prompt import PromptTemplate, positional_identifiers, random_labels, render_request
 from ._queries import Query, QueryTemplate, generate_queries, load_queries, query_templates
 from ._retrieval import (
+    CandidateSource,
     Retriever,
     cache_root,
     candidates_from_frame,
@@ -59,6 +60,7 @@ __all__ = [
     "ChatRequest",
     "ChatResponse",
     "ColumnMap",
+    "CandidateSource",
     "ItemKNNRetriever",
     "LocalBackend",
     "MovieLensTestbed",

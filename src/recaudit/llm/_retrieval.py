@@ -14,6 +14,7 @@ import io
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +28,7 @@ from ._queries import Query
 from ._types import Candidate
 
 __all__ = [
+    "CandidateSource",
     "Retriever",
     "cache_root",
     "candidates_from_frame",
@@ -51,6 +53,16 @@ MSG_FRAME_INDEX = "candidate table: query {qid!r} has original_index values {got
 EMBED_CHUNK = 256
 #: ``progress(done, total)``: texts embedded so far, of the total.
 EmbedProgress = Callable[[int, int], None]
+
+
+class CandidateSource(Protocol):
+    """What the audit draws each query's k candidates from: :class:`Retriever`
+    (embedding cosine), :class:`~recaudit.llm.ItemKNNRetriever` (collaborative
+    filtering) or any object with this method."""
+
+    def retrieve(self, catalog: Catalog, queries: Sequence[Query], *, k: int,
+                 progress: EmbedProgress | None = None) -> dict[str, tuple[Candidate, ...]]:
+        """The k best candidates per query id, best first."""
 
 _FRAME_COLUMNS = ("query_id", "original_index", "item_id", "title", "description", "score")
 
@@ -182,7 +194,8 @@ class Retriever:
 
     def catalog_embeddings(self, catalog: Catalog, *,
                            progress: EmbedProgress | None = None) -> npt.NDArray[np.float32]:
-        """Title embeddings of ``catalog`` (n, d): from memory, disk cache, or computed.
+        """Title embeddings of ``catalog`` (n, d): from memory, disk cache, or computed
+        (each distinct title once).
 
         A new file is written atomically (temporary file + rename), so concurrent
         runs and crashes never leave a truncated cache entry. ``progress`` hears the
@@ -198,7 +211,10 @@ class Retriever:
             if loaded.ndim == 2 and loaded.shape[0] == len(catalog):
                 emb = loaded.astype(np.float32, copy=False)
         if emb is None:
-            emb = self.embed(catalog.items["title"].tolist(), progress=progress)
+            # a title repeated in the catalog is embedded once (Myntra: 10,761 distinct
+            # titles of 12,491 rows, 14 % of the embedding's time)
+            codes, titles = pd.factorize(catalog.items["title"], sort=False, use_na_sentinel=False)
+            emb = self.embed(titles.tolist(), progress=progress)[codes]
             self.n_embedded += len(catalog)
             path.parent.mkdir(parents=True, exist_ok=True)
             write_bytes_atomic(path, _npy_bytes(emb))
@@ -218,8 +234,8 @@ class Retriever:
         k : int
             Candidates per query.
         progress : callable, optional
-            ``progress(done, total)`` while the catalog's titles are embedded (once per
-            catalog and model: the embeddings are cached).
+            ``progress(done, total)`` while the catalog's distinct titles are embedded
+            (once per catalog and model: the embeddings are cached).
 
         Returns
         -------

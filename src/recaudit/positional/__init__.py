@@ -44,9 +44,11 @@ from ._topn import (
     RankingEvaluations,
     TopNResult,
     draw_ranking,
+    kendall_position_rank,
     rankings_from_table,
     simulate_rankings,
     spearman_position_rank,
+    top1_table,
     topn_bias,
 )
 from ._unbp import PobUnbpResult, pob_unbp, query_position_shares
@@ -103,6 +105,7 @@ __all__ = [
     "evaluations_from_table",
     "exact_evaluations_from_table",
     "group_table",
+    "kendall_position_rank",
     "permutation_sensitivity",
     "plan_audit",
     "position_lift_by_class",
@@ -120,6 +123,7 @@ __all__ = [
     "simulate_evaluations",
     "simulate_rankings",
     "spearman_position_rank",
+    "top1_table",
     "strong_positional_bias",
     "strong_soft_bias",
     # positional-study

@@ -32,7 +32,7 @@ MSG_ONE_ORDER = (
 MSG_TAU = "`tau` must be 'auto' or a number in (0, 1], got {value!r}"
 MSG_FOLDS = "`n_folds` must be an integer >= 2, got {value!r}"
 MSG_REPEATS = "`n_repeats` must be an integer >= 1, got {value!r}"
-#: Default number of fold assignments sPB averages over (docs/decisions.md,
+#: Default number of fold assignments sPB averages over (docs/decisions/0036,
 #: "sPB averages over repeated fold assignments").
 N_REPEATS = 20
 MSG_SPB_P_HAT = "`p_hat` must be a number in [0, 1] or None, got {value!r}"
@@ -92,7 +92,7 @@ def permutation_sensitivity(
     sides, where the percentile interval covered 0.939 and the Student-t interval
     0.943 with 2.4 times as many misses on one side as on the other (the PS_j are
     skewed; docs/positional-statistics.md, "Validation against known truth";
-    docs/decisions.md).
+    docs/decisions/0046).
 
     References
     ----------
@@ -275,9 +275,9 @@ def strong_positional_bias(
     ``p_hat`` (``'auto'`` rule only) fixes :math:`\hat p` instead of estimating it from
     ``evals``: an identity-order condition (``decoding``, ``labels``), where a position
     is a retrieval rank, is scored with the :math:`\hat p` of the permuted condition
-    (docs/decisions.md, "Identity-order cells borrow the permuted cell's sPB threshold").
+    (docs/decisions/0058, "Identity-order cells borrow the permuted cell's sPB threshold").
 
-    ``n_repeats`` (default 20, docs/decisions.md "sPB averages over repeated fold
+    ``n_repeats`` (default 20, docs/decisions/0036 "sPB averages over repeated fold
     assignments") sets A; the ``'auto'`` rule's :math:`\hat p` comes from PB on all
     evaluations, so it does not depend on the folds.
 

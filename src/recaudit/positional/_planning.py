@@ -47,7 +47,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special, stats
 
-from .._records import as_mapping, need, number, optional_number
+from .._records import as_mapping, need, number, optional_number, to_float
 from ..exceptions import InputError
 from ._alternatives import simulate_choice_vectors
 from ._crossfit import crossfit_shares, pb_from_shares
@@ -448,13 +448,20 @@ def pb_half_width(effect: Effect, *, answers: Answers, orders: int, queries: int
 
 # -- costs -------------------------------------------------------------------------
 
+MSG_DISCOUNT = ("batch_discount (the share of the price a provider batch costs, e.g. 0.5 "
+                "for half price) must be in (0, 1], got {value!r}")
+
 
 @dataclass(frozen=True)
 class CallCost:
     """What one call costs: tokens (means per call), the backend's rate, the price.
 
     ``None`` is unknown. Prices are per million tokens (``price_out`` defaults to
-    ``price_in`` when one price is given).
+    ``price_in`` when one price is given). ``batch_discount`` is the share of the price
+    paid when the calls go as a provider batch (OpenAI's Batch API and its clones: 0.5,
+    answers within 24 h); the money is then
+    :math:`\\text{discount} \\cdot (t_{in} p_{in} + t_{out} p_{out}) / 10^6`. The default
+    1.0 is the live price.
     """
 
     prompt_tokens: float | None = None
@@ -464,6 +471,7 @@ class CallCost:
     price_in: float | None = None
     price_out: float | None = None
     source: str = "given"
+    batch_discount: float = 1.0
 
     def __post_init__(self) -> None:
         for name in ("prompt_tokens", "completion_tokens", "calls_per_s", "tokens_per_s",
@@ -471,6 +479,8 @@ class CallCost:
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value >= 0):
                 raise InputError(MSG_VARIANCE.format(name=name, value=value))
+        if not (math.isfinite(self.batch_discount) and 0 < self.batch_discount <= 1):
+            raise InputError(MSG_DISCOUNT.format(value=self.batch_discount))
         if self.price_out is None and self.price_in is not None:
             object.__setattr__(self, "price_out", self.price_in)
 
@@ -486,7 +496,8 @@ class CallCost:
             wall = None
         money = None
         if self.price_in is not None and pt is not None and ct is not None:
-            money = (pt * self.price_in + ct * (self.price_out or 0.0)) / 1e6
+            money = self.batch_discount * (
+                pt * self.price_in + ct * (self.price_out or 0.0)) / 1e6
         return {"prompt_tokens": pt, "completion_tokens": ct, "wall_s": wall, "money": money}
 
     def to_dict(self) -> dict[str, Any]:
@@ -500,5 +511,7 @@ class CallCost:
         obj = as_mapping(obj, what)
         return cls(**{n: optional_number(obj, n, what) for n in (
             "prompt_tokens", "completion_tokens", "calls_per_s", "tokens_per_s",
-            "price_in", "price_out")}, source=str(obj.get("source", "given")))
+            "price_in", "price_out")}, source=str(obj.get("source", "given")),
+                   batch_discount=to_float(obj.get("batch_discount", 1.0),
+                                           "batch_discount", what))
 

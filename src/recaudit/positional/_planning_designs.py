@@ -137,9 +137,12 @@ class AuditPlan:
 
     def to_list(self) -> list[dict[str, Any]]:
         """One dict per design, each with the effect's ``pb``, ``p_bias`` and source
-        and the plan's ``target_power`` (self-contained: a run can take one)."""
+        and the plan's ``target_power`` and ``batch_discount`` (the share of the live
+        price ``money`` is at: 1.0 live, 0.5 a provider batch), self-contained: a run
+        can take one."""
         extra = {"pb": self.effect.pb, "p_bias": self.effect.p_bias,
-                 "effect_source": self.effect.source, "target_power": self.target_power}
+                 "effect_source": self.effect.source, "target_power": self.target_power,
+                 "batch_discount": self.cost.batch_discount}
         return [{**d.to_dict(), **extra} for d in self.designs]
 
     def to_dict(self) -> dict[str, Any]:

@@ -27,13 +27,14 @@ dual to the percentile interval, ``min(1, 2 min(1 + #{D* <= 0}, 1 + #{D* >= 0}) 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from .._records import as_mapping, integer, need, number
 from .._stats import Estimate, as_generator, bootstrap_weights, percentile_interval
 from ..exceptions import InputError
 from ._evaluations import Evaluations
@@ -98,6 +99,39 @@ class ClassPositionLift:
             "n_queries": self.n_queries, "n_evaluations": self.n_evaluations,
             "n_boot": self.n_boot,
         }
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> ClassPositionLift:
+        """Read :meth:`to_dict`'s JSON back (``from_dict(x.to_dict()).to_dict() ==
+        x.to_dict()``); a missing key or a non-number raises ``InputError`` naming it."""
+        what = "ClassPositionLift"
+        obj = as_mapping(obj, what)
+
+        def by_class(key: str) -> Mapping[str, Any]:
+            return as_mapping(need(obj, key, what), f"{what}.{key}")
+
+        contrast = tuple(str(c) for c in need(obj, "contrast", what))
+        if len(contrast) != 2:
+            raise InputError(f"{what}.contrast must name two classes, got {contrast!r}")
+        return cls(
+            position=integer(obj, "position", what),
+            classes=tuple(str(c) for c in need(obj, "classes", what)),
+            lift={g: Estimate.from_dict(e, method="percentile bootstrap")
+                  for g, e in by_class("lift").items()},
+            rate_at={g: number(by_class("rate_at"), g, f"{what}.rate_at")
+                     for g in by_class("rate_at")},
+            rate_elsewhere={g: number(by_class("rate_elsewhere"), g, f"{what}.rate_elsewhere")
+                            for g in by_class("rate_elsewhere")},
+            showings_at={g: integer(by_class("showings_at"), g, f"{what}.showings_at")
+                         for g in by_class("showings_at")},
+            contrast=(contrast[0], contrast[1]),
+            difference=Estimate.from_dict(need(obj, "difference", what),
+                                          method="percentile bootstrap"),
+            pvalue=number(obj, "pvalue", what),
+            n_queries=integer(obj, "n_queries", what),
+            n_evaluations=integer(obj, "n_evaluations", what),
+            n_boot=integer(obj, "n_boot", what),
+        )
 
 
 def position_lift_by_class(

@@ -213,7 +213,7 @@ def strong_soft_split(
     of a free-form model (:func:`_free_form_displaced`: the distribution of the choice
     probabilities of no assumed form), because under graded relevance the
     set-plus-floor law displaces about 3 % too much and the interval alone covered
-    0.725 at 500 queries (docs/decisions.md); each upper
+    0.725 at 500 queries (docs/decisions/0045); each upper
     end is raised, where lower, to the share's upper bound over favoured sets
     (:func:`~recaudit.positional._crossfit.share_upper_bound`) times the estimated part
     of the share it concerns, since the cross-fitted share is biased low when a

@@ -16,7 +16,14 @@ the order they were shown in.
   its evaluations, the statistic is recomputed B times, and
   :math:`p = (1 + \#\{T_b \ge T\})/(B + 1)` (Phipson & Smyth 2010).
 - Effect sizes (query-bootstrap CIs): the mean rank received at each position
-  :math:`\bar R(p)` (order-free expectation (k+1)/2); the RANK BIAS
+  :math:`\bar R(p)` (order-free expectation (k+1)/2) and its DISPLACEMENT
+  :math:`\bar R(p) - (k+1)/2` (negative: the item shown at p is ranked better than
+  its order-free expectation); KENDALL'S TAU between prompt position and rank
+  received, per evaluation
+  :math:`\tau_e = \frac{C_e - D_e}{k(k-1)/2}` over the position pairs p < q
+  (concordant when the earlier position gets the better rank; full rankings have no
+  ties, so this is tau-a = tau-b, Kendall 1938), averaged over evaluations
+  (:math:`\bar\tau > 0`: primacy); the RANK BIAS
   :math:`RB = \frac{\sum_p |\bar R(p) - (k+1)/2|}{\sum_p |p - (k+1)/2|}`, 0 without a
   position effect and 1 when the mean ranks are as far from (k+1)/2 as a fixed
   position-to-rank map puts them (e.g. the ranking IS the prompt order, or positions
@@ -48,9 +55,11 @@ __all__ = [
     "RankingEvaluations",
     "TopNResult",
     "draw_ranking",
+    "kendall_position_rank",
     "rankings_from_table",
     "simulate_rankings",
     "spearman_position_rank",
+    "top1_table",
     "topn_bias",
 ]
 
@@ -170,6 +179,24 @@ def rankings_from_table(table: pd.DataFrame) -> RankingEvaluations:
                               discarded)
 
 
+def top1_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The list's first item as a top-1 answer: an evaluations table (``query_id``,
+    ``order``, ``selected_position``; a discarded ranking as an empty position) that
+    :func:`~recaudit.positional.analyze` reads, for the paper's PS, PB and sPB of a
+    ranked-list model (comparable with a top-1 audit of the same model).
+
+    Parameters
+    ----------
+    table : DataFrame
+        A rankings table (:func:`rankings_from_table`'s columns).
+    """
+    rankings_from_table(table)  # every row validated first
+    top: list[int | None] = [next(iter(_ints(r)), None) for r in table["ranking"]]
+    return pd.DataFrame({"query_id": table["query_id"].astype(str).to_numpy(),
+                         "order": [" ".join(map(str, _ints(o))) for o in table["order"]],
+                         "selected_position": pd.array(top, dtype="Int64")})
+
+
 def spearman_position_rank(position_rank: npt.ArrayLike) -> npt.NDArray[np.float64]:
     r"""Per-row Spearman correlation between position 1..k and the rank received:
     :math:`1 - 6\sum_p (p - R(p))^2 / (k(k^2 - 1))` (rows are permutations)."""
@@ -177,6 +204,17 @@ def spearman_position_rank(position_rank: npt.ArrayLike) -> npt.NDArray[np.float
     k = r.shape[-1]
     d = r - np.arange(1, k + 1)
     return 1.0 - 6.0 * (d * d).sum(axis=-1) / (k * (k * k - 1))
+
+
+def kendall_position_rank(position_rank: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    r"""Per-row Kendall tau between position 1..k and the rank received:
+    :math:`(C - D) / (k(k-1)/2)` over position pairs p < q, concordant when
+    ``R(p) < R(q)`` (rows are permutations: no ties)."""
+    r = np.asarray(position_rank, dtype=float)
+    k = r.shape[-1]
+    upper = np.triu_indices(k, 1)
+    diff = r[..., :, None] - r[..., None, :]  # [.., p, q] = R(p) - R(q)
+    return -np.sign(diff[..., upper[0], upper[1]]).sum(axis=-1) / (k * (k - 1) / 2.0)
 
 
 @dataclass(frozen=True)
@@ -196,6 +234,11 @@ class TopNResult:
         T with its query-bootstrap CI.
     mean_rank : tuple of Estimate
         :math:`\\bar R(p)` per position p = 1..k.
+    displacement : tuple of Estimate
+        :math:`\\bar R(p) - (k+1)/2` per position (negative: ranked better than an
+        order-free model ranks it).
+    kendall : Estimate
+        :math:`\\bar\\tau`, the mean per-evaluation Kendall tau of position and rank.
     rank_bias : Estimate
         RB in [0, 1].
     top1_pb : Estimate
@@ -211,6 +254,8 @@ class TopNResult:
     alternative: str
     spearman: Estimate
     mean_rank: tuple[Estimate, ...]
+    displacement: tuple[Estimate, ...]
+    kendall: Estimate
     rank_bias: Estimate
     top1_pb: Estimate
     n_queries: int
@@ -228,6 +273,8 @@ class TopNResult:
             "n_resamples": self.n_resamples, "alternative": self.alternative,
             "spearman": self.spearman.to_dict(),
             "mean_rank": [e.to_dict() for e in self.mean_rank],
+            "displacement": [e.to_dict() for e in self.displacement],
+            "kendall_tau": self.kendall.to_dict(),
             "rank_bias": self.rank_bias.to_dict(), "top1_pb": self.top1_pb.to_dict(),
             "n_queries": self.n_queries, "n_evaluations": self.n_evaluations,
             "n_discarded": self.n_discarded, "k": self.k, "method": self.method,
@@ -328,16 +375,17 @@ def topn_bias(
         np.add.at(out, ev.query, values)
         return out / size[:, None]
 
-    # one matrix of per-query means: [rho | mean rank by position | top-1 share]
-    pq = per_query(np.column_stack([rho, pos_rank.astype(float), top1]))
+    tau = kendall_position_rank(pos_rank)
+    # one matrix of per-query means: [rho | mean rank by position | top-1 share | tau]
+    pq = per_query(np.column_stack([rho, pos_rank.astype(float), top1, tau]))
     centre = (k + 1) / 2.0
     max_dev = np.abs(np.arange(1, k + 1) - centre).sum()
 
     def stats(m: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         mean_rank = m[:, 1:k + 1]
         rb = np.abs(mean_rank - centre).sum(axis=1) / max_dev
-        pb = 0.5 * np.abs(m[:, k + 1:] - 1.0 / k).sum(axis=1)
-        return np.column_stack([m[:, 0], mean_rank, rb, pb])
+        pb = 0.5 * np.abs(m[:, k + 1:2 * k + 1] - 1.0 / k).sum(axis=1)
+        return np.column_stack([m[:, 0], mean_rank, rb, pb, m[:, -1], mean_rank - centre])
 
     point = stats(pq.mean(axis=0)[None, :])[0]
     cis = bootstrap_ci(pq, stats, n_boot=n_boot, confidence_level=confidence_level, rng=gen)
@@ -346,7 +394,8 @@ def topn_bias(
         statistic=observed, pvalue=pvalue, n_resamples=n_resamples, alternative=alt,
         statistic_name=statistic,
         spearman=est[0], mean_rank=tuple(est[1:k + 1]), rank_bias=est[k + 1],
-        top1_pb=est[k + 2], n_queries=nq, n_evaluations=n, n_discarded=ev.n_discarded, k=k,
+        top1_pb=est[k + 2], kendall=est[k + 3], displacement=tuple(est[k + 4:]),
+        n_queries=nq, n_evaluations=n, n_discarded=ev.n_discarded, k=k,
     )
 
 

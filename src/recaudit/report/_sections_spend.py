@@ -24,6 +24,7 @@ _NUMBERS = (
     ("completion_tokens", "completion tokens", "{:,d}"),
     ("latency_s", "call time (s)", "{:.1f}"),
     ("money", "money", "{:.4f}"),
+    ("money_batch", "as a batch", "{:.4f}"),
 )
 
 
@@ -68,11 +69,15 @@ def spend_section(spend: Mapping[str, Any], *, base: str = "spend") -> Section:
         notes.append(f"{int(missing)} call(s) reported no token usage and count 0 tokens.")
     if not any("money" in c for c in cells):
         notes.append("No price was given (`[[models]] price_per_mtok`): money is n/a.")
+    else:
+        notes.append("As a batch: what the same tokens cost as a provider batch (OpenAI "
+                     "Batch API and its clones, `run --batch-file`: half the live price, "
+                     "answers within 24 h).")
     table = Table(
         "tab-spend",
         "What the run spent per cell: calls (ok and discarded evaluations), prompt and "
         "completion tokens as the backend reported them, summed call time and, with a "
-        "price per million tokens, the money.",
+        "price per million tokens, the money live and as a provider batch.",
         ("model", "k", "T", "condition", *(title for _, title, _ in _NUMBERS)),
         tuple(rows),
     )

@@ -7,7 +7,7 @@ place that imports it, and the only place that knows its quirks:
   ``fairness`` extra, which lists RecBole's runtime requirements without its
   ``ray<=2.6.3`` pin (RecBole imports Ray only for hyper-parameter tuning, which
   recaudit does not use); :func:`import_recbole` checks that and names the command to
-  run. ``pandas<3`` and ``setuptools<81`` stay (``docs/decisions.md``);
+  run. ``pandas<3`` and ``setuptools<81`` stay (docs/decisions/0008);
 - four shims, one comment each: two for RecBole bugs on torch >= 2.6, one for numpy 2
   (the aliases ``Config.compatibility_settings`` builds) and one for scipy >= 1.12
   (``dok_matrix._update``, used by NGCF and LightGCN);
@@ -49,7 +49,7 @@ __all__ = [
 
 #: The RecBole release the shims below were written for.
 RECBOLE_VERSION = "1.2.1"
-#: What a user runs to get a working RecBole (docs/decisions.md, "RecBole without its
+#: What a user runs to get a working RecBole (docs/decisions/0008, "RecBole without its
 #: Ray pin"): the extra brings RecBole's runtime requirements, then RecBole itself
 #: without its ``ray<=2.6.3`` pin.
 RECBOLE_INSTALL = (
