@@ -130,6 +130,26 @@ def _split_note(row: dict[str, Any]) -> str | None:
     return spb.get("note") if isinstance(spb, dict) else None
 
 
+#: Printed when the floor could hide a spread position effect worth at least this much.
+SPREAD_MARGIN = 0.005
+
+
+def _spread_note(row: dict[str, Any]) -> str | None:
+    """What sPB's upper end would be if the floor were a position effect spread over the
+    unfavoured positions (``analyze``'s ``upper_if_spread``), when it matters."""
+    spb = row.get("spb")
+    if not isinstance(spb, dict) or _split_note(row) is not None:
+        return None
+    upper, high, floor = spb.get("upper_if_spread"), spb.get("ci_high"), spb.get("floor")
+    if not all(isinstance(v, (int, float)) for v in (upper, high, floor)):
+        return None
+    if upper - high < SPREAD_MARGIN:  # type: ignore[operator]
+        return None
+    return (f"{floor:.0%} of the selections at the unfavoured positions land uniformly, as "
+            "decoding noise does; if they were a position effect spread over several "
+            f"positions (which the data cannot tell apart), sPB could be up to {upper:.1%}")
+
+
 def _split_cell(row: dict[str, Any], key: str) -> str:
     """sPB or soft bias with its CI; ``not identified [low, high]`` (the identification
     bounds) when the split is not identified -- its reason is printed below the table."""
@@ -157,6 +177,9 @@ def _print_notes(rows: list[dict[str, Any]], names: list[str], *, tests: bool) -
         where = groups[0] if len(groups) == 1 else f"{len(groups)} groups: {'; '.join(groups)}"
         console.print(f"[yellow]sPB and soft bias ({escape(where)}):[/] {escape(note)}",
                       highlight=False)
+    for name, r in zip(names, rows, strict=True):
+        if (spread := _spread_note(r)) is not None:
+            console.print(f"[yellow]sPB ({escape(name)}):[/] {escape(spread)}", highlight=False)
     try:
         words = plain_summary(rows, tests=tests)
     except (InputError, KeyError, TypeError, ValueError):  # rows the words cannot read:

@@ -31,7 +31,7 @@ from ..exceptions import InputError
 from ._crossfit import PositionalBiasResult
 from ._icm import PobIcmResult
 from ._metrics import MSG_TAU, StrongBiasResult
-from ._strong import StrongSoftResult, split_note
+from ._strong import StrongSoftResult, split_note, spread_upper
 from ._unbp import PobUnbpResult
 
 __all__ = ["Coverage", "analysis_fields", "exact_fields", "group_keys", "holm_column"]
@@ -127,6 +127,7 @@ def _split(obj: Mapping[str, Any], what: str, level: float) -> StrongSoftResult 
         floor=number(spb, "floor", f"{what}.spb"),
         favoured=positions(spb, "favoured_positions", f"{what}.spb"),
         note=split_note(spb, f"{what}.spb"),
+        upper_if_spread=spread_upper(spb, f"{what}.spb"),
     )
 
 

@@ -499,12 +499,13 @@ def _split_dicts(split: StrongSoftResult | None) -> dict[str, dict[str, Any]]:
     """``spb`` (strong, with the fit), ``spb_soft`` and ``positional_share`` objects."""
     if split is None:
         empty = {"method": None, "mean_set_size": None, "floor": None,
-                 "favoured_positions": None, "note": None}
+                 "favoured_positions": None, "note": None, "upper_if_spread": None}
         return {"spb": {**_estimate_dict(None), **empty}, "spb_soft": _estimate_dict(None),
                 "positional_share": _estimate_dict(None)}
     fit = {"method": "empirical Bayes relevance-set model", "mean_set_size":
            split.mean_set_size, "floor": split.floor,
-           "favoured_positions": list(split.favoured), "note": split.note}
+           "favoured_positions": list(split.favoured), "note": split.note,
+           "upper_if_spread": split.upper_if_spread}
     return {"spb": {**split.strong.to_dict(), **fit},
             "spb_soft": split.soft.to_dict(),
             "positional_share": split.positional_share.to_dict()}

@@ -22,6 +22,16 @@ The truth of every estimand (population over queries) follows in closed form
   probabilities, no crisp set; beta_j = p_bias at position 1.
 - ``decoding``: the ``paper`` model with decoding noise eps = 0.1 and repeated samples
   of the same order (10 distinct orders x 2 samples per query).
+- ``primacy``: crisp sets as in ``paper``; with probability p_bias the selection is the
+  relevant candidate shown earliest (position only breaks ties inside the relevance
+  set: every selection is relevant, so the strong bias is 0 and the effect is soft).
+- ``diffuse``: crisp sets as in ``paper``; with probability p_bias the selection is the
+  item at a uniformly random position other than the first (an aversion to position 1
+  spread over the others, no favoured position).
+
+Position-driven selections land, over the random orders, on the items with the law
+pi_j: uniform for ``paper``, ``heterogeneous``, ``graded``, ``decoding`` and ``diffuse``;
+uniform over R_j for ``primacy``.
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from scipy import special
 
 from ..exceptions import InputError
 from ._evaluations import Evaluations
@@ -37,7 +48,7 @@ from ._simulation import evaluations_from_draws, random_relevance_sets
 
 __all__ = ["MODELS", "ScenarioTruth", "simulate_scenario", "scenario_truth"]
 
-MODELS = ("paper", "heterogeneous", "graded", "decoding")
+MODELS = ("paper", "heterogeneous", "graded", "decoding", "primacy", "diffuse")
 MSG_MODEL = "`model` must be one of {choices}, got {value!r}"
 _NOISE = 0.1  # decoding-noise share of the 'decoding' model
 _GRADED_SCALE = 2.0
@@ -45,12 +56,15 @@ _GRADED_SCALE = 2.0
 
 @dataclass(frozen=True)
 class _Queries:
-    """Per-query parameters: relevance (n, k), strength (n,), favoured position (n,)."""
+    """Per-query parameters: relevance (n, k), strength (n,), favoured position (n,),
+    and how a position-driven selection is made (``rule``: "favoured", "primacy",
+    "diffuse")."""
 
     relevance: npt.NDArray[np.float64]
     beta: npt.NDArray[np.float64]
     favoured: npt.NDArray[np.int64]
     eps: float
+    rule: str = "favoured"
 
 
 @dataclass(frozen=True)
@@ -70,12 +84,12 @@ class ScenarioTruth:
     positional_share : float
         E_j beta_j: share of selections made by position.
     spb : float
-        Strong positional bias E_j beta_j TV(f_j, Uniform_k), f_j the position-free
-        choice law ((1 - beta_j - eps) r_j + eps / k) / (1 - beta_j): the share of
-        selections position moves away from where the query's own choice law puts
-        them; for a crisp relevance set R_j without noise it is
-        beta_j (k - |R_j|) / k, the share of selections outside R_j (the spec's
-        definition).
+        Strong positional bias E_j beta_j TV(pi_j, f_j), f_j the position-free
+        choice law ((1 - beta_j - eps) r_j + eps / k) / (1 - beta_j) and pi_j the item
+        law of the position-driven selections: the share of selections position moves
+        away from where the query's own choice law puts them; for a crisp relevance
+        set R_j without noise and uniform pi_j it is beta_j (k - |R_j|) / k, the share
+        of selections outside R_j (the spec's definition); 0 for ``primacy``.
     soft : float
         positional_share - spb: position-driven selections that land where
         relevance would have put them.
@@ -105,17 +119,17 @@ def scenario_truth(
     """
     gen = np.random.default_rng(rng)
     qs = _draw_queries(model, n_draws, k, p_bias, gen)
-    w = np.zeros((n_draws, k))
-    w[np.arange(n_draws), qs.favoured] = 1.0
+    w, landing = _position_laws(qs, k)
     position = ((1.0 - qs.beta) / k)[:, None] + qs.beta[:, None] * w
     q = position.mean(axis=0)
-    pbar = (1.0 - qs.beta - qs.eps)[:, None] * qs.relevance + ((qs.eps + qs.beta) / k)[:, None]
+    pbar = ((1.0 - qs.beta - qs.eps)[:, None] * qs.relevance + (qs.eps / k)
+            + qs.beta[:, None] * landing)
     # the position-free choice law: relevance and decoding noise (at beta = 1, where
     # eps = 0, its limit as beta -> 1: the relevance law itself)
     rest = (1.0 - qs.beta)[:, None]
     free = np.divide((1.0 - qs.beta - qs.eps)[:, None] * qs.relevance + qs.eps / k, rest,
                      out=qs.relevance.copy(), where=rest > 0)
-    tv_rel = 0.5 * np.abs(free - 1.0 / k).sum(axis=1)
+    tv_rel = 0.5 * np.abs(free - landing).sum(axis=1)
     spb = float(np.mean(qs.beta * tv_rel))
     share = float(qs.beta.mean())
     return ScenarioTruth(
@@ -164,9 +178,41 @@ def simulate_scenario(
     item = np.minimum(item, k - 1)
     noise_items = gen.integers(0, k, size=n)
     item = np.where(by_noise, noise_items, item)
-    fav = qs.favoured[query]
-    item = np.where(by_position, orders[np.arange(n), fav], item)
+    item = np.where(by_position, orders[np.arange(n), _driven_positions(qs, query, orders, gen)],
+                    item)
     return evaluations_from_draws(k, n_queries, query, orders, item)
+
+
+def _driven_positions(qs: _Queries, query: npt.NDArray[np.int64],
+                      orders: npt.NDArray[np.int64], gen: np.random.Generator
+                      ) -> npt.NDArray[np.int64]:
+    """The (0-based) position a position-driven selection of each evaluation takes."""
+    if qs.rule == "primacy":  # the earliest shown relevant candidate
+        shown_relevant = np.take_along_axis(qs.relevance[query] > 0, orders, axis=1)
+        return np.argmax(shown_relevant, axis=1).astype(np.int64)
+    if qs.rule == "diffuse":  # any position but the first
+        k = orders.shape[1]
+        return gen.integers(1, k, size=query.size).astype(np.int64)
+    return qs.favoured[query]
+
+
+def _position_laws(qs: _Queries, k: int
+                   ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """w_j, the position law of the position-driven selections (n, k), and pi_j, their
+    item law over the uniformly random orders (n, k)."""
+    n = qs.beta.size
+    uniform = np.full((n, k), 1.0 / k)
+    if qs.rule == "primacy":  # P(first relevant at p) = C(k - p, s - 1) / C(k, s)
+        size = np.count_nonzero(qs.relevance > 0, axis=1)
+        p = np.arange(1, k + 1)
+        w = special.comb(k - p[None, :], size[:, None] - 1) / special.comb(k, size)[:, None]
+        return w, qs.relevance.copy()
+    w = np.zeros((n, k))
+    if qs.rule == "diffuse":
+        w[:, 1:] = 1.0 / (k - 1)
+    else:
+        w[np.arange(n), qs.favoured] = 1.0
+    return w, uniform
 
 
 def _draw_queries(
@@ -186,4 +232,5 @@ def _draw_queries(
         beta = float(p_bias) * 2.0 * gen.random(n)
         favoured = np.where(gen.random(n) < 0.5, 0, k - 1).astype(np.int64)
     eps = _NOISE if model == "decoding" else 0.0
-    return _Queries(relevance, beta, favoured, eps)
+    rule = model if model in ("primacy", "diffuse") else "favoured"
+    return _Queries(relevance, beta, favoured, eps, rule)

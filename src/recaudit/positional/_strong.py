@@ -20,7 +20,7 @@ from typing import Any
 import numba
 import numpy as np
 import numpy.typing as npt
-from scipy import special
+from scipy import special, stats
 
 from .._records import as_mapping, need, number, positions
 from .._stats import ConfidenceInterval, Estimate, as_generator, percentile_interval
@@ -28,6 +28,7 @@ from ..exceptions import InputError
 from ._bootstrap import check_bootstrap_args
 from ._crossfit import N_BOOT_SE, CrossFit, crossfit_shares, share_upper_bound
 from ._evaluations import Evaluations
+from ._strong_landing import landing_strong, novelty
 from ._unbp import query_position_shares
 
 __all__ = ["StrongSoftResult", "strong_soft_bias", "strong_soft_split"]
@@ -88,6 +89,14 @@ class StrongSoftResult:
         Why the split is not identified (:data:`NOTE_UNIDENTIFIED`): then ``strong``
         and ``soft`` have no value (``nan``) and their intervals are the
         identification bounds, and ``mean_set_size`` and ``floor`` are ``nan``.
+    upper_if_spread : float
+        sPB's upper end if the floor were not decoding noise but a position effect
+        spread evenly over the unfavoured positions, which lands uniformly as noise
+        does and cannot be told from it: ``strong.ci.high + (1 - share_low) * max eps
+        (1 - E|R|/k)`` over the floors in the floor's profile-likelihood interval,
+        share_low the lower end of the position-driven share's CI: every selection the
+        fit leaves to the floor counted as position-driven (``nan`` when not identified
+        or in files written before it).
     """
 
     strong: Estimate
@@ -97,6 +106,7 @@ class StrongSoftResult:
     floor: float
     favoured: tuple[int, ...]
     note: str | None = None
+    upper_if_spread: float = math.nan
 
     def to_dict(self) -> dict[str, object]:
         """JSON shape: ``strong``/``soft``/``positional_share`` estimates and the fit."""
@@ -108,6 +118,7 @@ class StrongSoftResult:
             "floor": self.floor,
             "favoured_positions": list(self.favoured),
             "note": self.note,
+            "upper_if_spread": self.upper_if_spread,
         }
 
     @classmethod
@@ -125,7 +136,7 @@ class StrongSoftResult:
                    mean_set_size=number(obj, "mean_set_size", what),
                    floor=number(obj, "floor", what),
                    favoured=positions(obj, "favoured_positions", what),
-                   note=split_note(obj, what))
+                   note=split_note(obj, what), upper_if_spread=spread_upper(obj, what))
 
 
 def split_note(obj: Mapping[str, Any], what: str) -> str | None:
@@ -135,6 +146,14 @@ def split_note(obj: Mapping[str, Any], what: str) -> str | None:
         return value
     raise InputError(f"{what}.note must be a string or null, got {value!r}: rewrite the "
                      "file with `recaudit positional analyze --json`")
+
+
+def spread_upper(obj: Mapping[str, Any], what: str) -> float:
+    """The optional ``upper_if_spread`` of a split's JSON (``nan`` when absent or null:
+    files written before it)."""
+    if obj.get("upper_if_spread") is None:
+        return math.nan
+    return number(obj, "upper_if_spread", what)
 
 
 def strong_soft_bias(
@@ -192,6 +211,15 @@ def strong_soft_split(
     position-driven selections that land where the query's own choice law would have
     put them.
 
+    Where a position-driven selection lands is not assumed: a model that uses position
+    only to choose among relevant candidates lands inside :math:`R_j` and has no strong
+    bias. sPB is estimated as the share :math:`\lambda` of the favoured-position
+    selections that land as a uniform landing would, read from their novelty against
+    the other positions' (:func:`~recaudit.positional._strong_landing.novelty`; exact
+    under position-free landing), times what uniformly landing selections put outside
+    the sets (:func:`~recaudit.positional._strong_landing.landing_strong`):
+    :math:`\lambda = 1` gives the formula above, :math:`\lambda = 0` gives sPB = 0.
+
     :math:`\beta` is the cross-fitted position-driven share
     (:func:`~recaudit.positional._crossfit.crossfit_shares`: excess share of the
     favoured positions A, scaled by k / (k - |A|)). The distribution G of
@@ -245,23 +273,30 @@ def strong_soft_split(
     coarse = range(0, FLOORS.size, 4)
     best, _, _ = _profile(lik, ones, None, coarse, _EM_MAX)
     fine = range(max(0, best - 3), min(FLOORS.size, best + 4))
-    best, g, _ = _profile(lik, ones, None, fine, _EM_MAX)
+    best, g, best_ll = _profile(lik, ones, None, fine, _EM_MAX)
     sizes = np.arange(1, k + 1)
     mean_size = float(g @ sizes)
-    beta = fit.share
-    n_boot = fit.share_boot.size
-    boot = np.empty((n_boot, 2))  # strong, soft (the share's interval: _share_estimate)
-    rng_weights = fit.weights
-    for b in range(n_boot):
-        gb, _ = _em(lik[best], rng_weights[b], g.copy(), _EM_MAX, _EM_TOL)
-        size_b = float(gb @ sizes)
-        share_b = fit.share_boot[b]
-        displaced_b = (1.0 - float(FLOORS[best])) * (1.0 - size_b / k)
-        boot[b] = (share_b * displaced_b, share_b * (1.0 - displaced_b))
     floor = float(FLOORS[best])
-    displaced = (1.0 - floor) * (1.0 - mean_size / k)
-    values = (beta * displaced, beta * (1.0 - displaced))
-    free = _free_form_displaced(counts, fit.weights)
+    per_query = np.bincount(evals.query, minlength=evals.n_queries).astype(float)
+    n_boot = fit.share_boot.size
+    gs = np.empty((n_boot + 1, k))
+    gs[0] = g
+    for b in range(n_boot):
+        gs[b + 1] = _em(lik[best], fit.weights[b], g.copy(), _EM_MAX, _EM_TOL)[0]
+    weights = np.vstack((np.ones(evals.n_queries), fit.weights))
+    strong = landing_strong(novelty(evals, ~keep),
+                            _outside_shares(lik[best], gs, floor), per_query, weights)
+    # the free-form model below assumes the paper's uniform landing, beta (1 - eps)
+    # (1 - E|R| / k): it is scaled by the share of that the data show outside the sets
+    shares = np.concatenate(([fit.share], fit.share_boot))
+    uniform = shares * (1.0 - floor) * (1.0 - (gs @ sizes) / k)
+    landing = np.clip(np.divide(strong, uniform, out=np.ones_like(strong),
+                                where=uniform > 1e-12), 0.0, 1.0)
+    beta = fit.share
+    boot = np.column_stack((strong[1:], fit.share_boot - strong[1:]))
+    displaced = float(np.clip(strong[0] / beta, 0.0, 1.0)) if beta > 0 else 0.0
+    values = (strong[0], beta - strong[0])
+    free = _free_form_displaced(counts, fit.weights) * landing[1:]
     free_boot = np.column_stack((fit.share_boot * free, fit.share_boot * (1.0 - free)))
     # the cross-fitted share loses the selection regret when a position effect is weak:
     # each upper end is at least the share's upper bound over favoured sets times the
@@ -278,8 +313,10 @@ def strong_soft_split(
             ci = ConfidenceInterval(ci.low, min(1.0, max(ci.high, top * part)),
                                     ci.confidence_level,
                                     "percentile bootstrap; upper: max over favoured sets")
-        ests.append(Estimate(max(0.0, v), ci))
+        ests.append(Estimate(min(max(0.0, v), max(0.0, beta)), ci))
     ests.append(_share_estimate(fit, confidence_level))
+    # every selection the fit leaves to the floor (all but the position-driven share)
+    spread = _floor_upper(lik, g, best, best_ll, confidence_level) * (1.0 - ests[2].ci.low)
     return StrongSoftResult(
         strong=ests[0],
         soft=ests[1],
@@ -287,7 +324,25 @@ def strong_soft_split(
         mean_set_size=mean_size,
         floor=floor,
         favoured=tuple(int(p) + 1 for p in favoured),
+        upper_if_spread=min(1.0, ests[0].ci.high + spread),
     )
+
+
+def _floor_upper(lik: npt.NDArray[np.float64], g: npt.NDArray[np.float64], best: int,
+                 best_ll: float, confidence_level: float) -> float:
+    """The most that the floor could put outside the relevance sets within its profile-
+    likelihood interval: max eps (1 - E|R|/k) over the floors whose log-likelihood is
+    within chi2_1(level) / 2 of the best (Wilks), each with its own G."""
+    k = lik.shape[2]
+    cut = best_ll - 0.5 * float(stats.chi2.ppf(confidence_level, 1))
+    ones = np.ones(lik.shape[1])
+    most = float(FLOORS[best]) * (1.0 - float(g @ np.arange(1, k + 1)) / k)
+    for f in range(best + 1, FLOORS.size):
+        gf, ll = _em(lik[f], ones, g.copy(), _EM_MAX, _EM_TOL)
+        if ll < cut:
+            break
+        most = max(most, float(FLOORS[f]) * (1.0 - float(gf @ np.arange(1, k + 1)) / k))
+    return most
 
 
 def _unidentified(fit: CrossFit, confidence_level: float, informative: int,
@@ -312,6 +367,17 @@ def _unidentified(fit: CrossFit, confidence_level: float, informative: int,
         favoured=tuple(int(p) + 1 for p in fit.favoured),
         note=NOTE_UNIDENTIFIED.format(n=informative, q=n_queries, m=MIN_INFORMATIVE_QUERIES),
     )
+
+
+def _outside_shares(lik: npt.NDArray[np.float64], gs: npt.NDArray[np.float64],
+                    floor: float) -> npt.NDArray[np.float64]:
+    """(b, n): (1 - eps)(1 - E[|R_j| | data_j] / k) under each size distribution of
+    ``gs`` (rows), the posterior over sizes proportional to G(s) P(counts_j | s)."""
+    k = gs.shape[1]
+    total = gs @ lik.T  # (b, n)
+    size = np.divide((gs * np.arange(1, k + 1)) @ lik.T, total,
+                     out=np.full_like(total, k / 2), where=total > 0)
+    return (1.0 - floor) * (1.0 - size / k)
 
 
 def _share_estimate(fit: CrossFit, confidence_level: float) -> Estimate:
