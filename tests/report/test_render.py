@@ -288,3 +288,28 @@ def test_the_engine_that_answered_is_named(positional_dir: Path) -> None:
     assert "xllamacpp 2026.10.11549" in report.html and "Q4_1" in report.html
     (positional_dir / "run.json").write_text("{not json")
     assert build_report(positional_dir).data["reproduction"]["engines"] == []
+
+
+def test_a_floor_that_could_be_a_spread_effect_is_marked(positional_dir: Path) -> None:
+    # a real analysis of a model averse to position 1, its effect spread over the
+    # others: the floor absorbs it; the page shows what sPB could be if it were positional
+    from recaudit.positional import AnalysisOptions, analyze
+    from recaudit.positional._scenarios import simulate_scenario
+
+    ev = simulate_scenario("diffuse", 200, k=5, p_bias=0.1, n_orders=16, rng=1)
+    split = analyze(ev, AnalysisOptions(n_resamples=9, n_boot=50), rng=0).to_dict()
+    upper = split["spb"]["upper_if_spread"]
+    assert upper > split["spb"]["ci_high"] + 0.005
+    analysis = json.loads((positional_dir / "analysis.json").read_text())
+    for group in analysis:
+        for key in ("spb", "spb_soft", "positional_share"):
+            group[key] = split[key]
+    (positional_dir / "analysis.json").write_text(json.dumps(analysis))
+    report = build_report(positional_dir)
+    assert f"\u2020 \u2264 {upper:.3f}</td>" in report.html
+    assert "spread over several positions" in report.html
+    assert report.data["groups"][0]["spb_upper_if_spread"] == pytest.approx(upper)
+
+
+def test_an_unmarked_split_has_no_spread_mark(positional_dir: Path) -> None:
+    assert "\u2020 \u2264" not in build_report(positional_dir).html

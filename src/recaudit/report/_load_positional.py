@@ -186,6 +186,13 @@ class Configuration:
         return None if split is None else split.note
 
     @property
+    def spb_upper_if_spread(self) -> float:
+        """sPB's upper end if the floor were a position effect spread over positions
+        (nan when not computed, not identified, or in files written before it)."""
+        split = self.analysis.spb
+        return math.nan if split is None else split.upper_if_spread
+
+    @property
     def spb_soft(self) -> HasCI:
         """The soft part of the split."""
         split = self.analysis.spb
@@ -393,7 +400,8 @@ def _spb(obj: Mapping[str, Any], where: str) -> dict[str, Any]:
                               "mean_set_size": spb.get("mean_set_size"),
                               "floor": spb.get("floor"),
                               "favoured_positions": spb.get("favoured_positions"),
-                              "note": spb.get("note")}),
+                              "note": spb.get("note"),
+                              "upper_if_spread": spb.get("upper_if_spread")}),
         "spb_soft": _optional(obj, "spb_soft", where),
         "positional_share": _optional(obj, "positional_share", where),
         "spb_paper": {

@@ -236,12 +236,23 @@ def heatmap_section(run: PositionalRun) -> Section:
 UNIDENTIFIED_MARK = "(bounds)"
 
 
+#: Marks an sPB whose floor could be a position effect spread over several positions.
+SPREAD_MARK = "\u2020"
+#: ... when that would raise its upper end by at least this much.
+SPREAD_MARGIN = 0.005
+
+
 def _spb_cell(path: str, g: Configuration) -> Cell:
-    """sPB with its CI, or ``n/a [bounds] (bounds)`` when the split is not identified."""
+    """sPB with its CI, or ``n/a [bounds] (bounds)`` when the split is not identified;
+    ``† <= x`` when its floor, if position-driven, could raise it to x."""
     cell = ci_cell(path, g.spb)
-    if g.spb_note is None:
-        return cell
-    return Cell(f"{cell.text} {UNIDENTIFIED_MARK}", cell.path, cell.value)
+    if g.spb_note is not None:
+        return Cell(f"{cell.text} {UNIDENTIFIED_MARK}", cell.path, cell.value)
+    upper = g.spb_upper_if_spread
+    if math.isfinite(upper) and upper - g.spb.ci.high >= SPREAD_MARGIN:
+        return Cell(f"{cell.text} {SPREAD_MARK} \u2264 {fmt(upper, 3)}", cell.path,
+                    cell.value)  # the bound: the sidecar's groups/i/spb_upper_if_spread
+    return cell
 
 
 def _tests_table(groups: Sequence[Configuration]) -> Table:
@@ -273,7 +284,10 @@ def _tests_table(groups: Sequence[Configuration]) -> Table:
         "variation distance to uniform, in percentage points. sPB marked "
         f"{UNIDENTIFIED_MARK} is not identified (too few queries with repeated selections "
         "at the unfavoured positions): n/a with the identification bounds as its interval. "
-        "Click a header to sort.",
+        f"sPB marked {SPREAD_MARK} has selections at the unfavoured positions that land "
+        "uniformly, as decoding noise does; if they were a position effect spread over "
+        "several positions (which the data cannot tell apart) sPB could be as large as the "
+        "number after \u2264 (JSON spb.upper_if_spread). Click a header to sort.",
         columns=("model", "k", "T", "condition", "queries", "valid evals", "discarded",
                  "ICM chi2", "ICM p", "UNBP L (pp)", "UNBP p", "UNBP rejects", "PS [95% CI]",
                  "PB [95% CI]", "sPB [95% CI]"),
@@ -429,6 +443,7 @@ def group_dict(g: Configuration) -> dict[str, Any]:
         **{name: _estimate_dict(getattr(g, name)) for name in (
             "ps", "spb", "spb_soft", "positional_share", "spb_paper")},
         "spb_note": g.spb_note,
+        "spb_upper_if_spread": g.spb_upper_if_spread,
         "position_distribution": [_estimate_dict(p) for p in g.position_distribution],
         "selection_rate_matrix": g.selection_rate_matrix,
     }
