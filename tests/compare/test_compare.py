@@ -107,7 +107,8 @@ def test_cli_tables_json_rows(tmp_path: Path) -> None:
     keys = {"a", "b", "measure", "difference", "ci_low", "ci_high", "pvalue",
             "pvalue_adjusted", "paired"}
     assert all(keys <= set(r) for r in rows)
-    assert {r["measure"] for r in rows} == {"pb_plugin", "first"}
+    assert {r["measure"] for r in rows} == {"pb_plugin", "first", "spb", "soft",
+                                            "positional_share"}
     assert all(r["paired"] for r in rows)
 
 
@@ -158,3 +159,33 @@ def test_run_gives_every_model_the_same_queries_and_orders(tmp_path, retriever, 
         keys = {m: set(g[["query_id", "perm_index", "order"]].itertuples(index=False))
                 for m, g in table.groupby("model")}
         assert keys["a"] == keys["b"] == keys["c"] and len(keys["a"]) == 20
+
+
+def test_split_measures_tell_strong_from_soft_bias_between_systems() -> None:
+    # the same queries, orders and position-driven share (0.2): one system takes the
+    # item at position 1 whatever it is (strong bias), the other the earliest relevant
+    # candidate (soft only); the paired comparison puts the difference in sPB
+    from recaudit.positional._scenarios import scenario_truth, simulate_scenario
+
+    paper = simulate_scenario("paper", 200, k=5, p_bias=0.2, n_orders=16, rng=3)
+    primacy = simulate_scenario("primacy", 200, k=5, p_bias=0.2, n_orders=16, rng=3)
+    rows = {r.measure: r for r in compare_systems({"paper": paper, "primacy": primacy},
+                                                  n_boot=200, rng=0)}
+    truth = (scenario_truth("paper", k=5, p_bias=0.2, rng=0).spb
+             - scenario_truth("primacy", k=5, p_bias=0.2, rng=0).spb)
+    spb = rows["spb"]
+    assert spb.paired and spb.ci_low > 0 and spb.ci_low <= truth <= spb.ci_high
+    assert spb.pvalue_adjusted < 0.05
+    assert rows["soft"].difference < 0  # primacy's effect is soft
+    assert {"spb", "soft", "positional_share"} <= set(rows)
+
+
+def test_an_unidentified_split_gives_nan_rows_not_a_number() -> None:
+    from recaudit.positional._scenarios import simulate_scenario
+
+    always = simulate_scenario("paper", 30, k=5, p_bias=1.0, rng=2)  # position 1 always
+    other = simulate_scenario("paper", 30, k=5, p_bias=0.1, rng=2)
+    rows = {r.measure: r for r in compare_systems({"a": always, "b": other}, n_boot=100,
+                                                  rng=0)}
+    assert np.isnan(rows["spb"].difference) and np.isnan(rows["spb"].pvalue_adjusted)
+    assert np.isfinite(rows["pb_plugin"].difference)

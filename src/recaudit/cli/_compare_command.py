@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -85,6 +86,10 @@ def compare_command(
     for col in ("a", "b", "measure", "a - b", "CI", "p", "p adj.", "paired"):
         table.add_column(col)
     for r in rows:
+        if not math.isfinite(r["difference"]):  # a system's split is not identified
+            table.add_row(r["a"], r["b"], r["measure"], "not identified", "", "", "",
+                          "yes" if r["paired"] else "no")
+            continue
         table.add_row(r["a"], r["b"], r["measure"], f"{r['difference']:+.3f}",
                       f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]", f"{r['pvalue']:.3g}",
                       f"{r['pvalue_adjusted']:.3g}", "yes" if r["paired"] else "no")

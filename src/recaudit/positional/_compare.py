@@ -9,6 +9,7 @@ adjusted across pairs (Holm or Benjamini-Hochberg).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -21,6 +22,7 @@ import numpy.typing as npt
 from .._stats import as_generator, bootstrap_weights, holm, percentile_interval
 from ..exceptions import InputError
 from ._bootstrap import check_bootstrap_args
+from ._compare_split import SPLIT_MEASURES, split_differences
 from ._evaluations import Evaluations
 from ._unbp import query_position_shares
 
@@ -152,21 +154,35 @@ def _compare_pair(name_a: str, a: Evaluations, name_b: str, b: Evaluations, *, n
     else:
         xa, xb = query_position_shares(a), query_position_shares(b)
     ma, mb = xa.mean(axis=0, keepdims=True), xb.mean(axis=0, keepdims=True)
+    values_a = np.array([float(f(ma)[0]) for f in MEASURES.values()])
+    values_b = np.array([float(f(mb)[0]) for f in MEASURES.values()])
     reps = _boot_diff(xa, xb, paired, n_boot, gen)
+    split_a, split_b, split_reps = split_differences(a, b, paired=paired, gen=gen)
+    n_queries = int(xa.shape[0]) if paired else int(min(a.n_queries, b.n_queries))
     rows = []
-    for j, (measure, f) in enumerate(MEASURES.items()):
-        va, vb = float(f(ma)[0]), float(f(mb)[0])
-        d = va - vb
-        ci = percentile_interval(reps[:, j], confidence_level=confidence_level)
-        # centred bootstrap test of "no difference", two-sided, +1 correction
-        extreme = int(np.sum(np.abs(reps[:, j] - d) >= abs(d) - 1e-12))
-        rows.append({"a": name_a, "b": name_b, "measure": measure, "value_a": va,
-                     "value_b": vb, "difference": d, "ci_low": ci.low, "ci_high": ci.high,
-                     "confidence_level": confidence_level,
-                     "pvalue": (1 + extreme) / (n_boot + 1), "paired": paired,
-                     "n_queries": int(xa.shape[0]) if paired else int(min(a.n_queries,
-                                                                          b.n_queries))})
+    for measure, va, vb, col in (
+        *zip(MEASURES, values_a, values_b, reps.T, strict=True),
+        *zip(SPLIT_MEASURES, split_a, split_b, split_reps.T, strict=True),
+    ):
+        rows.append({"a": name_a, "b": name_b, "measure": measure, "value_a": float(va),
+                     "value_b": float(vb), **_difference(float(va - vb), col,
+                                                         confidence_level),
+                     "confidence_level": confidence_level, "paired": paired,
+                     "n_queries": n_queries})
     return rows
+
+
+def _difference(d: float, reps: npt.NDArray[np.float64],
+                confidence_level: float) -> dict[str, float]:
+    """The difference, its percentile interval and the centred bootstrap test of "no
+    difference" (two-sided, +1 correction); ``nan`` throughout when undefined."""
+    if not math.isfinite(d) or not np.all(np.isfinite(reps)):
+        return {"difference": math.nan, "ci_low": math.nan, "ci_high": math.nan,
+                "pvalue": math.nan}
+    ci = percentile_interval(reps, confidence_level=confidence_level)
+    extreme = int(np.sum(np.abs(reps - d) >= abs(d) - 1e-12))
+    return {"difference": d, "ci_low": ci.low, "ci_high": ci.high,
+            "pvalue": (1 + extreme) / (reps.size + 1)}
 
 
 def compare_systems(
@@ -181,7 +197,10 @@ def compare_systems(
 
     For each pair (a, b) and measure :math:`m` (``pb_plugin``: plug-in
     :math:`PB = \frac12\sum_p |\bar q_p - 1/k|`; ``first``: :math:`\bar q_1 - 1/k`, with
-    :math:`\bar q` the mean over queries of the per-query position shares), the
+    :math:`\bar q` the mean over queries of the per-query position shares; ``spb``,
+    ``soft``, ``positional_share``: the relevance-set split of
+    :func:`~recaudit.positional.strong_soft_bias`, refitted on 200 resamples, ``nan``
+    rows when a system's split is not identified), the
     difference :math:`\Delta = m(a) - m(b)`, a percentile bootstrap CI and the p-value
 
     .. math:: p = \frac{1 + \#\{b : |\Delta^*_b - \Delta| \ge |\Delta|\}}{B + 1}.
@@ -207,7 +226,7 @@ def compare_systems(
     for name_a, name_b in combinations(systems, 2):
         rows += _compare_pair(str(name_a), systems[name_a], str(name_b), systems[name_b],
                               n_boot=n_boot, confidence_level=confidence_level, gen=gen)
-    for measure in MEASURES:
+    for measure in (*MEASURES, *SPLIT_MEASURES):
         idx = [i for i, r in enumerate(rows) if r["measure"] == measure]
         adjusted = adjust_pvalues([rows[i]["pvalue"] for i in idx], adjust)
         for i, p in zip(idx, adjusted, strict=True):

@@ -122,7 +122,8 @@ class PositionalBiasResult:
 
 
 def crossfit_shares(
-    shares: npt.NDArray[np.float64], gen: np.random.Generator, n_boot: int = N_BOOT_SE
+    shares: npt.NDArray[np.float64], gen: np.random.Generator, n_boot: int = N_BOOT_SE,
+    boot_weights: npt.NDArray[np.float64] | None = None,
 ) -> CrossFit:
     """Cross-fit the favoured-position excess on all queries and on bootstrap resamples.
 
@@ -135,13 +136,16 @@ def crossfit_shares(
     n_boot : int
         Query-bootstrap resamples (multinomial weights; a resampled query keeps its
         fold, so no query is trained and scored on at once).
+    boot_weights : ndarray of shape (n_boot, n), optional
+        The resamples' query weights, given (a paired comparison resamples two systems'
+        queries jointly); then ``n_boot`` is their number of rows.
     """
     n, k = shares.shape
     folds = min(N_FOLDS, n)
     assignments = [gen.permutation(n) % folds for _ in range(N_REPEATS)]
-    weights = np.vstack(
-        [np.ones((1, n)), gen.multinomial(n, np.full(n, 1.0 / n), size=n_boot)]
-    ).astype(float)
+    drawn = (gen.multinomial(n, np.full(n, 1.0 / n), size=n_boot) if boot_weights is None
+             else boot_weights)
+    weights = np.vstack([np.ones((1, n)), drawn]).astype(float)
     tv, share = _crossfit_weighted(shares, weights, assignments)
     member, theta, se = _set_stats(shares, exhaustive=True)
     return CrossFit(float(tv[0]), float(share[0]), tv[1:], share[1:], _favoured(shares),

@@ -257,35 +257,14 @@ def strong_soft_split(
     Peláez-González, Herrera, Herrera-Poyatos, arXiv 2610.37962 (sPB; soft vs strong
     bias named as future work).
     """
-    k = evals.k
-    favoured = fit.favoured
-    clean = np.ones(k, dtype=bool)
-    clean[favoured] = False
-    keep = clean[evals.position]
-    counts = np.bincount(
-        evals.query[keep] * k + evals.item[keep], minlength=evals.n_queries * k
-    ).reshape(evals.n_queries, k)
-    informative = int(np.count_nonzero(counts.sum(axis=1) >= 2))
-    if informative < min(MIN_INFORMATIVE_QUERIES, evals.n_queries):
-        return _unidentified(fit, confidence_level, informative, evals.n_queries)
-    lik = _likelihoods(counts, k)  # (floors, n, k): P(counts_j | s = 1..k)
-    ones = np.ones(evals.n_queries)
-    coarse = range(0, FLOORS.size, 4)
-    best, _, _ = _profile(lik, ones, None, coarse, _EM_MAX)
-    fine = range(max(0, best - 3), min(FLOORS.size, best + 4))
-    best, g, best_ll = _profile(lik, ones, None, fine, _EM_MAX)
+    sets = _fit_sets(evals, fit)
+    if isinstance(sets, int):
+        return _unidentified(fit, confidence_level, sets, evals.n_queries)
+    k, floor, strong, gs, g = evals.k, sets.floor, sets.strong, sets.gs, sets.gs[0]
+    favoured, counts = fit.favoured, sets.counts
+    lik, best, best_ll = sets.lik, sets.best, sets.best_ll
     sizes = np.arange(1, k + 1)
     mean_size = float(g @ sizes)
-    floor = float(FLOORS[best])
-    per_query = np.bincount(evals.query, minlength=evals.n_queries).astype(float)
-    n_boot = fit.share_boot.size
-    gs = np.empty((n_boot + 1, k))
-    gs[0] = g
-    for b in range(n_boot):
-        gs[b + 1] = _em(lik[best], fit.weights[b], g.copy(), _EM_MAX, _EM_TOL)[0]
-    weights = np.vstack((np.ones(evals.n_queries), fit.weights))
-    strong = landing_strong(novelty(evals, ~keep),
-                            _outside_shares(lik[best], gs, floor), per_query, weights)
     # the free-form model below assumes the paper's uniform landing, beta (1 - eps)
     # (1 - E|R| / k): it is scaled by the share of that the data show outside the sets
     shares = np.concatenate(([fit.share], fit.share_boot))
@@ -326,6 +305,67 @@ def strong_soft_split(
         favoured=tuple(int(p) + 1 for p in favoured),
         upper_if_spread=min(1.0, ests[0].ci.high + spread),
     )
+
+
+@dataclass(frozen=True)
+class _SetFit:
+    """The relevance-set fit of one group: the unfavoured positions' counts, the
+    likelihoods at the chosen floor, the size distributions (row 0: all queries; then
+    one per bootstrap resample of the cross-fit) and sPB on each."""
+
+    keep: npt.NDArray[np.bool_]
+    counts: npt.NDArray[np.int64]
+    lik: npt.NDArray[np.float64]
+    best: int
+    best_ll: float
+    floor: float
+    gs: npt.NDArray[np.float64]
+    strong: npt.NDArray[np.float64]
+
+
+def _fit_sets(evals: Evaluations, fit: CrossFit) -> _SetFit | int:
+    """The relevance-set fit, or the number of informative queries when there are too
+    few (:data:`MIN_INFORMATIVE_QUERIES`) to learn the sets."""
+    k = evals.k
+    clean = np.ones(k, dtype=bool)
+    clean[fit.favoured] = False
+    keep = clean[evals.position]
+    counts = np.bincount(
+        evals.query[keep] * k + evals.item[keep], minlength=evals.n_queries * k
+    ).reshape(evals.n_queries, k)
+    informative = int(np.count_nonzero(counts.sum(axis=1) >= 2))
+    if informative < min(MIN_INFORMATIVE_QUERIES, evals.n_queries):
+        return informative
+    lik = _likelihoods(counts, k)  # (floors, n, k): P(counts_j | s = 1..k)
+    ones = np.ones(evals.n_queries)
+    coarse = range(0, FLOORS.size, 4)
+    best, _, _ = _profile(lik, ones, None, coarse, _EM_MAX)
+    fine = range(max(0, best - 3), min(FLOORS.size, best + 4))
+    best, g, best_ll = _profile(lik, ones, None, fine, _EM_MAX)
+    floor = float(FLOORS[best])
+    per_query = np.bincount(evals.query, minlength=evals.n_queries).astype(float)
+    n_boot = fit.share_boot.size
+    gs = np.empty((n_boot + 1, k))
+    gs[0] = g
+    for b in range(n_boot):
+        gs[b + 1] = _em(lik[best], fit.weights[b], g.copy(), _EM_MAX, _EM_TOL)[0]
+    weights = np.vstack((np.ones(evals.n_queries), fit.weights))
+    strong = landing_strong(novelty(evals, ~keep),
+                            _outside_shares(lik[best], gs, floor), per_query, weights)
+    return _SetFit(keep, counts, lik, best, best_ll, floor, gs, strong)
+
+
+def split_replicates(
+    evals: Evaluations, fit: CrossFit
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None:
+    """sPB and the position-driven share on all queries (element 0) and on each of the
+    cross-fit's bootstrap resamples (``fit.weights``), or None when the relevance sets
+    are not identified: the replicates a paired comparison of two systems differences
+    (soft bias is their difference)."""
+    sets = _fit_sets(evals, fit)
+    if isinstance(sets, int):
+        return None
+    return sets.strong, np.concatenate(([fit.share], fit.share_boot))
 
 
 def _floor_upper(lik: npt.NDArray[np.float64], g: npt.NDArray[np.float64], best: int,
