@@ -192,3 +192,53 @@ def test_exact_mode_configuration_errors(tmp_path, emb_cache, opts, prompt, msg)
     with pytest.raises(ConfigError, match=msg):
         run_audit(load_config(path), out_dir=tmp_path / "run",
                   sequential=SequentialOptions(**opts))
+
+
+def test_ci_width_stops_each_cell_at_its_width_rejected_or_not(tmp_path, retriever, emb_cache):
+    cfg = _cfg(tmp_path, emb_cache, n_queries=40)
+    opts = SequentialOptions(alpha=0.05, max_evaluations=200, round_evaluations=10,
+                             ci_width=0.35)
+    run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever, sequential=opts)
+    doc = json.loads((tmp_path / "run" / SEQUENTIAL_FILE).read_text())
+    cells = {c["model"]: c for c in doc["cells"]}
+    for c in cells.values():  # every cell stopped at its first look narrow enough
+        pb = c["pb"]
+        assert c["ci_width_reached"] and pb["ci_high"] - pb["ci_low"] <= 0.35
+        assert c["evaluations_used"] < 200
+    # the biased cell ran past its rejection (at a wider CI) to the width
+    assert cells["biased"]["decision"] == "rejected"
+    assert cells["null"]["decision"] == "ci_width_reached" and not cells["null"]["reject"]
+    df = pd.read_parquet(tmp_path / "run" / "evaluations.parquet")
+    assert df.groupby("model").size().to_dict() == {
+        m: c["evaluations_used"] for m, c in cells.items()}
+    # the PB at the stop is the library's on the same per-query shares
+    from recaudit.positional import positional_bias_from_shares
+    null = df[df["model"] == "null"].dropna(subset=["selected_position"])
+    shares = np.stack([np.bincount(g["selected_position"].astype(int) - 1, minlength=4)
+                       / len(g) for _, g in null.groupby("query_id", sort=False)])
+    assert shares.shape[0] == cells["null"]["pb"]["n_queries"]
+    again = positional_bias_from_shares(shares, rng=0)
+    assert abs(again.value - cells["null"]["pb"]["value"]) < 0.02  # other cross-fit folds
+    # a resume recomputes the same numbers
+    first = (tmp_path / "run" / SEQUENTIAL_FILE).read_text()
+    run_audit(cfg, out_dir=tmp_path / "run", resume=True, sequential=opts)
+    assert (tmp_path / "run" / SEQUENTIAL_FILE).read_text() == first
+
+
+@pytest.mark.parametrize("width", [0.0, 1.5, True])
+def test_ci_width_out_of_range_is_refused(width):
+    with pytest.raises(ConfigError, match="--ci-width"):
+        SequentialOptions(ci_width=width)
+
+
+def test_cli_ci_width_needs_sequential(tmp_path, emb_cache):
+    from typer.testing import CliRunner
+
+    from recaudit.cli import app
+
+    path = write_config(tmp_path, cache_dir=emb_cache, n_queries=10, n_perms=5,
+                        models=MODELS)
+    result = CliRunner().invoke(app, ["positional", "run", str(path), "--out",
+                                      str(tmp_path / "run"), "--ci-width", "0.1"])
+    assert result.exit_code == 2 and "--sequential" in result.output
+    assert len(result.output.strip().splitlines()) == 1

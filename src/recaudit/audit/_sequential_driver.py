@@ -40,11 +40,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from .._io import write_text_atomic
 from ..exceptions import ConfigError, InputError
 from ..llm.backends._simulated import stable_words
+from ..positional import positional_bias_from_shares
 from ..positional._sequential import DEFAULT_METHOD, METHODS, sequential_uniformity_test
 from ..positional._sequential_exact import EXACT_METHODS, sequential_exact_test
 from ._config import AuditConfig
@@ -98,6 +100,11 @@ class SequentialOptions:
     answers : {'auto', 'sampled', 'exact'}
         What the e-process reads: the sampled answers' positions, or the choice-
         probability vectors; ``"auto"`` reads the vectors when the run records them.
+    ci_width : float or None
+        Stop a cell once the 95 % CI of its PB is at most this wide (``ci_high -
+        ci_low``), whether or not its e-process has rejected; ``None``: stop at the
+        rejection. The test's verdict at that look stays anytime-valid; the CI's
+        coverage after stopping on its width is measured in docs/exact-and-sequential.md.
     """
 
     alpha: float = 0.05
@@ -105,6 +112,7 @@ class SequentialOptions:
     method: str = DEFAULT_METHOD
     round_evaluations: int = 20
     answers: str = "auto"
+    ci_width: float | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 < self.alpha < 1.0:
@@ -117,6 +125,11 @@ class SequentialOptions:
             raise ConfigError(f"`method` must be one of {METHODS}, got {self.method!r}")
         if self.answers not in ANSWERS:
             raise ConfigError(f"`answers` must be one of {ANSWERS}, got {self.answers!r}")
+        width = self.ci_width
+        if width is not None and (isinstance(width, bool) or not isinstance(width, (int, float))
+                                  or not 0.0 < width <= 1.0):
+            raise ConfigError(f"`--ci-width` must be in (0, 1] (a CI's width as a fraction, "
+                              f"e.g. 0.05), got {width!r}")
 
     def exact(self, cfg: AuditConfig) -> bool:
         """Whether the cells read choice-probability vectors for this config (raises
@@ -265,8 +278,8 @@ async def drive_sequential(
     while True:
         status, vectors = _journal_status(journal)
         for c in sorted(active):
-            if _advance(c, plan[c], n_round, status, state, level, options.method,
-                        vectors if exact else None):
+            if _advance(c, plan[c], n_round, status, state, level, options,
+                        vectors if exact else None, cfg.seed):
                 active.discard(c)
         _write(run_dir, options, cfg, cells, level, plan, state, ordered, n_round)
         batch = [t for c in sorted(active) for t in plan[c][n_round[c]]
@@ -293,18 +306,69 @@ async def drive_sequential(
 
 def _advance(c: Cell, rounds: list[list[EvalTask]], n_round: dict[Cell, int],
              status: dict[EvalKey, Any], state: dict[Cell, dict[str, Any]], level: float,
-             method: str, vectors: dict[EvalKey, Any] | None = None) -> bool:
+             options: SequentialOptions, vectors: dict[EvalKey, Any] | None = None,
+             seed: int = 0) -> bool:
     """Advance cell ``c`` over the rounds already complete in the journal, updating its
-    evidence; whether the cell is done (rejected, or every round run)."""
+    evidence; whether the cell is done (rejected -- or with ``ci_width``, its PB CI
+    narrow enough -- or every round run)."""
     while n_round[c] < len(rounds) and all(t.key in status for t in rounds[n_round[c]]):
         n_round[c] += 1
-        evidence, rejected = _evidence(rounds, n_round[c], status, c[1], level, method,
-                                       vectors)
+        evidence, rejected = _evidence(rounds, n_round[c], status, c[1], level,
+                                       options.method, vectors)
+        if options.ci_width is not None:  # runs past a rejection until the width
+            evidence["pb"] = _pb_at_look(rounds[:n_round[c]], status, vectors, c, seed)
+            evidence["ci_width_reached"] = _narrow(evidence["pb"], options.ci_width)
+            evidence["evaluations_used"] = sum(len(r) for r in rounds[:n_round[c]])
         state[c] = evidence
-        if rejected:
+        if _stops(evidence, rejected, options):
             break
     ev = state.get(c)
-    return (ev is not None and bool(ev["reject"])) or n_round[c] >= len(rounds)
+    return (ev is not None and _stops(ev, bool(ev["reject"]), options)) \
+        or n_round[c] >= len(rounds)
+
+
+def _stops(evidence: dict[str, Any], rejected: bool, options: SequentialOptions) -> bool:
+    """A cell's stop rule at one look: the rejection, or with ``ci_width`` the width."""
+    if options.ci_width is None:
+        return rejected
+    return bool(evidence.get("ci_width_reached"))
+
+
+def _narrow(pb: dict[str, Any], width: float) -> bool:
+    low, high = pb.get("ci_low"), pb.get("ci_high")
+    return low is not None and high is not None and high - low <= width
+
+
+def _pb_at_look(done: list[list[EvalTask]], status: dict[EvalKey, Any],
+                vectors: dict[EvalKey, Any] | None, c: Cell, seed: int) -> dict[str, Any]:
+    """PB with its CI over the cell's completed rounds (queries whole: a round takes
+    whole query blocks), from per-query position shares or, in exact mode, per-query
+    mean choice vectors; the bootstrap seeded by (seed, cell, evaluations), so a resume
+    recomputes the same numbers."""
+    k = c[1]
+    rows: dict[str, list[npt.NDArray[np.float64]]] = {}
+    for rnd in done:
+        for t in rnd:
+            if vectors is not None:
+                v = vectors.get(t.key)
+                if v is None:
+                    continue
+                x = np.asarray(v, dtype=float)
+            else:
+                pos = status.get(t.key)
+                if pos is None:
+                    continue
+                x = np.zeros(k)
+                x[int(pos) - 1] = 1.0
+            rows.setdefault(t.key.query_id, []).append(x)
+    if len(rows) < 2:
+        return {"value": None, "ci_low": None, "ci_high": None, "n_queries": len(rows)}
+    shares = np.stack([np.mean(v, axis=0) for v in rows.values()])
+    n_eval = sum(len(v) for v in rows.values())
+    gen = np.random.default_rng(stable_words("ci_width", seed, *c, n_eval))
+    pb = positional_bias_from_shares(shares, rng=gen)
+    return {"value": pb.value, "ci_low": pb.ci.low, "ci_high": pb.ci.high,
+            "n_queries": len(rows)}
 
 
 def _journal_status(journal: Journal) -> tuple[dict[EvalKey, Any], dict[EvalKey, Any]]:
@@ -333,6 +397,17 @@ def _vector(value: Any) -> list[float] | None:
     return None if value is None else [float(x) for x in value]
 
 
+def _decision(ev: dict[str, Any] | None, options: SequentialOptions, ran_all: bool,
+              capped: bool) -> str:
+    """A cell's state: running, rejected, ci_width_reached (with ``--ci-width``: the
+    width reached without a rejection), budget_spent or plan_exhausted."""
+    if ev is not None and _stops(ev, bool(ev["reject"]), options):
+        return "rejected" if ev["reject"] else "ci_width_reached"
+    if ev is not None and ran_all:
+        return "budget_spent" if capped else "plan_exhausted"
+    return "running"
+
+
 def _write(run_dir: Path, options: SequentialOptions, cfg: AuditConfig, cells: list[Cell],
            level: float, plan: dict[Cell, list[list[EvalTask]]],
            state: dict[Cell, dict[str, Any]],
@@ -342,14 +417,7 @@ def _write(run_dir: Path, options: SequentialOptions, cfg: AuditConfig, cells: l
         ev = state.get(c)
         planned = sum(len(b) for b in ordered[c])
         budget = sum(len(r) for r in plan[c])
-        if ev is None:
-            decision = "running"
-        elif ev["reject"]:
-            decision = "rejected"
-        elif n_round[c] >= len(plan[c]):
-            decision = "budget_spent" if budget < planned else "plan_exhausted"
-        else:
-            decision = "running"
+        decision = _decision(ev, options, n_round[c] >= len(plan[c]), budget < planned)
         out_cells.append({"model": c[0], "k": c[1], "temperature": c[2], "condition": c[3],
                           "decision": decision, "planned_evaluations": planned,
                           "budget": budget, **(ev or {})})

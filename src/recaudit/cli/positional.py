@@ -330,6 +330,10 @@ def run_command(
     alpha: Alpha = 0.05,
     max_evaluations: Annotated[int, typer.Option(
         "--max-evaluations", min=1, help="Budget per cell of --sequential.")] = 2000,
+    ci_width: Annotated[float | None, typer.Option(
+        "--ci-width", help="With --sequential: stop each cell once the 95% CI of its PB "
+        "is at most this wide (e.g. 0.05), rejected or not, instead of at the "
+        "rejection.")] = None,
     executor: Annotated[str, typer.Option(
         "--executor", help="Where evaluations run: local (asyncio) or ray (a Ray cluster; "
         "needs the `ray` extra).")] = "local",
@@ -370,8 +374,10 @@ def run_command(
     options = analysis_options(alpha=alpha, tau=tau, spb_repeats=spb_repeats,
                                n_resamples=n_resamples, n_boot=n_boot)
     cfg = load_config(config)
-    seq = SequentialOptions(alpha=options.alpha, max_evaluations=max_evaluations) \
-        if sequential else None
+    if ci_width is not None and not sequential:
+        raise InputError("--ci-width stops a --sequential run: add --sequential")
+    seq = SequentialOptions(alpha=options.alpha, max_evaluations=max_evaluations,
+                            ci_width=ci_width) if sequential else None
     if plan is not None:
         from .._read import read_json
 

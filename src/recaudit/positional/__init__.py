@@ -14,7 +14,7 @@ See docs/positional-statistics.md for every formula, its reference and our choic
 
 from ._analyze import GroupedAnalysis, PositionalAnalysis, analyze, analyze_groups
 from ._analyze_exact import GroupedExactAnalysis, analyze_exact_groups
-from ._crossfit import PositionalBiasResult, positional_bias
+from ._crossfit import PositionalBiasResult, positional_bias, positional_bias_from_shares
 from ._distribution import position_distribution, selection_rate_matrix
 from ._evaluations import Evaluations, evaluations_from_table, group_table, read_table
 from ._exact import (
@@ -114,6 +114,7 @@ __all__ = [
     "position_confidence_sequences",
     "position_distribution",
     "positional_bias",
+    "positional_bias_from_shares",
     "power_study",
     "query_position_shares",
     "rankings_from_table",

@@ -19,6 +19,7 @@ from scipy import stats
 
 from .._records import as_mapping, number, positions
 from .._stats import ConfidenceInterval, Estimate, as_generator
+from ..exceptions import InputError
 from ._bootstrap import check_bootstrap_args
 from ._evaluations import Evaluations
 from ._unbp import query_position_shares
@@ -239,6 +240,28 @@ def pb_from_shares(
     return PositionalBiasResult(
         max(0.0, fit.tv), ci, plugin, tuple(int(p) + 1 for p in fit.favoured)
     )
+
+
+def positional_bias_from_shares(
+    shares: npt.NDArray[np.float64],
+    *,
+    n_boot: int = N_BOOT_SE,
+    confidence_level: float = 0.95,
+    rng: np.random.Generator | int | None = None,
+) -> PositionalBiasResult:
+    """PB (cross-fitted, as :func:`positional_bias`) from per-query position shares.
+
+    ``shares`` (n, k): row j is query j's share of selections at each prompt position
+    (:func:`~recaudit.positional.query_position_shares`), or in exact mode the mean of
+    its choice-probability vectors; a sequential run reads its PB and CI at each look
+    from it.
+    """
+    shares = np.asarray(shares, dtype=float)
+    if shares.ndim != 2 or shares.shape[0] < 1 or shares.shape[1] < 2:
+        raise InputError(f"`shares` must be (n_queries, k) with k >= 2, got {shares.shape}")
+    gen = as_generator(rng)
+    return pb_from_shares(shares, crossfit_shares(shares, gen, n_boot=n_boot),
+                          confidence_level)
 
 
 def positional_bias(
