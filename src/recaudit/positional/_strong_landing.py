@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from scipy import special
 
 from ._evaluations import Evaluations
 
@@ -36,36 +37,52 @@ class Novelty:
 def novelty(evals: Evaluations, at_favoured: npt.NDArray[np.bool_]) -> Novelty:
     r"""The novelty contrast of each query.
 
-    A selection is *new* when its item is selected under none of the query's other
-    orders (:math:`\nu_e = 1`). With :math:`\bar\nu_{U,j}` the mean novelty of query
-    j's selections at the unfavoured positions and :math:`F_j` its selections at the
-    favoured ones,
+    A selection's reference is the query's selections at the unfavoured positions under
+    its *other* orders (:math:`r_e` of them, :math:`c_e` of its item). Its novelty
+    :math:`\nu_e` is the probability that its item is absent from a random
+    :math:`M_j`-subset of its reference, :math:`M_j` the smallest reference of query j,
+
+    .. math:: \nu_e = \binom{r_e - c_e}{M_j} \Big/ \binom{r_e}{M_j},
+
+    so every selection of a query is compared with the same number of draws. With
+    :math:`\bar\nu_{U,j}` the mean novelty of query j's selections at the unfavoured
+    positions and :math:`F_j` its selections at the favoured ones,
 
     .. math:: O_j = \sum_{e \in F_j} (\nu_e - \bar\nu_{U,j}), \qquad
-              U_j = \sum_{e \in F_j} \left(\frac{k - d_{-e}}{k} - \bar\nu_{U,j}\right),
+              U_j = \sum_{e \in F_j} (\nu^{unif}_e - \bar\nu_{U,j}),
 
-    :math:`d_{-e}` the distinct items selected under the other orders (a uniformly
-    landing item is new with probability :math:`(k - d_{-e})/k`). When the
-    position-driven selections come from the query's own choice law, a selection's item
-    is independent of whether it stood at a favoured position, the selections are
-    exchangeable and :math:`E\,O_j = 0` exactly, whatever the relevance sets; queries
-    without selections at the unfavoured positions contribute 0.
+    :math:`\nu^{unif}_e` the novelty of a uniformly landing item (the mean of the
+    formula over the k candidates). When the position-driven selections come from the
+    query's own choice law, a selection's item is independent of where it stood, every
+    selection and its reference are draws from that law, and :math:`E\,O_j = 0`
+    exactly, whatever the relevance sets. The reference holds no favoured-position
+    selections, so a strong position effect does not make its own landings look old.
+    Queries without a reference contribute 0.
     """
-    k, n_q = evals.k, evals.n_queries
+    k, n_q, n = evals.k, evals.n_queries, evals.item.size
     key = np.column_stack((evals.query, evals.orders))
     _, group = np.unique(key, axis=0, return_inverse=True)
     group = group.ravel()
     n_groups = int(group.max(initial=-1)) + 1
-    by_query = np.bincount(evals.query * k + evals.item, minlength=n_q * k).reshape(n_q, k)
-    by_group = np.bincount(group * k + evals.item, minlength=n_groups * k).reshape(n_groups, k)
-    others = by_query[evals.query] - by_group[group]  # (n, k): under the other orders
-    new = (others[np.arange(evals.item.size), evals.item] == 0).astype(float)
-    uniform_new = (k - np.count_nonzero(others, axis=1)) / k
     free = ~at_favoured
-    n_free = np.bincount(evals.query[free], minlength=n_q).astype(float)
-    free_new = np.divide(np.bincount(evals.query[free], weights=new[free], minlength=n_q),
+    by_query = np.bincount(evals.query[free] * k + evals.item[free],
+                           minlength=n_q * k).reshape(n_q, k)
+    by_group = np.bincount(group[free] * k + evals.item[free],
+                           minlength=n_groups * k).reshape(n_groups, k)
+    others = (by_query[evals.query] - by_group[group]).astype(float)  # (n, k)
+    size = others.sum(axis=1)
+    draws = np.full(n_q, np.inf)
+    np.minimum.at(draws, evals.query, size)
+    m = draws[evals.query]
+    ok = np.isfinite(m) & (m >= 1)
+    m = np.where(ok, m, 0.0)
+    new = _absent(size, others[np.arange(n), evals.item], m)
+    uniform_new = _absent(size[:, None], others, m[:, None]).mean(axis=1)
+    n_free = np.bincount(evals.query[free & ok], minlength=n_q).astype(float)
+    free_new = np.divide(np.bincount(evals.query[free & ok], weights=new[free & ok],
+                                     minlength=n_q),
                          n_free, out=np.zeros(n_q), where=n_free > 0)
-    usable = (n_free > 0)[evals.query] & at_favoured
+    usable = (n_free > 0)[evals.query] & at_favoured & ok
     base = free_new[evals.query]
     observed = np.bincount(evals.query[usable], weights=(new - base)[usable],
                            minlength=n_q).astype(float)
@@ -73,6 +90,18 @@ def novelty(evals: Evaluations, at_favoured: npt.NDArray[np.bool_]) -> Novelty:
                           minlength=n_q).astype(float)
     favoured = np.bincount(evals.query[at_favoured], minlength=n_q).astype(float)
     return Novelty(observed, uniform, favoured)
+
+
+def _absent(size: npt.ArrayLike, copies: npt.ArrayLike, m: npt.ArrayLike
+            ) -> npt.NDArray[np.float64]:
+    """C(size - copies, m) / C(size, m): an item with ``copies`` among ``size`` draws is
+    absent from a random m-subset of them (0 when fewer than m others exist)."""
+    r, c, mm = (np.asarray(x, dtype=float) for x in (size, copies, m))
+    rest = r - c
+    with np.errstate(invalid="ignore"):
+        log = (special.gammaln(rest + 1) - special.gammaln(np.maximum(rest - mm, 0) + 1)
+               - special.gammaln(r + 1) + special.gammaln(np.maximum(r - mm, 0) + 1))
+    return np.where(rest >= mm, np.exp(log), 0.0)
 
 
 def landing_strong(
