@@ -93,3 +93,27 @@ def test_malformed_sequential_json_is_named(sequential_dir: Path, edit: Any,
     (sequential_dir / "sequential.json").write_text(json.dumps(doc))
     with pytest.raises(InputError, match=match):
         build_report(sequential_dir)
+
+
+def test_a_ci_width_run_shows_pb_at_the_stop(sequential_dir: Path) -> None:
+    path = sequential_dir / "sequential.json"
+    doc = json.loads(path.read_text())
+    doc["options"]["ci_width"] = 0.1
+    cell = doc["cells"][1]
+    cell.update(decision="ci_width_reached", ci_width_reached=True,
+                pb={"value": 0.012, "ci_low": 0.0, "ci_high": 0.08, "n_queries": 20})
+    path.write_text(json.dumps(doc))
+    report = build_report(sequential_dir)
+    html = report.html
+    assert "PB at stop [95% CI]" in html and "0.012 [0.000, 0.080]" in html
+    assert "PB known to the requested CI width" in html
+    assert "at most 0.1 wide" in html
+    parser = _Numbers()
+    parser.feed(html)
+    paths = dict(parser.cells)
+    assert json.loads(paths["sequential/cells/1/pb/value"]) == 0.012
+    assert _resolve(report.data, "sequential/cells/1/pb/value") == 0.012
+
+
+def test_without_ci_width_there_is_no_pb_column(sequential_dir: Path) -> None:
+    assert "PB at stop" not in build_report(sequential_dir).html
