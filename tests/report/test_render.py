@@ -309,6 +309,9 @@ def test_a_floor_that_could_be_a_spread_effect_is_marked(positional_dir: Path) -
     assert f"\u2020 \u2264 {upper:.3f}</td>" in report.html
     assert "spread over several positions" in report.html
     assert report.data["groups"][0]["spb_upper_if_spread"] == pytest.approx(upper)
+    # the plain words say it too, tagged to the sidecar
+    assert "which the data cannot tell apart, sPB could be as large as" in " ".join(
+        report.html.split())
 
 
 def test_an_unmarked_split_has_no_spread_mark(positional_dir: Path) -> None:

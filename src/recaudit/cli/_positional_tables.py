@@ -130,13 +130,11 @@ def _split_note(row: dict[str, Any]) -> str | None:
     return spb.get("note") if isinstance(spb, dict) else None
 
 
-#: Printed when the floor could hide a spread position effect worth at least this much.
-SPREAD_MARGIN = 0.005
-
-
 def _spread_note(row: dict[str, Any]) -> str | None:
     """What sPB's upper end would be if the floor were a position effect spread over the
     unfavoured positions (``analyze``'s ``upper_if_spread``), when it matters."""
+    from ..report import SPREAD_MARGIN
+
     spb = row.get("spb")
     if not isinstance(spb, dict) or _split_note(row) is not None:
         return None

@@ -302,6 +302,11 @@ def how_much_paragraph(words: Words, g: Configuration, i: int) -> Any:
     return words.join([words.label("How much position decided:"), words.fill(" "), *parts, pb])
 
 
+#: The plain words, the table cell and `analyze` say what a spread position effect could
+#: add to sPB (`upper_if_spread`) when it is at least this much above the CI.
+SPREAD_MARGIN = 0.005
+
+
 def _split_sentence(words: Words, g: Configuration, i: int) -> Any:
     if g.spb_note is not None:
         bound = words.num(f"groups/{i}/spb/ci_high", g.spb.ci.high, fmt(g.spb.ci.high))
@@ -312,12 +317,20 @@ def _split_sentence(words: Words, g: Configuration, i: int) -> Any:
             "{}. ", unidentified_reason(g.spb_note), bound)
     if not math.isfinite(g.spb.value):
         return words.fill("")
-    return words.fill(
+    split = words.fill(
         "Of those, {} of all answers went to a candidate the model does not pick for that "
         "query when position plays no part (strong bias, sPB) and {} to one it does pick "
         "anyway (soft bias). ",
         _pct_ci(words, f"groups/{i}/spb", g.spb),
         _pct_ci(words, f"groups/{i}/spb_soft", g.spb_soft))
+    upper = g.spb_upper_if_spread
+    if not (math.isfinite(upper) and upper - g.spb.ci.high >= SPREAD_MARGIN):
+        return split
+    return words.join([split, words.fill(
+        "Some answers at the other positions land at random, as decoding noise does; if "
+        "they were a position effect spread over several positions, which the data cannot "
+        "tell apart, sPB could be as large as {}. ",
+        words.num(f"groups/{i}/spb_upper_if_spread", upper, f"{100 * upper:.1f}%"))])
 
 
 def unidentified_reason(note: str) -> str:

@@ -31,6 +31,7 @@ from ._page import (
 )
 from ._plain import (
     DECODING,
+    SPREAD_MARGIN,
     HtmlWords,
     chance_sentence,
     headline_configuration,
@@ -238,8 +239,6 @@ UNIDENTIFIED_MARK = "(bounds)"
 
 #: Marks an sPB whose floor could be a position effect spread over several positions.
 SPREAD_MARK = "\u2020"
-#: ... when that would raise its upper end by at least this much.
-SPREAD_MARGIN = 0.005
 
 
 def _spb_cell(path: str, g: Configuration) -> Cell:
