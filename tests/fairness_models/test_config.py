@@ -191,3 +191,21 @@ def test_bad_popularity_groups(value, pattern):
     raw["study"]["popularity_groups"] = value
     with pytest.raises(ConfigError, match=pattern):
         parse_config(raw)
+
+
+@pytest.mark.parametrize(("where", "key", "value", "pattern"), [
+    (("study",), "epochs", 10**9, r"`epochs` in \[study\] of config must be <= 10,000 \("),
+    (("models", "MF"), "epochs", 10**9, r"`epochs` in \[models.MF\] of config must be <= 10,000"),
+    (("study",), "num_threads", 10**6, r"`num_threads` in \[study\] of config must be <= \d+ "
+                                        r"\(this machine has \d+ cores"),
+    (("study",), "epochs", True, r"`epochs` in \[study\] of config must be a positive integer"),
+])
+def test_sizes_have_upper_bounds(where, key, value, pattern):
+    # issue 34: a number that parses but cannot run is refused up front, naming the key
+    raw = base()
+    table = raw
+    for part in where:
+        table = table[part]
+    table[key] = value
+    with pytest.raises(ConfigError, match=pattern):
+        parse_config(raw)

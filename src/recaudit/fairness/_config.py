@@ -15,8 +15,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .._config_schema import MSG_VALUE, Where, check_keys, get_typed, int_list
-from .._limits import check_fairness_study
+from .._config_schema import MSG_VALUE, Where, check_keys, get_int, get_typed, int_list
+from .._limits import MAX_EPOCHS, check_fairness_study, max_threads
 from .._toml import read_toml
 from ..exceptions import ConfigError, InputError
 from ._loaders import FORMATS
@@ -124,12 +124,12 @@ def _study(study: Any, where: Where, under: Resolve) -> dict[str, Any]:
     if out["list_length"] < max(n):
         raise ConfigError(f"`list_length` in {where.label} ({out['list_length']}) must be "
                           f">= the largest `n` ({max(n)})")
-    out["epochs"] = get_typed(study, "epochs", where, int, "a positive integer", 20,
-                              positive=True)
+    out["epochs"] = get_int(study, "epochs", where, default=20, minimum=1,
+                            kind="a positive integer", maximum=MAX_EPOCHS)
     out["valid_metric"] = get_typed(study, "valid_metric", where, str, "a string", "NDCG@10")
     out["seed"] = get_typed(study, "seed", where, int, "an integer", 2020)
-    out["num_threads"] = get_typed(study, "num_threads", where, int, "a positive integer", 1,
-                                   positive=True)
+    out["num_threads"] = get_int(study, "num_threads", where, default=1, minimum=1,
+                                 kind="a positive integer", maximum=max_threads())
     for key, default in (("n_boot", 1000), ("n_resamples", 999)):
         out[key] = value = get_typed(study, key, where, int, "a non-negative integer", default)
         if value < 0:
@@ -231,8 +231,8 @@ def _model(name: str, table: Any, where: Where) -> ModelConfig:
     return ModelConfig(
         name=name,
         grid={k: tuple(v) for k, v in grid.items()},
-        epochs=get_typed(table, "epochs", where, int, "a positive integer", None,
-                         positive=True),
+        epochs=get_int(table, "epochs", where, default=None, minimum=1,
+                       kind="a positive integer", maximum=MAX_EPOCHS),
         settings=dict(get_typed(table, "settings", where, dict, "a table", {})),
     )
 
