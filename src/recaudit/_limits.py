@@ -102,6 +102,10 @@ MAX_TOKENS = (32_768, "an answer of one identifier is a few tokens; 32,768 is be
 MAX_RETRIES = (100, "a call retried 100 times with backoff already waits hours")
 MAX_CONCURRENCY = (4_096, "requests in flight at once, each holding an open connection")
 MAX_TIMEOUT_S = 86_400.0  # one call waiting longer than a day is a hang, not a call
+#: llama.cpp's KV cache: n_parallel slots x n_ctx tokens each (tens of kB per token even
+#: for a 135M-parameter model: 262,144 tokens of SmolLM2 are ~18 GB).
+MAX_CONTEXT_TOKENS = (262_144, "the KV cache holds n_parallel x n_ctx tokens, tens of kB "
+                               "each; a prompt of k candidates needs a few hundred")
 #: The fairness study's training epochs per model (RecBole stops early on its valid
 #: metric; the paper's grid trains for at most a few hundred).
 MAX_EPOCHS = (10_000, "each epoch passes over every training interaction; RecBole's "

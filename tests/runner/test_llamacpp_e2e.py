@@ -44,6 +44,9 @@ def test_server_bad_arguments_exit_2_with_one_line(tmp_path, capsys):
          "or a GGUF file, got 'smollm2'"),
         (["--model", __file__, "--port", "0"], "`--port` must be in 1..65535, got 0"),
         (["--model", __file__, "--n-threads", "0"], "`--n-threads` must be an integer >= 1"),
+        (["--model", __file__, "--n-threads", "100000"], "`--n-threads` must be <= "),
+        (["--model", __file__, "--n-ctx", "1000000", "--n-parallel", "4"],
+         "`--n-ctx` x `--n-parallel` must be <= 262,144 (the KV cache holds"),
         ([], "the following arguments are required: --model"),
     ):
         with pytest.raises(SystemExit) as info:
@@ -202,3 +205,12 @@ def test_runner_through_llama_server_journals_every_key(llama_server, tmp_path):
     assert len(df) == 3 and df["raw_response"].str.len().gt(0).all()
     assert (df["discard_reason"].isna() == df["selected_position"].notna()).all()
     json.dumps(df["raw_response"].tolist())
+
+
+def test_backend_refuses_a_kv_cache_beyond_its_bound():
+    from recaudit.exceptions import InputError
+    from recaudit.llm.backends._llamacpp import LlamaCppBackend
+
+    with pytest.raises(InputError, match=r"`n_ctx_per_slot` x `n_parallel` \(a local model.s "
+                                         r"`batch_size`\) must be <= 262,144"):
+        LlamaCppBackend(model=__file__, n_parallel=64, n_ctx_per_slot=2**20)

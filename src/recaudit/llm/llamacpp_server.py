@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from .._limits import MAX_CONTEXT_TOKENS, max_threads
 from ..exceptions import InputError, MissingExtraError
 from .backends import PACKAGED_MODELS, packaged_model_path
 
@@ -146,6 +147,13 @@ def _check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         if getattr(args, name) < 1:
             parser.error(MSG_POSITIVE.format(name="--" + name.replace("_", "-"),
                                              value=getattr(args, name)))
+    most, why = max_threads()
+    if args.n_threads > most:
+        parser.error(f"`--n-threads` must be <= {most} ({why}), got {args.n_threads}")
+    most, why = MAX_CONTEXT_TOKENS
+    if args.n_ctx * args.n_parallel > most:
+        parser.error(f"`--n-ctx` x `--n-parallel` must be <= {most:,} ({why}), got "
+                     f"{args.n_ctx} x {args.n_parallel}")
     if not 1 <= args.port <= 65535:
         parser.error(MSG_PORT.format(value=args.port))
 

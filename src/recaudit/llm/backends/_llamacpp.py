@@ -56,6 +56,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._limits import MAX_CONTEXT_TOKENS
 from ...exceptions import EndpointError, InputError, MissingExtraError
 from .._types import ChatRequest, ChatResponse
 from ._local import ANSWER_PREFIX, PROBS_MEMO_SIZE, resolve_local_model
@@ -359,6 +360,11 @@ def _llamacpp_iv(model: str | Path | None, gguf_file: str | None, n_threads: int
                         ("n_ctx_per_slot", n_ctx_per_slot)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InputError(MSG_POSITIVE.format(name=name, value=value))
+    most, why = MAX_CONTEXT_TOKENS
+    if n_ctx_per_slot * n_parallel > most:
+        raise InputError(f"`n_ctx_per_slot` x `n_parallel` (a local model's `batch_size`) must "
+                         f"be <= {most:,} ({why}), got "
+                         f"{n_ctx_per_slot} x {n_parallel}")
     if (isinstance(top_logprobs, bool) or not isinstance(top_logprobs, int)
             or not 1 <= top_logprobs <= 100):
         raise InputError(MSG_TOP.format(value=top_logprobs))
