@@ -14,6 +14,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
+from .._stats import bootstrap_weights
 from ._crossfit import N_BOOT_SE, crossfit_shares
 from ._evaluations import Evaluations
 from ._strong import split_replicates
@@ -26,7 +27,7 @@ SPLIT_MEASURES = ("spb", "soft", "positional_share")
 
 
 def _weights(n: int, n_boot: int, gen: np.random.Generator) -> npt.NDArray[np.float64]:
-    return gen.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(float)
+    return np.vstack(list(bootstrap_weights(n, n_boot, gen))).astype(float)
 
 
 def _replicates(evals: Evaluations, weights: npt.NDArray[np.float64],
