@@ -242,6 +242,17 @@ def test_long_names_are_shortened_in_plots_only(positional_dir: Path) -> None:
     assert "a-model-name-that-goes-on-xxxxxxxxx\u2026" in svgs
 
 
+def _report_with_split(positional_dir: Path, split: dict) -> Report:
+    """The report of the fixture run with every group's split replaced by ``split``
+    (an ``analyze`` JSON's spb / spb_soft / positional_share)."""
+    analysis = json.loads((positional_dir / "analysis.json").read_text())
+    for group in analysis:
+        for key in ("spb", "spb_soft", "positional_share"):
+            group[key] = split[key]
+    (positional_dir / "analysis.json").write_text(json.dumps(analysis))
+    return build_report(positional_dir)
+
+
 def test_an_unidentified_split_shows_its_bounds_and_why(positional_dir: Path) -> None:
     # a real analysis of a model that answers by position every time (p_bias = 1):
     # `analyze` returns sPB as n/a with the identification bounds and a note
@@ -251,12 +262,7 @@ def test_an_unidentified_split_shows_its_bounds_and_why(positional_dir: Path) ->
     ev = simulate_scenario("paper", 30, k=5, p_bias=1.0, rng=2)
     split = analyze(ev, AnalysisOptions(n_resamples=9, n_boot=50), rng=0).to_dict()
     assert split["spb"]["note"] is not None
-    analysis = json.loads((positional_dir / "analysis.json").read_text())
-    for group in analysis:
-        for key in ("spb", "spb_soft", "positional_share"):
-            group[key] = split[key]
-    (positional_dir / "analysis.json").write_text(json.dumps(analysis))
-    report = build_report(positional_dir)
+    report = _report_with_split(positional_dir, split)
     assert "not identified" in report.html
     reason = split["spb"]["note"].removeprefix("not identified: ").split(", so ")[0]
     assert f"is not identified here: {reason}. So sPB is only known to lie between 0 and" \
@@ -300,12 +306,7 @@ def test_a_floor_that_could_be_a_spread_effect_is_marked(positional_dir: Path) -
     split = analyze(ev, AnalysisOptions(n_resamples=9, n_boot=50), rng=0).to_dict()
     upper = split["spb"]["upper_if_spread"]
     assert upper > split["spb"]["ci_high"] + 0.005
-    analysis = json.loads((positional_dir / "analysis.json").read_text())
-    for group in analysis:
-        for key in ("spb", "spb_soft", "positional_share"):
-            group[key] = split[key]
-    (positional_dir / "analysis.json").write_text(json.dumps(analysis))
-    report = build_report(positional_dir)
+    report = _report_with_split(positional_dir, split)
     assert f"\u2020 \u2264 {upper:.3f}</td>" in report.html
     assert "spread over several positions" in report.html
     assert report.data["groups"][0]["spb_upper_if_spread"] == pytest.approx(upper)
