@@ -133,7 +133,7 @@ def _split_note(row: dict[str, Any]) -> str | None:
 def _spread_note(row: dict[str, Any]) -> str | None:
     """What sPB's upper end would be if the floor were a position effect spread over the
     unfavoured positions (``analyze``'s ``upper_if_spread``), when it matters."""
-    from ..report import SPREAD_MARGIN
+    from ..report import spread_shown
 
     spb = row.get("spb")
     if not isinstance(spb, dict) or _split_note(row) is not None:
@@ -141,7 +141,7 @@ def _spread_note(row: dict[str, Any]) -> str | None:
     upper, high, floor = spb.get("upper_if_spread"), spb.get("ci_high"), spb.get("floor")
     if not all(isinstance(v, (int, float)) for v in (upper, high, floor)):
         return None
-    if upper - high < SPREAD_MARGIN:  # type: ignore[operator]
+    if not spread_shown(float(upper), float(high)):  # type: ignore[arg-type]
         return None
     return (f"{floor:.0%} of the selections at the unfavoured positions land uniformly, as "
             "decoding noise does; if they were a position effect spread over several "

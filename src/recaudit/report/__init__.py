@@ -7,7 +7,7 @@ JSON sidecar with every number on the page, for a positional or a fairness run.
 
 from __future__ import annotations
 
-from ._plain import SPREAD_MARGIN, plain_summary
+from ._plain import plain_summary, spread_shown
 from ._render import Report, build_report
 
-__all__ = ["SPREAD_MARGIN", "Report", "build_report", "plain_summary"]
+__all__ = ["Report", "build_report", "plain_summary", "spread_shown"]

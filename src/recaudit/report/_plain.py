@@ -307,6 +307,12 @@ def how_much_paragraph(words: Words, g: Configuration, i: int) -> Any:
 SPREAD_MARGIN = 0.005
 
 
+def spread_shown(upper: float, ci_high: float) -> bool:
+    """Whether sPB's ``upper_if_spread`` is worth saying: at least :data:`SPREAD_MARGIN`
+    above the CI's upper end ``ci_high``."""
+    return math.isfinite(upper) and math.isfinite(ci_high) and upper - ci_high >= SPREAD_MARGIN
+
+
 def _split_sentence(words: Words, g: Configuration, i: int) -> Any:
     if g.spb_note is not None:
         bound = words.num(f"groups/{i}/spb/ci_high", g.spb.ci.high, fmt(g.spb.ci.high))
@@ -324,7 +330,7 @@ def _split_sentence(words: Words, g: Configuration, i: int) -> Any:
         _pct_ci(words, f"groups/{i}/spb", g.spb),
         _pct_ci(words, f"groups/{i}/spb_soft", g.spb_soft))
     upper = g.spb_upper_if_spread
-    if not (math.isfinite(upper) and upper - g.spb.ci.high >= SPREAD_MARGIN):
+    if not spread_shown(upper, g.spb.ci.high):
         return split
     return words.join([split, words.fill(
         "Some answers at the other positions land at random, as decoding noise does; if "

@@ -31,12 +31,12 @@ from ._page import (
 )
 from ._plain import (
     DECODING,
-    SPREAD_MARGIN,
     HtmlWords,
     chance_sentence,
     headline_configuration,
     how_much_paragraph,
     position_sentence,
+    spread_shown,
 )
 
 __all__ = [
@@ -248,7 +248,7 @@ def _spb_cell(path: str, g: Configuration) -> Cell:
     if g.spb_note is not None:
         return Cell(f"{cell.text} {UNIDENTIFIED_MARK}", cell.path, cell.value)
     upper = g.spb_upper_if_spread
-    if math.isfinite(upper) and upper - g.spb.ci.high >= SPREAD_MARGIN:
+    if spread_shown(upper, g.spb.ci.high):
         return Cell(f"{cell.text} {SPREAD_MARK} \u2264 {fmt(upper, 3)}", cell.path,
                     cell.value)  # the bound: the sidecar's groups/i/spb_upper_if_spread
     return cell
