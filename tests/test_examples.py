@@ -78,3 +78,19 @@ def test_the_example_serves_llamacpp_with_a_slot_per_request() -> None:
         assert int(command[command.index("--n-parallel") + 1]) == concurrency
         assert int(command[command.index("--n-threads") + 1]) == 2
     assert "._" not in text  # no import of a private module
+
+
+def test_the_ranking_example_parses_into_a_ranking_audit() -> None:
+    from recaudit.audit import load_config
+
+    example = ROOT / "examples" / "ranking-smollm2.toml"
+    keys = {k.rsplit(".", 1)[-1] for k in _keys(tomllib.loads(example.read_text()))}
+    documented = set(re.findall(r"`([a-z_]+)`",
+                                (ROOT / "docs" / "runner.md").read_text(encoding="utf-8")))
+    assert keys - documented == set()
+    if not (example.parent / "../../shared/data/myntra/myntra_products_catalog.csv").is_file():
+        pytest.skip("../shared/data/myntra is absent: the example's catalog path cannot be "
+                    "checked here (see ../shared/data/README.md)")
+    cfg = load_config(example)
+    assert cfg.prompt.answer == "ranking" and not cfg.prompt.constrained
+    assert cfg.models[0].backend == "local"

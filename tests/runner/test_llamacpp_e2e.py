@@ -13,6 +13,7 @@ import sys
 import time
 import urllib.request
 
+import pandas as pd
 import pytest
 
 from recaudit.audit._journal import EvalKey, Journal
@@ -214,3 +215,50 @@ def test_backend_refuses_a_kv_cache_beyond_its_bound():
     with pytest.raises(InputError, match=r"`n_ctx_per_slot` x `n_parallel` \(a local model.s "
                                          r"`batch_size`\) must be <= 262,144"):
         LlamaCppBackend(model=__file__, n_parallel=64, n_ctx_per_slot=2**20)
+
+
+@pytest.mark.llamacpp
+@NEEDS_XLLAMACPP
+def test_ranking_answers_under_the_ranking_schema_are_journaled(llama_server, tmp_path):
+    """`[prompt] answer = "ranking"` with `constrained`: the server decodes under the
+    ranking schema (exactly k identifiers), the strict parser judges the list (the
+    grammar does not enforce distinct items) and the journal keeps the whole ranking."""
+    from recaudit.llm import ranking_schema, ranking_template
+    from recaudit.llm._ranking import RANKING_DISCARD_REASONS
+
+    ids = positional_identifiers(3)
+    fmt = {"type": "json_object", "schema": ranking_schema(ids)}
+    orders = [(1, 2, 3), (3, 1, 2), (2, 3, 1)]
+    tasks = [EvalTask(key=EvalKey("smollm2", 3, 0.0, "permutation", "q1", i, 0),
+                      request=render_request(ranking_template(), "I need jeans for men",
+                                             CANDIDATES, o, identifiers=ids,
+                                             temperature=0.0, seed=1, max_tokens=40,
+                                             response_format=fmt, query_id="q1"),
+                      candidates=CANDIDATES, answer="ranking")
+             for i, o in enumerate(orders)]
+
+    async def go(journal):
+        backend = OpenAIBackend(llama_server, "smollm2", concurrency=2, timeout_s=120)
+        try:
+            return await run_tasks(tasks, backends={("smollm2", 3): backend}, sink=journal,
+                                   parse=lambda text, idents: (None, "unused"),
+                                   concurrency=2)
+        finally:
+            await backend.aclose()
+
+    with Journal(tmp_path / "j.sqlite", meta={}, resume=False) as journal:
+        summary = asyncio.run(go(journal))
+        table = journal.to_frame()
+    assert summary.ok + summary.discarded == 3 and summary.failed == 0
+    for _, row in table.iterrows():
+        answer = json.loads(row["raw_response"])["ranking"]  # the grammar's shape
+        assert len(answer) == 3 and set(answer) <= {1, 2, 3}, row["raw_response"]
+        if pd.isna(row["selected_position"]):
+            assert row["discard_reason"] in RANKING_DISCARD_REASONS
+            assert pd.isna(row["ranking"])
+        else:
+            ranking = [int(x) for x in row["ranking"].split()]
+            assert ranking == [int(a) for a in answer] and sorted(ranking) == [1, 2, 3]
+            assert row["selected_position"] == ranking[0]
+            order = [int(x) for x in row["order"].split()]
+            assert row["selected_original_index"] == order[ranking[0] - 1]

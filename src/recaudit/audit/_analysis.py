@@ -21,9 +21,15 @@ from .._io import to_jsonable, write_text_atomic
 from .._read import read_json
 from ..exceptions import RecauditError
 from ..llm import CandidateSource
-from ..positional._analyze import analyze_groups
-from ..positional._options import AnalysisOptions
-from ..positional._study import StudyResult, analyze_study_folder
+from ..positional import (
+    AnalysisOptions,
+    StudyResult,
+    analyze_groups,
+    analyze_study_folder,
+    has_rankings,
+    read_table,
+    topn_groups,
+)
 from ._config import AuditConfig
 from ._run import AuditResult, WrapBackends, run_audit
 from ._runner import RunProgress
@@ -31,6 +37,7 @@ from ._sequential_driver import SEQUENTIAL_FILE, SequentialOptions
 
 __all__ = [
     "ANALYSIS_JSON",
+    "TOPN_JSON",
     "GROUP_BY",
     "AnalysedRun",
     "RunAnalysis",
@@ -42,6 +49,8 @@ __all__ = [
 GROUP_BY = ("model", "k", "temperature", "condition")
 #: The grouped analysis, written beside the evaluations for ``recaudit report RUN_DIR``.
 ANALYSIS_JSON = "analysis.json"
+#: A ranking run's ranked-list statistics per cell (``[prompt] answer = "ranking"``).
+TOPN_JSON = "topn.json"
 MSG_SKIPPED = "{error}; inspect the table and run `recaudit positional analyze {path}`"
 
 Analysis = Literal["groups", "study", "none"]
@@ -59,16 +68,21 @@ class RunAnalysis:
     skipped : str or None
         Why not (the error and the command to retry): the evaluations are safe on
         disk, so an unusable table (e.g. every answer discarded) is not a failed run.
+    topn : list of dict or None
+        A ranking run's ranked-list statistics per cell
+        (:meth:`recaudit.positional.TopNGroups.to_list`, written to ``topn.json``).
     """
 
     rows: list[dict[str, Any]] | None
     skipped: str | None = None
+    topn: list[dict[str, Any]] | None = None
 
 
 def analyze_run(evaluations: str | os.PathLike[str], options: AnalysisOptions | None = None,
                 *, seed: int) -> RunAnalysis:
     """Analyse a finished run's table by :data:`GROUP_BY` (Holm across the groups) and
-    write ``analysis.json`` beside it (whole, then renamed).
+    write ``analysis.json`` beside it (whole, then renamed); a ranking run's table also
+    gets its ranked-list statistics per cell, ``topn.json``.
 
     Parameters
     ----------
@@ -81,13 +95,19 @@ def analyze_run(evaluations: str | os.PathLike[str], options: AnalysisOptions | 
     """
     path = Path(evaluations)
     try:
-        grouped = analyze_groups(path, options, by=list(GROUP_BY), rng=seed)
+        table = read_table(path)
+        grouped = analyze_groups(table, options, by=list(GROUP_BY), rng=seed)
+        ranked = topn_groups(table, options, by=list(GROUP_BY), rng=seed) \
+            if has_rankings(table) else None
     except RecauditError as exc:
         return RunAnalysis(None, MSG_SKIPPED.format(error=exc, path=path))
     rows = grouped.to_list()
     text = json.dumps(to_jsonable(rows), indent=2, allow_nan=False)
     write_text_atomic(path.parent / ANALYSIS_JSON, text)
-    return RunAnalysis(rows)
+    if ranked is not None:
+        write_text_atomic(path.parent / TOPN_JSON, json.dumps(
+            to_jsonable(ranked.to_list()), indent=2, allow_nan=False))
+    return RunAnalysis(rows, topn=None if ranked is None else ranked.to_list())
 
 
 @dataclass(frozen=True)
@@ -119,6 +139,8 @@ class AnalysedRun:
         doc: dict[str, Any] = {"run": self.audit.to_dict(),
                                "analysis": None if self.analysis is None
                                else self.analysis.rows}
+        if self.analysis is not None and self.analysis.topn is not None:
+            doc["topn"] = self.analysis.topn
         if self.sequential is not None:
             doc["sequential"] = self.sequential
         return doc

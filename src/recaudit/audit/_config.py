@@ -79,6 +79,18 @@ DESIGN_KINDS = ("sampled", "shared", "exhaustive", "cyclic", "williams")
 RANDOM_DESIGNS = ("sampled", "shared")
 CONDITIONS = ("permutation", "decoding", "labels", "labels_permutation")
 IDENTIFIERS = ("positional", "labels")
+ANSWERS = ("pick", "ranking")
+MSG_RANKING_PROBS = (
+    "`prompt.choice_probabilities` = true with `prompt.answer` = \"ranking\": choice "
+    "probabilities belong to a one-identifier answer, a ranking is read from the "
+    "generated list; set `choice_probabilities = false` (or `answer = \"pick\"`)"
+)
+MSG_RANKING_LOCAL = (
+    "`prompt.constrained` = true with `prompt.answer` = \"ranking\" and the local model "
+    "{name!r}: the local engines' constrained mode writes a one-identifier answer; set "
+    "`constrained = false`, or serve the model with llama.cpp's server and audit it as "
+    "an `openai` model (its `response_format` then constrains the ranking)"
+)
 COLUMN_KEYS = ("id", "title", "description", "category", "brand", "colour", "gender",
                "price")
 #: Keys that change how fast a run goes, not what it measures: left out of the
@@ -120,13 +132,17 @@ class RetrievalConfig:
 
 @dataclass(frozen=True)
 class PromptConfig:
-    """``[prompt]``: template file, identifiers, generation budget, options."""
+    """``[prompt]``: template file, identifiers, generation budget, options, and the
+    answer asked for: one ``pick`` (the paper's top-1) or a ``ranking`` of all k
+    candidates (best first; the default template is then
+    :func:`recaudit.llm.ranking_template`)."""
 
     template: Path | None = None
     identifiers: Literal["positional", "labels"] = "positional"
     max_tokens: int = 96
     choice_probabilities: bool = False
     constrained: bool = False
+    answer: Literal["pick", "ranking"] = "pick"
 
 
 @dataclass(frozen=True)
@@ -189,7 +205,8 @@ def config_backends(cfg: AuditConfig, models: tuple[ModelConfig, ...] | None = N
     """The backends of ``cfg`` (or of some of its ``models``): one per (model, k), from
     :func:`recaudit.llm.build_backends`."""
     return build_backends(cfg.models if models is None else models, k=cfg.retrieval.k,
-                          seed=cfg.seed, constrained=cfg.prompt.constrained)
+                          seed=cfg.seed, constrained=cfg.prompt.constrained,
+                          answer=cfg.prompt.answer)
 
 
 MSG_CONCURRENCY = (
@@ -261,7 +278,20 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path) -> AuditConfig:
         seed=get_int(data, "seed", top, default=0, minimum=0),
     )
     _check_design(cfg)
+    _check_answer(cfg)
     return cfg
+
+
+def _check_answer(cfg: AuditConfig) -> None:
+    """A ranking answer has no choice probabilities, and no local constrained mode."""
+    if cfg.prompt.answer != "ranking":
+        return
+    if cfg.prompt.choice_probabilities:
+        raise ConfigError(MSG_RANKING_PROBS)
+    if cfg.prompt.constrained:
+        for model in cfg.models:
+            if model.backend == "local":
+                raise ConfigError(MSG_RANKING_LOCAL.format(name=model.name))
 
 
 def _check_size(cfg: AuditConfig) -> None:
@@ -315,7 +345,10 @@ def config_to_dict(cfg: AuditConfig) -> dict[str, Any]:
             return str(value)
         return value
 
-    return clean(asdict(cfg))
+    data = clean(asdict(cfg))
+    if cfg.prompt.answer == "pick":  # the default, left out: configs written before the
+        del data["prompt"]["answer"]  # key existed keep their hash (and their journals)
+    return data
 
 
 def _strip_operational(value: Any) -> Any:
@@ -463,7 +496,7 @@ def _retrieval(t: Mapping[str, Any], base_dir: Path) -> RetrievalConfig:
 def _prompt(t: Mapping[str, Any], base_dir: Path) -> PromptConfig:
     where = Where("prompt")
     check_keys(t, ("template", "identifiers", "max_tokens", "choice_probabilities",
-                   "constrained"), where)
+                   "constrained", "answer"), where)
     return PromptConfig(
         template=get_path(t, "template", where, base_dir),
         identifiers=get_str(t, "identifiers", where, default="positional",
@@ -472,6 +505,7 @@ def _prompt(t: Mapping[str, Any], base_dir: Path) -> PromptConfig:
                            maximum=MAX_TOKENS),
         choice_probabilities=get_bool(t, "choice_probabilities", where, default=False),
         constrained=get_bool(t, "constrained", where, default=False),
+        answer=get_str(t, "answer", where, default="pick", choices=ANSWERS),
     )
 
 

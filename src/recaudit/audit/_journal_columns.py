@@ -113,6 +113,7 @@ COLUMNS: tuple[Column, ...] = (
            update="evaluations.attempts + 1"),
     Column("outside_mass", "REAL", dtype="float64", table_order=19, added=True),
     Column("escaped", "TEXT", "escape", "string", 20, added=True),
+    Column("ranking", "TEXT", dtype="string", table_order=21, encode=_join, added=True),
 )
 
 #: The evaluation key: the journal's primary key, in order.
@@ -188,6 +189,9 @@ class EvalRecord:
     outside_mass : float or None
         Probability mass at the answer slot outside the identifiers (journals
         written before this column existed read it as missing).
+    ranking : tuple of int or None
+        A ranking answer's prompt positions, best first (``[prompt] answer =
+        "ranking"``; its first item is ``selected_position``); ``None`` otherwise.
     """
 
     key: EvalKey
@@ -207,6 +211,7 @@ class EvalRecord:
     retries: int = 0
     choice_probs: tuple[float, ...] | None = None
     outside_mass: float | None = None
+    ranking: tuple[int, ...] | None = None
 
     def to_row(self) -> dict[str, object]:
         """Flatten to the journal's column names (:data:`COLUMNS` with a source)."""

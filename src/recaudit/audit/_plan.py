@@ -28,6 +28,7 @@ import pandas as pd
 from .._io import write_atomic
 from .._read import read_table
 from ..exceptions import InputError, JournalError
+from ..llm import ranking_schema, ranking_template
 from ..llm._catalog import Catalog, ColumnMap, load_catalog
 from ..llm._parse import parse_answer
 from ..llm._prompt import PromptTemplate, positional_identifiers, random_labels, render_request
@@ -127,8 +128,9 @@ def prepare_inputs(cfg: AuditConfig, *, run_dir: Path, resume: bool,
     if catalog is None:
         say("loading the catalog")
         catalog = load_config_catalog(cfg)
-    template = PromptTemplate.default() if cfg.prompt.template is None \
-        else PromptTemplate.from_file(cfg.prompt.template)
+    template = PromptTemplate.from_file(cfg.prompt.template) \
+        if cfg.prompt.template is not None \
+        else ranking_template() if cfg.prompt.answer == "ranking" else PromptTemplate.default()
     if resume:
         queries, candidates = _read_run_inputs(run_dir, cfg)
         return AuditInputs(catalog, template, queries, candidates)
@@ -231,6 +233,16 @@ def answer_schema(identifiers: tuple[str, ...]) -> dict[str, Any]:
     return {"type": "json_object", "schema": schema}
 
 
+def _response_format(cfg: AuditConfig, identifiers: tuple[str, ...]) -> dict[str, Any] | None:
+    """The request's ``response_format``: with ``prompt.constrained``, the schema of the
+    answer asked for (:func:`answer_schema`, or :func:`recaudit.llm.ranking_schema`)."""
+    if not cfg.prompt.constrained:
+        return None
+    if cfg.prompt.answer == "ranking":
+        return {"type": "json_object", "schema": ranking_schema(identifiers)}
+    return answer_schema(identifiers)
+
+
 def _request_seed(cfg: AuditConfig, key: EvalKey) -> int:
     return stable_words("seed", cfg.seed, key.k, key.temperature, key.condition,
                         key.query_id, key.perm_index, key.sample_index)[0] & 0x7FFFFFFF
@@ -261,7 +273,7 @@ def _cell_tasks(cfg: AuditConfig, template: PromptTemplate, q: Query, condition:
         cfg.prompt.identifiers == "labels"
     idents = tuple(random_labels(k, rng=_rng("labels", cfg.seed, k, q.query_id, pi, si))) \
         if labelled else tuple(positional_identifiers(k))
-    schema = answer_schema(idents) if cfg.prompt.constrained else None
+    schema = _response_format(cfg, idents)
     out = []
     for model in cfg.models:
         # a constrained local backend enforces the schema itself
@@ -274,7 +286,8 @@ def _cell_tasks(cfg: AuditConfig, template: PromptTemplate, q: Query, condition:
                 choice_probabilities=cfg.prompt.choice_probabilities,
                 response_format=fmt, query_id=q.query_id,
             )
-            out.append(EvalTask(key=key, request=req, candidates=cands))
+            out.append(EvalTask(key=key, request=req, candidates=cands,
+                                answer=cfg.prompt.answer))
     return out
 
 

@@ -24,10 +24,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 from .._io import write_text_atomic
 from ..exceptions import EndpointError, InputError
+from ..llm import parse_ranking
 from ..llm._types import Backend, Candidate, ChatRequest, ChatResponse
 from ..llm.backends._batching import describe_backend
 from ._journal import EvalKey, EvalRecord, ResultSink
@@ -66,11 +67,16 @@ class EvalTask:
         prompt positions.
     candidates : tuple of Candidate
         The query's candidates in ORIGINAL order (to name the selected item).
+    answer : {"pick", "ranking"}
+        What the prompt asks for (``[prompt] answer``): one identifier, read by the
+        run's parser, or a ranking of all k, read by :func:`recaudit.llm.parse_ranking`
+        (its first item is the evaluation's selection).
     """
 
     key: EvalKey
     request: ChatRequest
     candidates: tuple[Candidate, ...]
+    answer: Literal["pick", "ranking"] = "pick"
 
 
 @dataclass(frozen=True)
@@ -314,10 +320,17 @@ async def _evaluate(task: EvalTask, backend: Backend, parse: ParseFn) -> EvalRec
 
 def record_from_response(task: EvalTask, resp: ChatResponse, parse: ParseFn) -> EvalRecord:
     """The journal record of ``task`` answered by ``resp``: the answer parsed to a
-    prompt position (``ok``) or kept with its reason (``discarded``). The live runner
+    prompt position (``ok``; a ranking answer also keeps its whole ranking) or kept
+    with its reason (``discarded``). The live runner
     and batch results (:mod:`recaudit.audit._batch`) both go through it."""
     req = task.request
-    position, reason = parse(resp.text, req.identifiers)
+    ranking: tuple[int, ...] | None = None
+    if task.answer == "ranking":
+        parsed = parse_ranking(resp.text, req.identifiers)
+        ranking, reason = parsed.positions, parsed.discard_reason
+        position = None if ranking is None else ranking[0]
+    else:
+        position, reason = parse(resp.text, req.identifiers)
     original = None if position is None else req.order[position - 1]
     item_id = next((c.item_id for c in task.candidates if c.original_index == original), None)
     return EvalRecord(
@@ -336,6 +349,7 @@ def record_from_response(task: EvalTask, resp: ChatResponse, parse: ParseFn) -> 
         retries=resp.retries,
         choice_probs=resp.choice_probs,
         outside_mass=resp.outside_mass,
+        ranking=ranking,
     )
 
 

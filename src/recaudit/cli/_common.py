@@ -10,6 +10,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 from functools import wraps
+from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 import typer
@@ -17,9 +18,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from .._io import to_jsonable
-from ..exceptions import RecauditError, RecauditWarning
+from ..exceptions import InputError, RecauditError, RecauditWarning
 
-__all__ = ["err_console", "exit_on_error", "print_json", "to_jsonable"]
+__all__ = ["err_console", "evaluations_file", "exit_on_error", "print_json", "to_jsonable"]
 
 err_console = Console(stderr=True)
 #: Ctrl-C outside a run's evaluations (a run says what it journaled, see
@@ -32,6 +33,21 @@ EXIT_SIGTERM = 143
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+MSG_NO_EVALUATIONS = ("{folder}: no evaluations.parquet; pass an evaluations table or a "
+                      "`recaudit positional run` folder")
+
+
+def evaluations_file(path: Path) -> Path:
+    """``path``, or a run folder's ``evaluations.parquet`` (an :class:`InputError` when
+    the folder has none)."""
+    if not path.is_dir():
+        return path
+    table = path / "evaluations.parquet"
+    if not table.is_file():
+        raise InputError(MSG_NO_EVALUATIONS.format(folder=path))
+    return table
 
 
 def print_json(obj: Any) -> None:

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..exceptions import InputError
 from ._analysis_options import NBoot, Seed
-from ._common import print_json
+from ._common import evaluations_file, print_json
 from ._positional_tables import console
 
 __all__ = ["compare_command", "verdict"]
@@ -20,26 +20,17 @@ MSG_BY_ONE = "--by {by}: give exactly one run folder or table with --by, got {n}
 MSG_NO_BY = "--by {by}: the table has no column {by!r}; use a column such as model or condition"
 
 
-def _table_path(path: Path) -> Path:
-    if path.is_dir():
-        path = path / "evaluations.parquet"
-        if not path.is_file():
-            raise InputError(f"{path.parent}: no evaluations.parquet; pass an evaluations "
-                             "table or a `recaudit positional run` folder")
-    return path
-
-
 def _systems(paths: list[Path], by: str | None) -> dict[str, Any]:
     from ..positional import evaluations_from_table, read_table
 
     if by is None:
         names = [p.name if p.is_dir() else p.stem for p in paths]
         names = names if len(set(names)) == len(names) else [str(p) for p in paths]
-        return {n: evaluations_from_table(read_table(_table_path(p)))
+        return {n: evaluations_from_table(read_table(evaluations_file(p)))
                 for n, p in zip(names, paths, strict=True)}
     if len(paths) != 1:
         raise InputError(MSG_BY_ONE.format(by=by, n=len(paths)))
-    table = read_table(_table_path(paths[0]))
+    table = read_table(evaluations_file(paths[0]))
     if by not in table.columns:
         raise InputError(MSG_NO_BY.format(by=by))
     return {str(name): evaluations_from_table(group.reset_index(drop=True))

@@ -24,6 +24,7 @@ __all__ = [
     "print_analysis",
     "print_exact",
     "print_mitigation",
+    "print_rankings",
     "print_sequential",
     "print_sequential_verdict",
     "print_skipped",
@@ -122,6 +123,27 @@ def print_analysis(rows: list[dict[str, Any]], by: list[str], *,
     else:
         console.print(f"[bold green]No positional bias detected[/] ({level})")
     _print_notes(rows, names, tests=True)
+
+
+def _topn_line(fmt: Callable[[dict[str, Any]], str]) -> Callable[[dict[str, Any]], str]:
+    return lambda r: "n/a" if r["result"] is None else fmt(r["result"])
+
+
+def print_rankings(rows: list[dict[str, Any]], by: list[str]) -> None:
+    """A ranking run's ranked-list statistics per cell (``topn.json`` rows)."""
+    lines: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+        ("rankings / discarded",
+         _topn_line(lambda t: f"{t['n_evaluations']} / {t['n_discarded']}")),
+        ("Kendall tau (position, rank)", _topn_line(lambda t: fmt_estimate(
+            t["kendall_tau"]))),
+        ("rank bias RB", _topn_line(lambda t: fmt_estimate(t["rank_bias"]))),
+        ("RB test p (Holm)", lambda r: "n/a" if r["pvalue_holm"] is None
+         else f"{r['pvalue_holm']:.4g}"),
+        ("displacement, first / last position", _topn_line(lambda t: (
+            f"{t['displacement'][0]['value']:+.2f} / {t['displacement'][-1]['value']:+.2f}"))),
+    ]
+    _print_groups("Ranked lists (whole rankings; the top-1 measures above read their "
+                  "first item)", rows, by, lines)
 
 
 def _split_note(row: dict[str, Any]) -> str | None:

@@ -24,7 +24,7 @@ from ._analysis_options import (
     Tau,
     analysis_options,
 )
-from ._common import err_console, exit_on_error, print_json
+from ._common import err_console, evaluations_file, exit_on_error, print_json
 from ._compare_command import compare_command
 from ._plan_command import plan_command
 from ._positional_tables import (
@@ -33,6 +33,7 @@ from ._positional_tables import (
     print_analysis,
     print_exact,
     print_mitigation,
+    print_rankings,
     print_sequential,
     print_sequential_verdict,
     print_skipped,
@@ -123,11 +124,7 @@ def analyze_command(
 
     options = analysis_options(alpha=alpha, epsilon=epsilon, tau=tau, spb_repeats=spb_repeats,
                                n_resamples=n_resamples, n_boot=n_boot)
-    if evals.is_dir():
-        evals = evals / "evaluations.parquet"
-        if not evals.is_file():
-            raise InputError(f"{evals.parent}: no evaluations.parquet; pass the evaluations "
-                             "table or a `recaudit positional run` folder")
+    evals = evaluations_file(evals)
     columns = [c.strip() for c in by.split(",") if c.strip()] if by else []
     if exact:
         from ..positional import analyze_exact, analyze_exact_groups
@@ -291,6 +288,8 @@ def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
         return
     if done.analysis is not None and done.analysis.rows is not None:
         print_analysis(done.analysis.rows, list(GROUP_BY), verdict=done.sequential is None)
+        if done.analysis.topn is not None:
+            print_rankings(done.analysis.topn, list(GROUP_BY))
     if page is not None and not quiet:
         console.print(f"[green]report:[/] open {page.resolve().as_uri()} in a browser "
                       f"(the verdict, every number with its CI, the plots)", highlight=False)
@@ -582,6 +581,11 @@ MSG_TOPN_BAD_PROBS = (
     "{path}: data row {row}, column `choice_probs`: {value!r} is not a JSON list of "
     "numbers: non-negative probabilities summing to 1, as `analyze --exact` requires"
 )
+MSG_TOPN_PICKS = (
+    "{path}: no evaluation holds a ranking (the run asked for one pick each, or every "
+    "ranking answer was discarded: see `discard_reason`); audit with `[prompt] answer "
+    "= \"ranking\"`, or rank by choice probabilities with --from-choice-probs"
+)
 MSG_TOPN_NO_MODEL = "`--by {model}`: no row of {path} has `model` = {model!r}"
 
 
@@ -617,8 +621,9 @@ def _rankings_from_probs(data: Any, path: Path) -> Any:
 @exit_on_error
 def topn_command(
     table: Annotated[Path, typer.Argument(
-        help="A rankings table (query_id, order, ranking) or, with --from-choice-probs, "
-        "an evaluations table with choice_probs (.csv or .parquet).")],
+        help="A rankings table (query_id, order, ranking; .csv or .parquet), a run "
+        "folder of a `[prompt] answer = \"ranking\"` audit, or, with "
+        "--from-choice-probs, an evaluations table or run folder with choice_probs.")],
     from_choice_probs: Annotated[bool, typer.Option(
         "--from-choice-probs", help="Rank the positions by each evaluation's choice "
         "probabilities (the model's probability ranking).")] = False,
@@ -641,6 +646,7 @@ def topn_command(
     from ..positional import topn_bias
 
     what = "evaluations table" if from_choice_probs else "rankings table"
+    table = evaluations_file(table)
     check_file(table, what, missing="{path}: no such file")
     data = read_file(table, what=what, dtype={"query_id": str, "order": str})
     check_ids(data, ("query_id", "model"), path=table, what=what)
@@ -652,6 +658,9 @@ def topn_command(
             raise InputError(MSG_TOPN_NO_MODEL.format(model=by, path=table))
     if from_choice_probs:
         data = _rankings_from_probs(data, table)
+    elif "selected_position" in data.columns and "ranking" in data.columns \
+            and data["ranking"].isna().all():
+        raise InputError(MSG_TOPN_PICKS.format(path=table))
     result = topn_bias(data, statistic=statistic,  # type: ignore[arg-type]
                        n_resamples=n_resamples, n_boot=n_boot,
                        alternative=alternative,  # type: ignore[arg-type]

@@ -48,7 +48,13 @@ from ._mitigation import (
     PromptContext,
     estimate_position_prior,
 )
-from ._ranking import collect_rankings, parse_ranking, ranking_from_choice_probs, ranking_template
+from ._ranking import (
+    collect_rankings,
+    parse_ranking,
+    ranking_from_choice_probs,
+    ranking_schema,
+    ranking_template,
+)
 
 __all__ = [
     "CANONICAL_COLUMNS",
@@ -103,5 +109,6 @@ __all__ = [
     "estimate_position_prior",
     "parse_ranking",
     "ranking_from_choice_probs",
+    "ranking_schema",
     "ranking_template",
 ]

@@ -33,6 +33,7 @@ __all__ = [
     "collect_rankings",
     "parse_ranking",
     "ranking_from_choice_probs",
+    "ranking_schema",
     "ranking_template",
 ]
 
@@ -119,6 +120,34 @@ def _positions(value: list[object], idents: tuple[str, ...]) -> ParsedRanking:
     if len(positions) != len(idents):
         return ParsedRanking(None, "incomplete")
     return ParsedRanking(tuple(positions))
+
+
+def ranking_schema(identifiers: Sequence[str]) -> dict[str, object]:
+    """The JSON schema of a ranking answer, for grammar-constrained decoding.
+
+    ``{"ranking": [...]}`` with exactly k items, each one of ``identifiers`` (digit
+    identifiers as integers, as the pick answer's schema writes them), no two equal.
+    ``uniqueItems`` is not enforced by every grammar compiler (llama.cpp ignores it), so
+    :func:`parse_ranking` stays the judge: a repeated identifier is a counted discard.
+
+    Examples
+    --------
+    >>> ranking_schema(["1", "2"])["properties"]["ranking"]["minItems"]
+    2
+    """
+    idents = tuple(identifiers)
+    if not idents or len(set(idents)) != len(idents) \
+            or not all(isinstance(i, str) and i for i in idents):
+        raise InputError(f"`identifiers` must be distinct non-empty strings, got {idents!r}")
+    values: list[int | str] = [int(i) if i.isdigit() else i for i in idents]
+    k = len(idents)
+    return {
+        "type": "object",
+        "properties": {RANKING_KEY: {"type": "array", "items": {"enum": values},
+                                     "minItems": k, "maxItems": k, "uniqueItems": True}},
+        "required": [RANKING_KEY],
+        "additionalProperties": False,
+    }
 
 
 def ranking_from_choice_probs(probs: Sequence[float]) -> tuple[int, ...]:

@@ -51,6 +51,7 @@ from ._topn import (
     top1_table,
     topn_bias,
 )
+from ._topn_groups import RankingGroup, TopNGroups, has_rankings, topn_groups
 from ._unbp import PobUnbpResult, pob_unbp, query_position_shares
 
 # isort: split
@@ -94,6 +95,8 @@ __all__ = [
     "RankingEvaluations",
     "StrongBiasResult",
     "StrongSoftResult",
+    "RankingGroup",
+    "TopNGroups",
     "TopNResult",
     "analyze",
     "analyze_exact",
@@ -124,7 +127,9 @@ __all__ = [
     "simulate_evaluations",
     "simulate_rankings",
     "spearman_position_rank",
+    "has_rankings",
     "top1_table",
+    "topn_groups",
     "strong_positional_bias",
     "strong_soft_bias",
     # positional-study

@@ -37,6 +37,7 @@ boost, the ranking analogue of the spec's section-8 generator.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -46,6 +47,7 @@ import pandas as pd
 
 from .._limits import check_topn_sizes
 from .._plackett_luce import draw_ranking
+from .._records import as_mapping, integer, need, number
 from .._stats import Estimate, as_generator, monte_carlo_pvalue
 from ..exceptions import InputError
 from ._bootstrap import bootstrap_ci, check_bootstrap_args
@@ -279,6 +281,43 @@ class TopNResult:
             "n_queries": self.n_queries, "n_evaluations": self.n_evaluations,
             "n_discarded": self.n_discarded, "k": self.k, "method": self.method,
         }
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any], *, confidence_level: float = 0.95
+                  ) -> TopNResult:
+        """Read :meth:`to_dict` back (``recaudit positional topn --json``, a run's
+        ``topn.json``); every number strict, a missing or wrong key named."""
+        what = "TopNResult"
+        obj = as_mapping(obj, what)
+
+        def estimate(value: Any) -> Estimate:
+            return Estimate.from_dict(value, confidence_level=confidence_level)
+
+        def estimates(key: str) -> tuple[Estimate, ...]:
+            values = need(obj, key, what)
+            if not isinstance(values, list):
+                raise InputError(f"{what}: `{key}` must be a list of estimates")
+            return tuple(estimate(v) for v in values)
+
+        def text(key: str) -> str:
+            value = need(obj, key, what)
+            if not isinstance(value, str):
+                raise InputError(f"{what}: `{key}` must be text, got {value!r}")
+            return value
+
+        return cls(
+            statistic=number(obj, "statistic", what), pvalue=number(obj, "pvalue", what),
+            n_resamples=integer(obj, "n_resamples", what), alternative=text("alternative"),
+            spearman=estimate(need(obj, "spearman", what)),
+            mean_rank=estimates("mean_rank"), displacement=estimates("displacement"),
+            kendall=estimate(need(obj, "kendall_tau", what)),
+            rank_bias=estimate(need(obj, "rank_bias", what)),
+            top1_pb=estimate(need(obj, "top1_pb", what)),
+            n_queries=integer(obj, "n_queries", what),
+            n_evaluations=integer(obj, "n_evaluations", what),
+            n_discarded=integer(obj, "n_discarded", what), k=integer(obj, "k", what),
+            statistic_name=text("statistic_name"), method=text("method"),
+        )
 
 
 def _mean_spearman(item_rank: npt.NDArray[np.int64], orders: npt.NDArray[np.int64]) -> float:

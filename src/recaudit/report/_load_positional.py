@@ -26,7 +26,7 @@ import pandas as pd
 from .._read import read_json, read_text, read_toml
 from .._stats import Estimate
 from ..exceptions import InputError
-from ..positional import GroupedAnalysis, PositionalAnalysis
+from ..positional import GroupedAnalysis, PositionalAnalysis, TopNGroups
 from ._load_manifest import engines, spend
 from ._lookup import (
     find,
@@ -54,6 +54,7 @@ __all__ = [
 POSITIONAL_CMD = "`recaudit positional analyze RUN_DIR --json > RUN_DIR/analysis.json`"
 EVALUATIONS_CMD = "`recaudit positional run CONFIG`"
 SEQUENTIAL_JSON = "sequential.json"
+TOPN_JSON, TOPN_WHAT = "topn.json", "the ranked-list statistics (topn.json)"
 SEQUENTIAL_CMD = "`recaudit positional run CONFIG --sequential`"
 #: Keys every cell of ``sequential.json`` must have for the report.
 _SEQUENTIAL_CELL_KEYS = ("model", "k", "temperature", "condition", "decision", "budget")
@@ -270,6 +271,8 @@ class PositionalRun:
     engines: tuple[Mapping[str, str], ...] = ()
     #: ``run.json``'s ``spend`` (calls, tokens, time, money per cell; None when absent).
     spend: Mapping[str, Any] | None = None
+    #: ``topn.json`` of a ``[prompt] answer = "ranking"`` run (None when absent).
+    rankings: TopNGroups | None = None
 
     @cached_property
     def groups(self) -> tuple[Configuration, ...]:
@@ -678,4 +681,6 @@ def load_positional(analysis: Any, *, source: str, folder: Path | None = None) -
         mitigation=_mitigation(folder) if folder is not None else None,
         engines=engines(folder / "run.json") if folder is not None else (),
         spend=spend(folder / "run.json") if folder is not None else None,
+        rankings=None if folder is None or not (folder / TOPN_JSON).is_file()
+        else TopNGroups.from_list(read_json(folder / TOPN_JSON, what=TOPN_WHAT)),
     )

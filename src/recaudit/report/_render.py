@@ -53,6 +53,7 @@ from ._sections_positional import (
     power_section,
 )
 from ._sections_protocol import protocols_section
+from ._sections_rankings import rankings_section
 from ._sections_sequential import sequential_sections
 from ._sections_spend import spend_section
 from ._sections_study import study_sections
@@ -102,6 +103,8 @@ def positional_page(run: PositionalRun) -> tuple[dict[str, Any], list[Section], 
         noise_floor_section(run),
         discards_section(run),
     ]
+    if run.rankings is not None:  # a `[prompt] answer = "ranking"` run folder
+        sections.append(rankings_section(run.rankings, alpha=run.alpha))
     if run.simulation:
         sections.append(power_section(run))
     if run.study is not None:  # `recaudit positional study` folder

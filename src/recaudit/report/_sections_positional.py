@@ -486,6 +486,7 @@ def positional_data(run: PositionalRun, summary: dict[str, Any]) -> dict[str, An
         **({"study": run.study} if run.study is not None else {}),
         **({"sequential": run.sequential} if run.sequential is not None else {}),
         **({"spend": run.spend} if run.spend is not None else {}),
+        **({"rankings": run.rankings.to_list()} if run.rankings is not None else {}),
         "reproduction": {
             "config_file": run.config_name,
             "config": run.config_text,

@@ -136,7 +136,8 @@ def _shared_backend(m: ModelConfig, *, seed: int, constrained: bool) -> Backend 
 
 
 def build_backends(models: Iterable[ModelConfig], *, k: Sequence[int], seed: int,
-                   constrained: bool = False) -> dict[tuple[str, int], Backend]:
+                   constrained: bool = False, answer: str = "pick"
+                   ) -> dict[tuple[str, int], Backend]:
     """One backend per (model name, k) (instances are shared across k when they can).
 
     Parameters
@@ -149,6 +150,9 @@ def build_backends(models: Iterable[ModelConfig], *, k: Sequence[int], seed: int
         The run's seed (retry jitter of HTTP backends, the simulator's draws).
     constrained : bool
         ``[prompt] constrained``: local models decode under their answer grammar.
+    answer : {"pick", "ranking"}
+        ``[prompt] answer``: what a simulated model answers (the other backends answer
+        what the prompt asks for).
     """
     out: dict[tuple[str, int], Backend] = {}
     for m in models:
@@ -158,5 +162,5 @@ def build_backends(models: Iterable[ModelConfig], *, k: Sequence[int], seed: int
                 out[(m.name, kk)] = shared
             elif isinstance(m.params, SimulatedParams):
                 out[(m.name, kk)] = SimulatedBackend(m.params.profile(), k=kk, seed=seed,
-                                                     name=m.name)
+                                                     name=m.name, answer=answer)
     return out
