@@ -26,6 +26,7 @@ from ..positional import (
     StudyResult,
     analyze_groups,
     analyze_study_folder,
+    compare_cells,
     has_rankings,
     read_table,
     topn_groups,
@@ -37,6 +38,7 @@ from ._sequential_driver import SEQUENTIAL_FILE, SequentialOptions
 
 __all__ = [
     "ANALYSIS_JSON",
+    "COMPARE_JSON",
     "TOPN_JSON",
     "GROUP_BY",
     "AnalysedRun",
@@ -51,6 +53,8 @@ GROUP_BY = ("model", "k", "temperature", "condition")
 ANALYSIS_JSON = "analysis.json"
 #: A ranking run's ranked-list statistics per cell (``[prompt] answer = "ranking"``).
 TOPN_JSON = "topn.json"
+#: A multi-model run's paired model comparisons per cell.
+COMPARE_JSON = "compare.json"
 MSG_SKIPPED = "{error}; inspect the table and run `recaudit positional analyze {path}`"
 
 Analysis = Literal["groups", "study", "none"]
@@ -71,18 +75,23 @@ class RunAnalysis:
     topn : list of dict or None
         A ranking run's ranked-list statistics per cell
         (:meth:`recaudit.positional.TopNGroups.to_list`, written to ``topn.json``).
+    comparisons : list of dict or None
+        A run with several models: every pair compared within each cell, Holm across
+        the run (:meth:`recaudit.positional.RunComparisons.to_list`, ``compare.json``).
     """
 
     rows: list[dict[str, Any]] | None
     skipped: str | None = None
     topn: list[dict[str, Any]] | None = None
+    comparisons: list[dict[str, Any]] | None = None
 
 
 def analyze_run(evaluations: str | os.PathLike[str], options: AnalysisOptions | None = None,
                 *, seed: int) -> RunAnalysis:
     """Analyse a finished run's table by :data:`GROUP_BY` (Holm across the groups) and
     write ``analysis.json`` beside it (whole, then renamed); a ranking run's table also
-    gets its ranked-list statistics per cell, ``topn.json``.
+    gets its ranked-list statistics per cell, ``topn.json``, and a run with several
+    models its paired model comparisons per cell, ``compare.json``.
 
     Parameters
     ----------
@@ -94,20 +103,30 @@ def analyze_run(evaluations: str | os.PathLike[str], options: AnalysisOptions | 
         The analysis seed (the config's ``seed``).
     """
     path = Path(evaluations)
+    settings = AnalysisOptions() if options is None else options
     try:
         table = read_table(path)
-        grouped = analyze_groups(table, options, by=list(GROUP_BY), rng=seed)
-        ranked = topn_groups(table, options, by=list(GROUP_BY), rng=seed) \
+        grouped = analyze_groups(table, settings, by=list(GROUP_BY), rng=seed)
+        ranked = topn_groups(table, settings, by=list(GROUP_BY), rng=seed) \
             if has_rankings(table) else None
+        compared = compare_cells(table, by="model", within=GROUP_BY[1:],
+                                 n_boot=settings.n_boot,
+                                 confidence_level=settings.confidence_level, rng=seed) \
+            if table["model"].nunique() > 1 else None
     except RecauditError as exc:
         return RunAnalysis(None, MSG_SKIPPED.format(error=exc, path=path))
     rows = grouped.to_list()
-    text = json.dumps(to_jsonable(rows), indent=2, allow_nan=False)
-    write_text_atomic(path.parent / ANALYSIS_JSON, text)
-    if ranked is not None:
-        write_text_atomic(path.parent / TOPN_JSON, json.dumps(
-            to_jsonable(ranked.to_list()), indent=2, allow_nan=False))
-    return RunAnalysis(rows, topn=None if ranked is None else ranked.to_list())
+    _write(path.parent / ANALYSIS_JSON, rows)
+    topn = None if ranked is None else _write(path.parent / TOPN_JSON, ranked.to_list())
+    comparisons = None if compared is None \
+        else _write(path.parent / COMPARE_JSON, compared.to_list())
+    return RunAnalysis(rows, topn=topn, comparisons=comparisons)
+
+
+def _write(path: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` as strict JSON at ``path`` (whole, then renamed); returns them."""
+    write_text_atomic(path, json.dumps(to_jsonable(rows), indent=2, allow_nan=False))
+    return rows
 
 
 @dataclass(frozen=True)
@@ -141,6 +160,8 @@ class AnalysedRun:
                                else self.analysis.rows}
         if self.analysis is not None and self.analysis.topn is not None:
             doc["topn"] = self.analysis.topn
+        if self.analysis is not None and self.analysis.comparisons is not None:
+            doc["comparisons"] = self.analysis.comparisons
         if self.sequential is not None:
             doc["sequential"] = self.sequential
         return doc

@@ -14,7 +14,7 @@ from ._analysis_options import NBoot, Seed
 from ._common import evaluations_file, print_json
 from ._positional_tables import console
 
-__all__ = ["compare_command", "verdict"]
+__all__ = ["compare_command"]
 
 MSG_BY_ONE = "--by {by}: give exactly one run folder or table with --by, got {n}"
 MSG_NO_BY = "--by {by}: the table has no column {by!r}; use a column such as model or condition"
@@ -37,23 +37,6 @@ def _systems(paths: list[Path], by: str | None) -> dict[str, Any]:
             for name, group in table.groupby(by, dropna=False, sort=True)}
 
 
-def verdict(rows: list[dict[str, Any]], alpha: float = 0.05) -> str:
-    """A plain-language sentence on the PB differences: which system is less biased."""
-    pb = [r for r in rows if r["measure"] == "pb_plugin"]
-    found = [r for r in pb if r["pvalue_adjusted"] <= alpha]
-    if not found:
-        return ("No pair differs clearly in positional bias (PB): every adjusted p-value "
-                f"is above {alpha:g}; the audit cannot say which system is less biased.")
-    parts = []
-    for r in found:
-        less, more = (r["b"], r["a"]) if r["difference"] > 0 else (r["a"], r["b"])
-        parts.append(f"{less} is less position-biased than {more} (PB lower by "
-                     f"{abs(r['difference']):.3f}, {r['confidence_level']:.0%} CI "
-                     f"{r['ci_low']:+.3f} to {r['ci_high']:+.3f}, adjusted p = "
-                     f"{r['pvalue_adjusted']:.3g})")
-    return "; ".join(parts) + "."
-
-
 def compare_command(
     evals: Annotated[list[Path], typer.Argument(
         help="Two or more run folders or evaluations tables; or one with --by.")],
@@ -66,7 +49,8 @@ def compare_command(
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON rows.")] = False,
 ) -> None:
     """Compare the positional bias of systems pair by pair (paired query bootstrap)."""
-    from ..positional._compare import compare_systems
+    from ..positional import compare_systems
+    from ..report import comparison_verdict
 
     rows = [c.to_dict() for c in compare_systems(_systems(evals, by), adjust=adjust,
                                                  n_boot=n_boot, rng=seed)]
@@ -85,4 +69,4 @@ def compare_command(
                       f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]", f"{r['pvalue']:.3g}",
                       f"{r['pvalue_adjusted']:.3g}", "yes" if r["paired"] else "no")
     console.print(table)
-    console.print(verdict(rows))
+    console.print(comparison_verdict(rows))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperCommand
 
@@ -290,6 +291,11 @@ def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
         print_analysis(done.analysis.rows, list(GROUP_BY), verdict=done.sequential is None)
         if done.analysis.topn is not None:
             print_rankings(done.analysis.topn, list(GROUP_BY))
+        if done.analysis.comparisons is not None:
+            from ..report import comparison_verdict
+
+            said = escape(comparison_verdict(done.analysis.comparisons))
+            console.print(f"[bold]Models compared:[/] {said}", highlight=False)
     if page is not None and not quiet:
         console.print(f"[green]report:[/] open {page.resolve().as_uri()} in a browser "
                       f"(the verdict, every number with its CI, the plots)", highlight=False)

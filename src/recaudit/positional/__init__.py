@@ -14,6 +14,8 @@ See docs/positional-statistics.md for every formula, its reference and our choic
 
 from ._analyze import GroupedAnalysis, PositionalAnalysis, analyze, analyze_groups
 from ._analyze_exact import GroupedExactAnalysis, analyze_exact_groups
+from ._compare import Comparison, compare_systems
+from ._compare_cells import CellComparison, RunComparisons, compare_cells
 from ._crossfit import PositionalBiasResult, positional_bias, positional_bias_from_shares
 from ._distribution import position_distribution, selection_rate_matrix
 from ._evaluations import Evaluations, evaluations_from_table, group_table, read_table
@@ -95,13 +97,18 @@ __all__ = [
     "RankingEvaluations",
     "StrongBiasResult",
     "StrongSoftResult",
+    "CellComparison",
+    "Comparison",
     "RankingGroup",
+    "RunComparisons",
     "TopNGroups",
     "TopNResult",
     "analyze",
     "analyze_exact",
     "analyze_exact_groups",
     "analyze_groups",
+    "compare_cells",
+    "compare_systems",
     "contingency_table",
     "draw_ranking",
     "effect_from_evaluations",

@@ -12,13 +12,14 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from itertools import combinations
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from .._records import as_mapping, integer, need, number
 from .._stats import as_generator, bootstrap_weights, holm, percentile_interval
 from ..exceptions import InputError
 from ._bootstrap import check_bootstrap_args
@@ -26,12 +27,16 @@ from ._compare_split import SPLIT_MEASURES, split_differences
 from ._evaluations import Evaluations
 from ._unbp import query_position_shares
 
-__all__ = ["ADJUSTMENTS", "MEASURES", "Comparison", "adjust_pvalues", "compare_systems"]
+__all__ = ["ADJUSTMENTS", "MEASURES", "Comparison", "Pair", "adjust_pvalues", "adjusted_level",
+           "compare_family", "compare_systems"]
 
 ADJUSTMENTS = ("holm", "bh", "none")
 MSG_ADJUST = "`adjust` must be one of holm, bh, none, got {value!r}"
 MSG_TWO = "comparing needs >= 2 systems, got {n}; pass two runs or tables, or --by COLUMN"
 MSG_K = "systems {a!r} and {b!r} have different k ({ka} vs {kb}); compare equal list lengths"
+
+#: Fields added after the first JSON rows were written (optional on read).
+_ADDED = ("ci_low_adjusted", "ci_high_adjusted", "adjusted_level")
 
 Measure = Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]]
 
@@ -57,7 +62,9 @@ class Comparison:
 
     ``pvalue`` tests "no difference" (two-sided, paired or independent bootstrap with
     the +1 correction); ``pvalue_adjusted`` is adjusted across the pairs of the same
-    measure by ``adjust``.
+    measure by ``adjust``; ``ci_low`` / ``ci_high`` is the row's own interval at
+    ``confidence_level``, ``ci_low_adjusted`` / ``ci_high_adjusted`` the interval at
+    the family's ``adjusted_level`` (:func:`adjusted_level`).
     """
 
     a: str
@@ -74,6 +81,9 @@ class Comparison:
     adjust: str
     paired: bool
     n_queries: int
+    ci_low_adjusted: float = math.nan
+    ci_high_adjusted: float = math.nan
+    adjusted_level: float = math.nan
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready row."""
@@ -81,8 +91,29 @@ class Comparison:
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> Comparison:
-        """Inverse of :meth:`to_dict`."""
-        return cls(**{name: obj[name] for name in cls.__dataclass_fields__})
+        """Inverse of :meth:`to_dict`: numbers strict (``null`` as ``nan``), a missing or
+        wrong key named; rows written before the adjusted interval existed read it as
+        ``nan``."""
+        what = "Comparison"
+        obj = as_mapping(obj, what)
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name in _ADDED and f.name not in obj:
+                continue
+            if f.name in ("a", "b", "measure", "adjust"):
+                value = need(obj, f.name, what)
+                if not isinstance(value, str):
+                    raise InputError(f"{what}: `{f.name}` must be text, got {value!r}")
+            elif f.name == "paired":
+                value = need(obj, f.name, what)
+                if not isinstance(value, bool):
+                    raise InputError(f"{what}: `paired` must be true or false, got {value!r}")
+            elif f.name == "n_queries":
+                value = integer(obj, f.name, what)
+            else:
+                value = number(obj, f.name, what)
+            values[f.name] = value
+        return cls(**values)
 
 
 def adjust_pvalues(pvalues: Sequence[float] | npt.ArrayLike,
@@ -168,7 +199,7 @@ def _compare_pair(name_a: str, a: Evaluations, name_b: str, b: Evaluations, *, n
                      "value_b": float(vb), **_difference(float(va - vb), col,
                                                          confidence_level),
                      "confidence_level": confidence_level, "paired": paired,
-                     "n_queries": n_queries})
+                     "n_queries": n_queries, "_reps": col})
     return rows
 
 
@@ -208,7 +239,11 @@ def compare_systems(
     Paired (same (query_id, order) keys): queries are resampled jointly for both
     systems, so the query-to-query variation cancels. Otherwise each system is
     resampled on its own (``paired=False``). p-values are adjusted across the pairs of
-    each measure with ``adjust`` (``holm``, ``bh`` or ``none``).
+    each measure with ``adjust`` (``holm``, ``bh`` or ``none``), and each row also
+    carries the percentile interval at the family's adjusted level
+    (:func:`adjusted_level`: Bonferroni-simultaneous with ``holm``, false-coverage-rate
+    with ``bh``) as ``ci_low_adjusted`` / ``ci_high_adjusted``: the intervals a forest
+    plot of the family shows.
 
     References
     ----------
@@ -221,15 +256,65 @@ def compare_systems(
         raise InputError(MSG_ADJUST.format(value=adjust))
     if len(systems) < 2:
         raise InputError(MSG_TWO.format(n=len(systems)))
-    gen = as_generator(rng)
+    pairs = [(str(a), systems[a], str(b), systems[b]) for a, b in combinations(systems, 2)]
+    return [Comparison(**r) for r in compare_family(
+        pairs, adjust=adjust, n_boot=n_boot, confidence_level=confidence_level,
+        gen=as_generator(rng))]
+
+
+#: One pair of a family: (name a, evaluations a, name b, evaluations b).
+Pair = tuple[str, Evaluations, str, Evaluations]
+
+
+def compare_family(pairs: Sequence[Pair], *, adjust: str, n_boot: int,
+                   confidence_level: float, gen: np.random.Generator
+                   ) -> list[dict[str, Any]]:
+    """The rows (:class:`Comparison` fields) of a family of pairs, in order, the
+    p-values and intervals of each measure adjusted across the whole family."""
     rows: list[dict[str, Any]] = []
-    for name_a, name_b in combinations(systems, 2):
-        rows += _compare_pair(str(name_a), systems[name_a], str(name_b), systems[name_b],
-                              n_boot=n_boot, confidence_level=confidence_level, gen=gen)
+    for name_a, a, name_b, b in pairs:
+        rows += _compare_pair(name_a, a, name_b, b, n_boot=n_boot,
+                              confidence_level=confidence_level, gen=gen)
     for measure in (*MEASURES, *SPLIT_MEASURES):
         idx = [i for i, r in enumerate(rows) if r["measure"] == measure]
         adjusted = adjust_pvalues([rows[i]["pvalue"] for i in idx], adjust)
+        level = adjusted_level(adjusted, adjust, confidence_level)
         for i, p in zip(idx, adjusted, strict=True):
-            rows[i]["pvalue_adjusted"] = float(p)
-            rows[i]["adjust"] = adjust
-    return [Comparison(**r) for r in rows]
+            reps = rows[i].pop("_reps")
+            ci = percentile_interval(reps, confidence_level=level) \
+                if math.isfinite(rows[i]["difference"]) else None
+            rows[i].update(pvalue_adjusted=float(p), adjust=adjust, adjusted_level=level,
+                           ci_low_adjusted=math.nan if ci is None else ci.low,
+                           ci_high_adjusted=math.nan if ci is None else ci.high)
+    return rows
+
+
+def adjusted_level(adjusted: npt.ArrayLike, adjust: str, confidence_level: float) -> float:
+    r"""The level of each interval of a family of m comparisons, so that the family's
+    intervals keep ``confidence_level`` jointly (``holm``) or on average over the
+    selected ones (``bh``).
+
+    - ``holm``: Bonferroni's simultaneous level :math:`1 - \alpha/m` (the intervals
+      that match Holm's family-wise guarantee; Holm's step-down has no interval of
+      its own);
+    - ``bh``: Benjamini & Yekutieli's false-coverage-rate level
+      :math:`1 - R\alpha/m`, with R the comparisons BH rejects at
+      :math:`\alpha` (at least 1);
+    - ``none``: ``confidence_level``.
+
+    with :math:`\alpha = 1 -` ``confidence_level`` and m the finite p-values.
+
+    References
+    ----------
+    Benjamini, Y. & Yekutieli, D. (2005). False discovery rate-adjusted multiple
+    confidence intervals for selected parameters. JASA 100(469), 71-81.
+    """
+    p = np.asarray(adjusted, dtype=float)
+    m = int(np.isfinite(p).sum())
+    alpha = 1.0 - confidence_level
+    if adjust == "none" or m <= 1:
+        return confidence_level
+    if adjust == "holm":
+        return 1.0 - alpha / m
+    selected = max(1, int(np.sum(p[np.isfinite(p)] <= alpha)))
+    return 1.0 - selected * alpha / m

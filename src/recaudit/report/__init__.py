@@ -7,7 +7,7 @@ JSON sidecar with every number on the page, for a positional or a fairness run.
 
 from __future__ import annotations
 
-from ._plain import plain_summary, spread_shown
+from ._plain import comparison_verdict, plain_summary, spread_shown
 from ._render import Report, build_report
 
-__all__ = ["Report", "build_report", "plain_summary", "spread_shown"]
+__all__ = ["Report", "build_report", "comparison_verdict", "plain_summary", "spread_shown"]

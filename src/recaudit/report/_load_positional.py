@@ -26,7 +26,7 @@ import pandas as pd
 from .._read import read_json, read_text, read_toml
 from .._stats import Estimate
 from ..exceptions import InputError
-from ..positional import GroupedAnalysis, PositionalAnalysis, TopNGroups
+from ..positional import GroupedAnalysis, PositionalAnalysis, RunComparisons, TopNGroups
 from ._load_manifest import engines, spend
 from ._lookup import (
     find,
@@ -55,6 +55,7 @@ POSITIONAL_CMD = "`recaudit positional analyze RUN_DIR --json > RUN_DIR/analysis
 EVALUATIONS_CMD = "`recaudit positional run CONFIG`"
 SEQUENTIAL_JSON = "sequential.json"
 TOPN_JSON, TOPN_WHAT = "topn.json", "the ranked-list statistics (topn.json)"
+COMPARE_JSON = "compare.json"
 SEQUENTIAL_CMD = "`recaudit positional run CONFIG --sequential`"
 #: Keys every cell of ``sequential.json`` must have for the report.
 _SEQUENTIAL_CELL_KEYS = ("model", "k", "temperature", "condition", "decision", "budget")
@@ -273,6 +274,8 @@ class PositionalRun:
     spend: Mapping[str, Any] | None = None
     #: ``topn.json`` of a ``[prompt] answer = "ranking"`` run (None when absent).
     rankings: TopNGroups | None = None
+    #: ``compare.json`` of a run with several models (None when absent).
+    comparisons: RunComparisons | None = None
 
     @cached_property
     def groups(self) -> tuple[Configuration, ...]:
@@ -683,4 +686,6 @@ def load_positional(analysis: Any, *, source: str, folder: Path | None = None) -
         spend=spend(folder / "run.json") if folder is not None else None,
         rankings=None if folder is None or not (folder / TOPN_JSON).is_file()
         else TopNGroups.from_list(read_json(folder / TOPN_JSON, what=TOPN_WHAT)),
+        comparisons=None if folder is None or not (folder / COMPARE_JSON).is_file()
+        else RunComparisons.from_list(read_json(folder / COMPARE_JSON, what=COMPARE_JSON)),
     )

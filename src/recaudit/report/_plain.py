@@ -415,3 +415,31 @@ def plain_summary(rows: Sequence[Mapping[str, Any]], *, tests: bool = True) -> s
         lead.append(chance_sentence(words, g, i, g.analysis.alpha, holm=len(groups) > 1))
     paragraphs = [words.join(lead), how_much_paragraph(words, g, i)]
     return "\n\n".join(p.strip() for p in paragraphs if p.strip())
+
+
+def comparison_verdict(rows: Sequence[Mapping[str, Any]], alpha: float = 0.05) -> str:
+    """Which system is less position-biased, in words, from comparison rows
+    (``positional compare --json``, a run's ``compare.json``): each pair whose PB
+    difference is significant after the family's adjustment, with the difference's
+    adjusted interval (its level says the confidence), else that none differs."""
+    pb = [r for r in rows if r.get("measure") == "pb_plugin"]
+    found = [r for r in pb if math.isfinite(r["pvalue_adjusted"])
+             and r["pvalue_adjusted"] <= alpha]
+    if not found:
+        return ("No pair differs clearly in positional bias (PB): every adjusted p-value "
+                f"is above {alpha:g}; the audit cannot say which system is less biased.")
+    parts = []
+    for r in found:
+        less, more = (r["b"], r["a"]) if r["difference"] > 0 else (r["a"], r["b"])
+        low, high = r.get("ci_low_adjusted", math.nan), r.get("ci_high_adjusted", math.nan)
+        level = r.get("adjusted_level", math.nan)
+        if not (math.isfinite(low) and math.isfinite(high) and math.isfinite(level)):
+            low, high, level = r["ci_low"], r["ci_high"], r["confidence_level"]
+        cell = ", ".join(f"{k} = {r[k]:g}" if isinstance(r[k], float) else f"{k} = {r[k]}"
+                         for k in ("k", "temperature", "condition") if k in r)
+        where = f" ({cell})" if cell else ""
+        parts.append(f"{less} is less position-biased than {more}{where}: PB lower by "
+                     f"{abs(r['difference']):.3f}, {level:.1%} CI of {r['a']} - {r['b']} "
+                     f"{low:+.3f} to {high:+.3f} ({r.get('adjust', 'holm')}-adjusted p = "
+                     f"{r['pvalue_adjusted']:.3g})")
+    return "; ".join(parts) + "."

@@ -32,6 +32,7 @@ from ._load import Kind, load
 from ._load_fairness import FairnessRun
 from ._load_positional import PositionalRun
 from ._page import Section, json_value
+from ._sections_compare import comparison_section
 from ._sections_fairness import (
     fairness_data,
     fairness_verdict,
@@ -103,6 +104,8 @@ def positional_page(run: PositionalRun) -> tuple[dict[str, Any], list[Section], 
         noise_floor_section(run),
         discards_section(run),
     ]
+    if run.comparisons is not None:  # a run folder with several models
+        sections.append(comparison_section(run.comparisons, alpha=run.alpha))
     if run.rankings is not None:  # a `[prompt] answer = "ranking"` run folder
         sections.append(rankings_section(run.rankings, alpha=run.alpha))
     if run.simulation:

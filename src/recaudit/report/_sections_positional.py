@@ -33,6 +33,7 @@ from ._plain import (
     DECODING,
     HtmlWords,
     chance_sentence,
+    comparison_verdict,
     headline_configuration,
     how_much_paragraph,
     position_sentence,
@@ -187,6 +188,9 @@ def positional_verdict(run: PositionalRun) -> tuple[Markup, dict[str, Any]]:
     ])
     paragraphs = [(lead, "lead"), (how_much_paragraph(words, worst, i), "how-much"),
                   (detail, "detail")]
+    if run.comparisons is not None:  # several models: which is less biased, how sure
+        paragraphs.insert(2, (Markup("<strong>Models compared:</strong> {}").format(
+            comparison_verdict(run.comparisons.to_list(), run.alpha)), "compare"))
     return Markup("\n").join(
         Markup('<p class="{}">{}</p>').format(css, text.strip())
         for text, css in paragraphs if text.strip()), summary
@@ -487,6 +491,8 @@ def positional_data(run: PositionalRun, summary: dict[str, Any]) -> dict[str, An
         **({"sequential": run.sequential} if run.sequential is not None else {}),
         **({"spend": run.spend} if run.spend is not None else {}),
         **({"rankings": run.rankings.to_list()} if run.rankings is not None else {}),
+        **({"comparisons": run.comparisons.to_list()} if run.comparisons is not None
+           else {}),
         "reproduction": {
             "config_file": run.config_name,
             "config": run.config_text,

@@ -1,0 +1,75 @@
+"""A run with several models: `compare.json`, the comparison section, the verdict."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import write_config
+from recaudit.audit._analysis import run_and_analyze
+from recaudit.audit._config import load_config
+from recaudit.positional import RunComparisons
+from recaudit.report import build_report
+
+MODELS = "".join(f'[[models]]\nname = "{n}"\nbackend = "simulated"\np_bias = {p}\n\n'
+                 for n, p in (("steady", 0.05), ("eager", 0.8), ("twin", 0.05)))
+
+
+@pytest.fixture(scope="module")
+def three_models(tmp_path_factory: pytest.TempPathFactory, retriever: Any,
+                 emb_cache: Path) -> Path:
+    folder = tmp_path_factory.mktemp("compare")
+    cfg = load_config(write_config(folder, cache_dir=emb_cache, n_queries=30, n_perms=6,
+                                   models=MODELS))
+    return run_and_analyze(cfg, out_dir=folder / "run", retriever=retriever).audit.run_dir
+
+
+class _Numbers(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.cells: list[tuple[str, str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if str(a.get("data-path", "")).startswith("comparisons/"):
+            self.cells.append((str(a["data-path"]), str(a["data-value"])))
+
+
+def test_the_run_writes_its_comparisons(three_models: Path) -> None:
+    rows = json.loads((three_models / "compare.json").read_text())
+    back = RunComparisons.from_list(rows)
+    assert back.to_list() == rows and back.within == ("k", "temperature", "condition")
+    pb = {(r["a"], r["b"]): r for r in rows if r["measure"] == "pb_plugin"}
+    assert set(pb) == {("eager", "steady"), ("eager", "twin"), ("steady", "twin")}
+    assert all(r["paired"] and r["adjust"] == "holm" for r in rows)
+    assert pb[("eager", "steady")]["pvalue_adjusted"] <= 0.05 < pb[("steady", "twin")][
+        "pvalue_adjusted"]
+    assert pb[("eager", "steady")]["adjusted_level"] == pytest.approx(1 - 0.05 / 3)
+
+
+def test_the_report_names_the_less_biased_model(three_models: Path) -> None:
+    report = build_report(three_models)
+    html = " ".join(report.html.split())
+    assert 'id="tab-compare"' in html and "Comparing the models" in html
+    assert "fig-compare" in [f["id"] for f in report.data["figures"]]
+    verdict = " ".join(report.data["verdict"].split())
+    assert "steady is less position-biased than eager" in verdict
+    assert "twin is less position-biased than eager" in verdict
+    assert "98.3% CI" in verdict  # Holm's family of three: the Bonferroni level
+    parser = _Numbers()
+    parser.feed(report.html)
+    assert parser.cells
+    for path, value in parser.cells:
+        node: Any = report.data
+        for part in path.split("/"):
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        assert json.loads(value) == pytest.approx(node), path
+
+
+def test_one_model_writes_no_comparisons(positional_dir: Path) -> None:
+    assert not (positional_dir / "compare.json").exists()
+    assert "tab-compare" not in build_report(positional_dir).html
