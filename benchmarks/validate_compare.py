@@ -80,7 +80,8 @@ def run_mixed(ps: list[float], reps: int, seed: int) -> dict[str, object]:
             "power_bh": float(pw.mean()), "power_mcse": float(pw.std() / reps ** 0.5)}
 
 
-def run_adjusted(ps: list[float], reps: int, seed: int) -> list[dict[str, object]]:
+def run_adjusted(ps: list[float], reps: int, seed: int,
+                 n_boot: int = 500) -> list[dict[str, object]]:
     """Simultaneous coverage (Holm: Bonferroni intervals) and false coverage rate (BH:
     Benjamini-Yekutieli intervals over the selected pairs) of the PB differences."""
     truth = {f"s{i}": p * (1 - 1 / K) for i, p in enumerate(ps)}
@@ -90,8 +91,9 @@ def run_adjusted(ps: list[float], reps: int, seed: int) -> list[dict[str, object
         joint = joint_raw = 0
         fcp = []
         for _ in range(reps):
-            rows = [r for r in compare_systems(_systems(ps, gen), adjust=adjust, n_boot=500,
-                                               rng=gen) if r.measure == "pb_plugin"]
+            rows = [r for r in compare_systems(_systems(ps, gen), adjust=adjust,
+                                               n_boot=n_boot, rng=gen)
+                    if r.measure == "pb_plugin"]
             miss = [not r.ci_low_adjusted <= truth[r.a] - truth[r.b] <= r.ci_high_adjusted
                     for r in rows]
             joint += not any(miss)
@@ -100,7 +102,7 @@ def run_adjusted(ps: list[float], reps: int, seed: int) -> list[dict[str, object
                         if r.pvalue_adjusted <= 0.05]
             fcp.append(sum(selected) / max(len(selected), 1))
         j, jr, f = joint / reps, joint_raw / reps, np.asarray(fcp)
-        out.append({"scenario": f"adjusted-{adjust}", "ps": ps, "reps": reps,
+        out.append({"scenario": f"adjusted-{adjust}", "ps": ps, "reps": reps, "n_boot": n_boot,
                     "n_queries": N, "k": K, "pairs": len(rows),
                     "simultaneous_coverage_adjusted": j,
                     "simultaneous_coverage_adjusted_mcse": (j * (1 - j) / reps) ** 0.5,
@@ -117,15 +119,18 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=20261205)
     parser.add_argument("--mixed", action="store_true",
                         help="BH's FDR under a mixed null (validate_compare_bh.jsonl)")
+    parser.add_argument("--n-boot", type=int, default=500,
+                        help="bootstrap resamples per comparison (--adjusted)")
     parser.add_argument("--adjusted", action="store_true",
                         help="the adjusted intervals (validate_compare_adjusted.jsonl)")
     args = parser.parse_args()
     if args.adjusted:
         path = Path(__file__).parent / "results" / "validate_compare_adjusted.jsonl"
-        rows = run_adjusted([0.2, 0.2, 0.3, 0.4], args.reps, args.seed)
+        rows = run_adjusted([0.2, 0.2, 0.3, 0.4], args.reps, args.seed, args.n_boot)
         for row in rows:
             print(json.dumps(row))
-        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write("".join(json.dumps(r) + "\n" for r in rows))
         return
     if args.mixed:
         row = run_mixed([0.2, 0.2, 0.25, 0.25], args.reps, args.seed)

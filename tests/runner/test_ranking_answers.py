@@ -41,13 +41,36 @@ def test_bad_answer_settings_are_refused(tmp_path, emb_cache, prompt, match):
         load_config(write_config(tmp_path, cache_dir=emb_cache, extra=f"\n[prompt]\n{prompt}\n"))
 
 
-def test_constrained_ranking_on_a_local_engine_is_refused(tmp_path, emb_cache):
+def test_constrained_ranking_needs_a_schema_engine(tmp_path, emb_cache, monkeypatch):
+    """The transformers engine's constrained mode writes a pick: refused; the llama.cpp
+    engine decodes under the ranking schema: accepted, its backend not in pick mode."""
+    from recaudit.audit._config import config_backends
+
+    folder = tmp_path / "hf-model"
+    folder.mkdir()
+    constrained = '\n[prompt]\nanswer = "ranking"\nconstrained = true\n'
+    hf = (f'[[models]]\nname = "m"\nbackend = "local"\nmodel = "{folder}"\n'
+          'engine = "transformers"\n')
+    with pytest.raises(ConfigError, match="transformers engine"):
+        load_config(write_config(tmp_path, cache_dir=emb_cache, models=hf, extra=constrained))
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF")
-    local = f'[[models]]\nname = "m"\nbackend = "local"\nmodel = "{gguf}"\n'
-    with pytest.raises(ConfigError, match="openai"):
-        load_config(write_config(tmp_path, cache_dir=emb_cache, models=local,
-                                 extra='\n[prompt]\nanswer = "ranking"\nconstrained = true\n'))
+    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, name="b.toml", extra=constrained,
+                                   models=f'[[models]]\nname = "m"\nbackend = "local"\n'
+                                          f'model = "{gguf}"\n'))
+    assert cfg.models[0].params.resolved_engine() == "llamacpp"
+    from recaudit.llm.backends import _llamacpp
+
+    built = []
+
+    def record(self, *args, **kwargs):  # no model is loaded: only the mode is checked
+        built.append(kwargs.get("constrained"))
+        raise RuntimeError("not loading")
+
+    monkeypatch.setattr(_llamacpp.LlamaCppBackend, "__init__", record)
+    with pytest.raises(RuntimeError, match="not loading"):
+        config_backends(cfg)
+    assert built == [False]
 
 
 def test_a_ranking_run_journals_every_ranking(tmp_path, retriever, emb_cache):

@@ -87,9 +87,9 @@ MSG_RANKING_PROBS = (
 )
 MSG_RANKING_LOCAL = (
     "`prompt.constrained` = true with `prompt.answer` = \"ranking\" and the local model "
-    "{name!r}: the local engines' constrained mode writes a one-identifier answer; set "
-    "`constrained = false`, or serve the model with llama.cpp's server and audit it as "
-    "an `openai` model (its `response_format` then constrains the ranking)"
+    "{name!r} on the transformers engine: its constrained mode writes a one-identifier "
+    "answer; set `constrained = false`, or run the model as a GGUF file (the llama.cpp "
+    "engine decodes under the ranking schema)"
 )
 COLUMN_KEYS = ("id", "title", "description", "category", "brand", "colour", "gender",
                "price")
@@ -204,9 +204,11 @@ def config_backends(cfg: AuditConfig, models: tuple[ModelConfig, ...] | None = N
                     ) -> dict[tuple[str, int], Backend]:
     """The backends of ``cfg`` (or of some of its ``models``): one per (model, k), from
     :func:`recaudit.llm.build_backends`."""
+    # a constrained ranking is decoded under its schema (the request's response_format);
+    # the local engines' own constrained mode writes a pick
     return build_backends(cfg.models if models is None else models, k=cfg.retrieval.k,
-                          seed=cfg.seed, constrained=cfg.prompt.constrained,
-                          answer=cfg.prompt.answer)
+                          seed=cfg.seed, answer=cfg.prompt.answer,
+                          constrained=cfg.prompt.constrained and cfg.prompt.answer == "pick")
 
 
 MSG_CONCURRENCY = (
@@ -283,14 +285,17 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path) -> AuditConfig:
 
 
 def _check_answer(cfg: AuditConfig) -> None:
-    """A ranking answer has no choice probabilities, and no local constrained mode."""
+    """A ranking answer has no choice probabilities, and is constrained only by a
+    schema (``openai`` models, the llama.cpp engine), never by the transformers
+    engine's pick-only constrained mode."""
     if cfg.prompt.answer != "ranking":
         return
     if cfg.prompt.choice_probabilities:
         raise ConfigError(MSG_RANKING_PROBS)
     if cfg.prompt.constrained:
         for model in cfg.models:
-            if model.backend == "local":
+            if isinstance(model.params, LocalParams) \
+                    and model.params.resolved_engine() != "llamacpp":
                 raise ConfigError(MSG_RANKING_LOCAL.format(name=model.name))
 
 

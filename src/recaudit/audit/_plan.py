@@ -276,8 +276,9 @@ def _cell_tasks(cfg: AuditConfig, template: PromptTemplate, q: Query, condition:
     schema = _response_format(cfg, idents)
     out = []
     for model in cfg.models:
-        # a constrained local backend enforces the schema itself
-        fmt = None if model.backend == "local" else schema
+        # a constrained local backend enforces the pick's schema itself; a ranking's
+        # schema goes to the llama.cpp engine with the request
+        fmt = None if model.backend == "local" and cfg.prompt.answer == "pick" else schema
         for t in cfg.temperatures:
             key = EvalKey(model.name, k, t, condition, q.query_id, pi, si)
             req = render_request(
