@@ -102,7 +102,8 @@ def run_adjusted(ps: list[float], reps: int, seed: int,
                         if r.pvalue_adjusted <= 0.05]
             fcp.append(sum(selected) / max(len(selected), 1))
         j, jr, f = joint / reps, joint_raw / reps, np.asarray(fcp)
-        out.append({"scenario": f"adjusted-{adjust}", "ps": ps, "reps": reps, "n_boot": n_boot,
+        out.append({"scenario": f"adjusted-{adjust}", "interval": "expanded percentile",
+                    "ps": ps, "reps": reps, "n_boot": n_boot,
                     "n_queries": N, "k": K, "pairs": len(rows),
                     "simultaneous_coverage_adjusted": j,
                     "simultaneous_coverage_adjusted_mcse": (j * (1 - j) / reps) ** 0.5,

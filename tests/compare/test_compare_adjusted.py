@@ -1,5 +1,6 @@
 """The family's adjusted intervals: Bonferroni-simultaneous with Holm, Benjamini &
-Yekutieli's false-coverage-rate level with BH, the row's own interval without."""
+Yekutieli's false-coverage-rate level with BH, the row's own level without; each an
+expanded percentile interval."""
 
 from __future__ import annotations
 
@@ -34,11 +35,9 @@ def test_adjusted_intervals_hold_the_family_level(adjust: str) -> None:
                 "none": 0.95}[adjust]
     for r in rows:
         assert r.adjusted_level == pytest.approx(expected)
-        if adjust == "none":
-            assert (r.ci_low_adjusted, r.ci_high_adjusted) == (r.ci_low, r.ci_high)
-        else:  # a higher level: never narrower than the row's own interval
-            assert r.ci_low_adjusted <= r.ci_low <= r.difference <= r.ci_high \
-                <= r.ci_high_adjusted
+        # the same or a higher level, expanded: never narrower than the row's own interval
+        assert r.ci_low_adjusted <= r.ci_low <= r.difference <= r.ci_high \
+            <= r.ci_high_adjusted
 
 
 def test_the_level_rules() -> None:
@@ -56,3 +55,17 @@ def test_rows_written_before_the_adjusted_interval_read_back() -> None:
     back = Comparison.from_dict(old)
     assert math.isnan(back.ci_low_adjusted) and back.difference == row.difference
     assert Comparison.from_dict(row.to_dict()) == row
+
+
+def test_the_expanded_level_matches_its_formula() -> None:
+    from scipy import stats
+
+    from recaudit._stats import expanded_level
+
+    n, level = 100, 1 - 0.05 / 6
+    t = stats.t.ppf(1 - (1 - level) / 2, n - 1)
+    expected = 1 - 2 * stats.norm.sf(np.sqrt(n / (n - 1)) * t)
+    assert expanded_level(level, n) == pytest.approx(expected)
+    assert level < expanded_level(level, n) < expanded_level(level, 20)  # wider at small n
+    assert expanded_level(0.95, 10**6) == pytest.approx(0.95, abs=1e-5)
+    assert expanded_level(0.95, 1) == 0.95

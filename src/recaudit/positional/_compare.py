@@ -20,7 +20,13 @@ import numpy as np
 import numpy.typing as npt
 
 from .._records import as_mapping, integer, need, number
-from .._stats import as_generator, bootstrap_weights, holm, percentile_interval
+from .._stats import (
+    as_generator,
+    bootstrap_weights,
+    expanded_level,
+    holm,
+    percentile_interval,
+)
 from ..exceptions import InputError
 from ._bootstrap import check_bootstrap_args
 from ._compare_split import SPLIT_MEASURES, split_differences
@@ -240,10 +246,11 @@ def compare_systems(
     systems, so the query-to-query variation cancels. Otherwise each system is
     resampled on its own (``paired=False``). p-values are adjusted across the pairs of
     each measure with ``adjust`` (``holm``, ``bh`` or ``none``), and each row also
-    carries the percentile interval at the family's adjusted level
-    (:func:`adjusted_level`: Bonferroni-simultaneous with ``holm``, false-coverage-rate
-    with ``bh``) as ``ci_low_adjusted`` / ``ci_high_adjusted``: the intervals a forest
-    plot of the family shows.
+    carries the interval at the family's adjusted level (:func:`adjusted_level`:
+    Bonferroni-simultaneous with ``holm``, false-coverage-rate with ``bh``), an
+    expanded percentile interval (:func:`recaudit._stats.expanded_level`: the plain
+    percentile interval covered 0.92 jointly at Holm's level), as ``ci_low_adjusted``
+    / ``ci_high_adjusted``: the intervals a forest plot of the family shows.
 
     References
     ----------
@@ -281,7 +288,8 @@ def compare_family(pairs: Sequence[Pair], *, adjust: str, n_boot: int,
         level = adjusted_level(adjusted, adjust, confidence_level)
         for i, p in zip(idx, adjusted, strict=True):
             reps = rows[i].pop("_reps")
-            ci = percentile_interval(reps, confidence_level=level) \
+            ci = percentile_interval(reps, confidence_level=expanded_level(
+                level, rows[i]["n_queries"])) \
                 if math.isfinite(rows[i]["difference"]) else None
             rows[i].update(pvalue_adjusted=float(p), adjust=adjust, adjusted_level=level,
                            ci_low_adjusted=math.nan if ci is None else ci.low,
