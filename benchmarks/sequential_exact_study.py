@@ -37,7 +37,7 @@ from recaudit.positional._alternatives import (
     sample_positions,
     simulate_choice_vectors,
 )
-from recaudit.positional._sequential_exact import EXACT_METHODS, log_e_vectors
+from recaudit.positional._sequential_exact import EXACT_SEQUENTIAL_METHODS, log_e_vectors
 from recaudit.positional._unbp import _reject_many
 
 ALPHA = 0.05
@@ -84,7 +84,7 @@ def type_one(args: argparse.Namespace, gen: np.random.Generator) -> None:
                 n = min(CHUNK, args.reps - start)
                 v, oh = _data(model, n, n_q, k, ORDERS, 0.0, gen)
                 for answers, x in (("sampled", oh), ("exact", v)):
-                    for m in EXACT_METHODS:
+                    for m in EXACT_SEQUENTIAL_METHODS:
                         le = log_e_vectors(x, method=m)  # type: ignore[arg-type]
                         key = (answers, m)
                         hits[key] = hits.get(key, 0) + int(np.isfinite(
@@ -125,7 +125,7 @@ def power(args: argparse.Namespace, gen: np.random.Generator) -> None:
                     shares = x.reshape(n, n_q, orders, k).mean(axis=2)
                     key = (answers, "fixed POB-UNBP")
                     hits[key] = hits.get(key, 0) + int(_reject_many(shares, ALPHA).sum())
-                    for m in EXACT_METHODS:
+                    for m in EXACT_SEQUENTIAL_METHODS:
                         tau = _first_crossing(log_e_vectors(x, method=m))  # type: ignore[arg-type]
                         key = (answers, m)
                         hits[key] = hits.get(key, 0) + int(np.isfinite(tau).sum())

@@ -49,7 +49,7 @@ from recaudit.positional import (
     simulate_evaluations,
 )
 from recaudit.positional._crossfit import crossfit_shares, pb_from_shares
-from recaudit.positional._sequential import DEFAULT_METHOD, log_e_values
+from recaudit.positional._sequential import DEFAULT_SEQUENTIAL_METHOD, log_e_values
 from recaudit.positional._simulation import exact_query_shares
 from recaudit.positional._unbp import _reject_many
 
@@ -93,7 +93,7 @@ def simulated_power(design: str, k: int, p_bias: float, n_q: int, reps: int,
         positions = np.stack([
             simulate_evaluations(n_q, k=k, n_perms=ORDERS, p_bias=p_bias, rng=gen).position
             for _ in range(reps)])
-        log_e = log_e_values(positions, k, method=DEFAULT_METHOD)
+        log_e = log_e_values(positions, k, method=DEFAULT_SEQUENTIAL_METHOD)
         hits = int((log_e.max(axis=1) >= math.log(1 / ALPHA)).sum())
     p = hits / reps
     return p, math.sqrt(max(p * (1 - p), 1.0 / reps) / reps)

@@ -29,7 +29,7 @@ from recaudit.positional._planning import (
     sequential_stopping_times,
     simulate_shares,
 )
-from recaudit.positional._sequential import DEFAULT_METHOD, log_e_values
+from recaudit.positional._sequential import DEFAULT_SEQUENTIAL_METHOD, log_e_values
 from recaudit.positional._simulation import exact_query_shares
 
 
@@ -91,7 +91,8 @@ def test_sequential_stopping_against_an_independent_generator():
     gen = np.random.default_rng(6)
     paths = [simulate_evaluations(6, k=5, n_perms=10, p_bias=0.2, rng=gen).position
              for _ in range(800)]
-    crossed = log_e_values(np.stack(paths), 5, method=DEFAULT_METHOD).max(axis=1) >= math.log(20)
+    log_e = log_e_values(np.stack(paths), 5, method=DEFAULT_SEQUENTIAL_METHOD)
+    crossed = log_e.max(axis=1) >= math.log(20)
     for pos, hit in zip(paths[:10], crossed[:10], strict=True):  # the kernel is the test's
         assert sequential_uniformity_test(pos, k=5, alpha=0.05).reject == hit
     se = math.sqrt(0.25 / 800 * 2)

@@ -129,8 +129,8 @@ def test_n_repeats_is_validated(bad: object) -> None:
 def test_result_records_folds_and_repeats() -> None:
     ev = simulate_evaluations(10, k=3, n_perms=4, rng=0)
     res = strong_positional_bias(ev, n_boot=20, rng=0)
-    assert res.n_repeats == M.N_REPEATS and res.n_folds == 5
-    assert res.to_dict()["n_repeats"] == M.N_REPEATS and res.to_dict()["n_folds"] == 5
+    assert res.n_repeats == M.SPB_REPEATS and res.n_folds == 5
+    assert res.to_dict()["n_repeats"] == M.SPB_REPEATS and res.to_dict()["n_folds"] == 5
     # the mean of the per-instance values is the cell value (same stream, same R)
     inst = instance_spb(ev, n_repeats=4, rng=3)
     assert strong_positional_bias(ev, n_repeats=4, n_boot=20, rng=3).value == pytest.approx(
@@ -154,7 +154,7 @@ def test_cli_analyze_passes_and_validates_spb_repeats(tmp_path) -> None:
     spb = json.loads(res.stdout)["spb_paper"]
     assert spb["n_repeats"] == 3 and spb["n_folds"] == 5
     default = runner.invoke(app, ["positional", "analyze", str(path), *fast])
-    assert json.loads(default.stdout)["spb_paper"]["n_repeats"] == M.N_REPEATS
+    assert json.loads(default.stdout)["spb_paper"]["n_repeats"] == M.SPB_REPEATS
     for bad in ("0", "-2"):
         out = runner.invoke(app, ["positional", "analyze", str(path), "--spb-repeats", bad])
         assert out.exit_code == 2
@@ -167,9 +167,9 @@ def test_cli_help_states_the_library_default() -> None:
     from recaudit.cli import app
     from recaudit.cli._analysis_options import SPB_REPEATS_DEFAULT
 
-    assert SPB_REPEATS_DEFAULT == str(M.N_REPEATS)
+    assert SPB_REPEATS_DEFAULT == str(M.SPB_REPEATS)
     for command in ("analyze", "run", "study"):
         res = CliRunner().invoke(app, ["positional", command, "--help"], env={"COLUMNS": "200"})
         assert res.exit_code == 0
         assert "--spb-repeats" in res.output, command
-        assert f"[default: ({M.N_REPEATS})]" in res.output, command
+        assert f"[default: ({M.SPB_REPEATS})]" in res.output, command

@@ -20,7 +20,7 @@ from recaudit.positional._alternatives import (
 )
 from recaudit.positional._sequential import log_e_values, sequential_uniformity_test
 from recaudit.positional._sequential_exact import (
-    EXACT_METHODS,
+    EXACT_SEQUENTIAL_METHODS,
     MIN_FACTOR,
     MSG_PROBS,
     log_e_vectors,
@@ -37,7 +37,7 @@ def test_against_sampled_favoured_on_one_hot_vectors():
                            atol=1e-12)
 
 
-@pytest.mark.parametrize("method", EXACT_METHODS)
+@pytest.mark.parametrize("method", EXACT_SEQUENTIAL_METHODS)
 def test_martingale_exactly_by_enumeration(method):
     """Null: one query's item law mu relabelled by a uniform random order (3! orders),
     4 evaluations: E[E_t | past] = E_{t-1} on every prefix, so E[E_4] = 1 exactly."""

@@ -16,18 +16,18 @@ from recaudit.positional import (
     simulate_evaluations,
 )
 from recaudit.positional._sequential import (
-    METHODS,
     MSG_CHECKPOINTS,
     MSG_K,
     MSG_METHOD,
     MSG_POSITIONS,
+    SEQUENTIAL_METHODS,
     _beta_cs,
     log_e_from_counts,
     log_e_values,
 )
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", SEQUENTIAL_METHODS)
 @pytest.mark.parametrize(("k", "t"), [(2, 7), (3, 5), (4, 4)])
 def test_e_value_has_expectation_one_under_the_null_exactly(method, k, t):
     # every sequence of length t is equally likely under H0: E[E_s] = 1 for each s <= t

@@ -290,11 +290,11 @@ def test_report_shows_the_study_noise_floor(grid, tmp_path):
 
 
 def test_spb_repeats_are_used_and_recorded(grid, tmp_path):
-    from recaudit.positional._metrics import N_REPEATS
+    from recaudit.positional._metrics import SPB_REPEATS
 
     table, cands, study = grid
-    assert study.settings["spb_n_repeats"] == N_REPEATS and study.settings["spb_n_folds"] == 5
-    assert all(g["spb_paper"]["n_repeats"] == N_REPEATS for g in study.analysis
+    assert study.settings["spb_n_repeats"] == SPB_REPEATS and study.settings["spb_n_folds"] == 5
+    assert all(g["spb_paper"]["n_repeats"] == SPB_REPEATS for g in study.analysis
                if g["spb_paper"]["value"] is not None)
     one = analyze_study(table, AnalysisOptions(spb_repeats=1, **FAST), candidates=cands, rng=3)
     assert one.settings["spb_n_repeats"] == 1

@@ -17,6 +17,7 @@ from ._analysis import (
     analyze_run,
     run_and_analyze,
 )
+from ._batch import run_batch
 from ._config import (
     AuditConfig,
     CatalogConfig,
@@ -59,9 +60,12 @@ from ._plan import answer_schema, build_tasks, design_notes
 from ._run import AuditInterrupted, AuditResult, make_executor, run_audit
 from ._runner import EmbeddingProgress, EvalTask, RunProgress, RunSummary, run_tasks
 from ._sequential_driver import SequentialOptions
+from ._spend import BATCH_DISCOUNT
 from ._study_driver import StudyRun, run_study
 
 __all__ = [
+    "BATCH_DISCOUNT",
+    "run_batch",
     # config
     "AuditConfig",
     "CatalogConfig",

@@ -63,10 +63,8 @@ from urllib.parse import quote, unquote
 
 from .._io import write_atomic, write_text_atomic
 from ..exceptions import ConfigError, EndpointError, InputError
-from ..llm import CandidateSource
-from ..llm._types import Backend
-from ..llm.backends._factory import ModelConfig, OpenAIParams, build_backends
-from ..llm.backends._openai import OpenAIBackend
+from ..llm import Backend, CandidateSource
+from ..llm.backends import ModelConfig, OpenAIBackend, OpenAIParams, build_backends
 from ._config import AuditConfig
 from ._journal import EvalKey, EvalRecord, Journal
 from ._journal_columns import KEY_FIELDS, UPSERT

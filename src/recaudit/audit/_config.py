@@ -40,16 +40,17 @@ from .._limits import (
 from .._read import file_sha256
 from .._toml import read_toml
 from ..exceptions import ConfigError, InputError
-from ..llm._types import Backend
-from ..llm.backends._factory import (
+from ..llm import Backend
+from ..llm.backends import (
     LOCAL_ENGINES,
     LocalParams,
     ModelConfig,
     OpenAIParams,
     SimulatedParams,
     build_backends,
+    check_base_url,
+    check_key_env,
 )
-from ..llm.backends._openai import check_base_url, check_key_env
 from ._config_secrets import refuse_secrets
 from ._designs import design_orders
 
@@ -608,7 +609,7 @@ def _price(t: Mapping[str, Any], where: Where) -> tuple[float, float] | None:
 
 def _local_params(t: Mapping[str, Any], where: Where, base_dir: Path,
                   run_concurrency: int) -> LocalParams:
-    from ..llm.backends._local import PACKAGED_MODELS
+    from ..llm.backends import PACKAGED_MODELS
 
     name = get_str(t, "model", where)
     model: str | Path | None = name

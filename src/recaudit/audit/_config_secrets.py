@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..exceptions import ConfigError
-from ..llm.backends._openai import looks_like_key
+from ..llm.backends import looks_like_key
 
 __all__ = ["MSG_SECRET_IN_FIELD", "refuse_secrets"]
 

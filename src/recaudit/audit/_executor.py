@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..llm._types import Backend
+from ..llm import Backend
 from ._config import AuditConfig
 from ._journal import EvalKey, Journal
 from ._runner import EvalTask, ParseFn, RunProgress, RunSummary, run_tasks

@@ -18,15 +18,20 @@ import numpy.typing as npt
 import pandas as pd
 
 from .._io import to_jsonable, write_atomic, write_text_atomic
+from .._seeds import stable_words
 from .._stats import Estimate, as_generator
 from ..exceptions import InputError
-from ..llm._mitigation import PositionPrior
-from ..llm.backends._factory import SimulatedParams
-from ..llm.backends._simulated import SimulatedBackend, SimulationProfile, stable_words
-from ..positional import AnalysisOptions, analyze, evaluations_from_table
-from ..positional._bootstrap import bootstrap_ci
-from ..positional._evaluations import Evaluations
-from ..positional._metrics import N_REPEATS, plugin_positional_bias
+from ..llm import PositionPrior
+from ..llm.backends import SimulatedBackend, SimulatedParams, SimulationProfile
+from ..positional import (
+    SPB_REPEATS,
+    AnalysisOptions,
+    Evaluations,
+    analyze,
+    bootstrap_ci,
+    evaluations_from_table,
+    plugin_positional_bias,
+)
 from ._config import AuditConfig
 from ._mitigation_config import MitigationConfig
 
@@ -173,7 +178,7 @@ def _inside_truth(evals: Evaluations, truth: Callable[[str], tuple[int, ...]], n
 def compare_arms(arms: list[ArmRun], mcfg: MitigationConfig, *, seed: int = 0,
                  n_resamples: int = 999, cfg: AuditConfig | None = None,
                  tau: float | Literal["auto"] = "auto",
-                 spb_repeats: int = N_REPEATS) -> dict[str, Any]:
+                 spb_repeats: int = SPB_REPEATS) -> dict[str, Any]:
     """PB, sPB, PS, agreement and cost of every arm, per (model, k, temperature,
     condition) group; the JSON written to ``mitigation.json``. With ``cfg``, simulated
     models also get ``inside_true_set``: the share of answers inside the simulator's

@@ -25,22 +25,29 @@ import numpy as np
 
 from .._io import write_text_atomic
 from .._read import read_json
+from .._seeds import stable_words
 from ..exceptions import InputError
-from ..llm._catalog import Catalog
-from ..llm._mitigation import (
+from ..llm import (
+    Backend,
     CalibratedBackend,
+    Candidate,
+    CandidateSource,
     CanonicalOrderBackend,
+    Catalog,
+    ChatRequest,
     OrderEnsembleBackend,
     PositionPrior,
     PromptContext,
+    PromptTemplate,
+    Query,
+    Retriever,
     estimate_position_prior,
+    generate_queries,
+    positional_identifiers,
+    random_labels,
+    render_request,
 )
-from ..llm._prompt import PromptTemplate, positional_identifiers, random_labels, render_request
-from ..llm._queries import Query, generate_queries
-from ..llm._retrieval import CandidateSource, Retriever
-from ..llm._types import Backend, Candidate, ChatRequest
-from ..llm.backends._simulated import stable_words
-from ..positional._options import AnalysisOptions
+from ..positional import AnalysisOptions
 from ._analysis import RunAnalysis, analyze_run
 from ._config import AuditConfig
 from ._executor import Backends
@@ -282,14 +289,14 @@ def mitigate(cfg: AuditConfig, mcfg: MitigationConfig, *, out_dir: str | Path,
     ``tau`` and ``spb_repeats`` are sPB's threshold rule and repeated cross-validation
     (``None``: the default) in both the comparison and the analysis.
     """
-    from ..positional._metrics import N_REPEATS
+    from ..positional import SPB_REPEATS
 
     folder = Path(out_dir)
     say = on_phase or (lambda _m: None)
     arms = run_mitigation(cfg, mcfg, out_dir=folder, progress=progress, on_phase=on_phase,
                           retriever=retriever)
     say("comparing the arms (PB, sPB, PS, agreement, cost)")
-    repeats = N_REPEATS if spb_repeats is None else spb_repeats
+    repeats = SPB_REPEATS if spb_repeats is None else spb_repeats
     comparison = compare_arms(arms, mcfg, seed=cfg.seed, cfg=cfg, tau=tau,
                               spb_repeats=repeats)
     path = write_mitigation_json(comparison, folder)

@@ -27,15 +27,28 @@ import pandas as pd
 
 from .._io import write_atomic
 from .._read import read_table
+from .._seeds import stable_words
 from ..exceptions import InputError, JournalError
-from ..llm import ranking_schema, ranking_template
-from ..llm._catalog import Catalog, ColumnMap, load_catalog
-from ..llm._parse import parse_answer
-from ..llm._prompt import PromptTemplate, positional_identifiers, random_labels, render_request
-from ..llm._queries import Query, generate_queries, load_queries
-from ..llm._retrieval import CandidateSource, Retriever, candidates_from_frame, candidates_to_frame
-from ..llm._types import Candidate
-from ..llm.backends._simulated import stable_words
+from ..llm import (
+    Candidate,
+    CandidateSource,
+    Catalog,
+    ColumnMap,
+    PromptTemplate,
+    Query,
+    Retriever,
+    candidates_from_frame,
+    candidates_to_frame,
+    generate_queries,
+    load_catalog,
+    load_queries,
+    parse_answer,
+    positional_identifiers,
+    random_labels,
+    ranking_schema,
+    ranking_template,
+    render_request,
+)
 from ._config import AuditConfig, config_to_dict
 from ._designs import design_orders, pob_icm_design_notes
 from ._journal import EvalKey

@@ -40,7 +40,7 @@ from typing import Any
 
 from .._ray_session import NAMESPACE, ray_session
 from ..exceptions import EndpointError, InputError
-from ..llm.backends._factory import OpenAIParams
+from ..llm.backends import OpenAIParams
 from ._config import AuditConfig, config_backends
 from ._executor import Backends, RunContext
 from ._journal import EvalRecord, MemorySink, ResultSink

@@ -24,11 +24,7 @@ from typing import Any
 from .._io import write_atomic
 from .._ray_session import check_executor
 from ..exceptions import ConfigError, EndpointError, JournalError, RecauditWarning
-from ..llm import CandidateSource
-from ..llm._catalog import Catalog
-from ..llm._prompt import PromptTemplate
-from ..llm._queries import Query
-from ..llm._types import Backend, Candidate
+from ..llm import Backend, Candidate, CandidateSource, Catalog, PromptTemplate, Query
 from ._config import (
     AuditConfig,
     config_backends,

@@ -28,9 +28,8 @@ from typing import Literal, Protocol
 
 from .._io import write_text_atomic
 from ..exceptions import EndpointError, InputError
-from ..llm import parse_ranking
-from ..llm._types import Backend, Candidate, ChatRequest, ChatResponse
-from ..llm.backends._batching import describe_backend
+from ..llm import Backend, Candidate, ChatRequest, ChatResponse, parse_ranking
+from ..llm.backends import describe_backend
 from ._journal import EvalKey, EvalRecord, ResultSink
 
 __all__ = [

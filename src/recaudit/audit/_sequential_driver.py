@@ -44,11 +44,16 @@ import numpy.typing as npt
 import pandas as pd
 
 from .._io import write_text_atomic
+from .._seeds import stable_words
 from ..exceptions import ConfigError, InputError
-from ..llm.backends._simulated import stable_words
-from ..positional import positional_bias_from_shares
-from ..positional._sequential import DEFAULT_METHOD, METHODS, sequential_uniformity_test
-from ..positional._sequential_exact import EXACT_METHODS, sequential_exact_test
+from ..positional import (
+    DEFAULT_SEQUENTIAL_METHOD,
+    EXACT_SEQUENTIAL_METHODS,
+    SEQUENTIAL_METHODS,
+    positional_bias_from_shares,
+    sequential_exact_test,
+    sequential_uniformity_test,
+)
 from ._config import AuditConfig
 from ._journal import EvalKey, Journal
 from ._runner import EvalTask, RunProgress, RunSummary
@@ -94,7 +99,7 @@ class SequentialOptions:
         Budget per cell (evaluations sent, discarded ones included).
     method : str
         The e-process (``recaudit.positional.sequential_uniformity_test``; in exact
-        mode one of ``_sequential_exact.EXACT_METHODS``).
+        mode one of ``_sequential_exact.EXACT_SEQUENTIAL_METHODS``).
     round_evaluations : int
         Evaluations per cell per round (rounded up to whole query blocks).
     answers : {'auto', 'sampled', 'exact'}
@@ -109,7 +114,7 @@ class SequentialOptions:
 
     alpha: float = 0.05
     max_evaluations: int = 2000
-    method: str = DEFAULT_METHOD
+    method: str = DEFAULT_SEQUENTIAL_METHOD
     round_evaluations: int = 20
     answers: str = "auto"
     ci_width: float | None = None
@@ -121,8 +126,8 @@ class SequentialOptions:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"`{name}` must be an integer >= 1, got {value!r}")
-        if self.method not in METHODS:
-            raise ConfigError(f"`method` must be one of {METHODS}, got {self.method!r}")
+        if self.method not in SEQUENTIAL_METHODS:
+            raise ConfigError(f"`method` must be one of {SEQUENTIAL_METHODS}, got {self.method!r}")
         if self.answers not in ANSWERS:
             raise ConfigError(f"`answers` must be one of {ANSWERS}, got {self.answers!r}")
         width = self.ci_width
@@ -138,8 +143,8 @@ class SequentialOptions:
         if self.answers == "exact" and not records:
             raise ConfigError(MSG_NO_PROBS)
         use = self.answers == "exact" or (self.answers == "auto" and records)
-        if use and self.method not in EXACT_METHODS:
-            raise ConfigError(MSG_EXACT_METHOD.format(allowed=", ".join(EXACT_METHODS),
+        if use and self.method not in EXACT_SEQUENTIAL_METHODS:
+            raise ConfigError(MSG_EXACT_METHOD.format(allowed=", ".join(EXACT_SEQUENTIAL_METHODS),
                                                       method=self.method))
         return use
 

@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..llm import CandidateSource
-from ..positional._options import AnalysisOptions
-from ..positional._study import StudyResult
+from ..positional import AnalysisOptions, StudyResult
 from ._analysis import run_and_analyze
 from ._config import AuditConfig
 from ._run import AuditResult

@@ -47,7 +47,7 @@ SPB_REPEATS_HELP = (
     "Random fold assignments sPB's 5-fold cross-validation averages over (repeated CV; "
     "1 = one split)."
 )
-#: Shown in --help (the CLI imports the library lazily); tested equal to N_REPEATS.
+#: Shown in --help (the CLI imports the library lazily); tested equal to SPB_REPEATS.
 SPB_REPEATS_DEFAULT = "20"
 
 Alpha = Annotated[float, typer.Option(
@@ -81,10 +81,10 @@ def parse_tau(value: str) -> float | Literal["auto"]:
 
 def _spb_repeats(value: int | None) -> int:
     """`--spb-repeats`: an integer >= 1, or the library's default."""
-    from ..positional._metrics import N_REPEATS
+    from ..positional import SPB_REPEATS
 
     if value is None:
-        return N_REPEATS
+        return SPB_REPEATS
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InputError(MSG_SPB_REPEATS_OPTION.format(value=value))
     return value

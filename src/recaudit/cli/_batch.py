@@ -33,7 +33,7 @@ def batch_run(cfg: Any, *, out: Path, resume: bool, sequential: Any,
               options: Any = None) -> None:
     """Read batch results and/or write the next batch file of the run in ``out``; once
     the run is complete, analyse it as ``run`` does (``analysis.json``, the tables)."""
-    from ..audit._batch import run_batch
+    from ..audit import run_batch
 
     live = not (quiet or as_json)
     results = [p for p in (batch_results, batch_errors) if p is not None]

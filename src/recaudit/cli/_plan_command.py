@@ -160,7 +160,7 @@ def plan_command(
     designs = _designs(exact, sequential)
     price_in, price_out = parse_price(price_per_mtok)
     effect, measured = _effect(k, p_bias, pb, pilot, pilot_model, seed)
-    from ..audit._spend import BATCH_DISCOUNT
+    from ..audit import BATCH_DISCOUNT
 
     chosen = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
               "calls_per_s": calls_per_s}

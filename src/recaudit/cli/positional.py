@@ -128,8 +128,7 @@ def analyze_command(
     evals = evaluations_file(evals)
     columns = [c.strip() for c in by.split(",") if c.strip()] if by else []
     if exact:
-        from ..positional import analyze_exact, analyze_exact_groups
-        from ..positional._analyze_exact import read_exact_table
+        from ..positional import analyze_exact, analyze_exact_groups, read_exact_table
 
         _analyze_and_print(read_exact_table(evals), columns, single=analyze_exact,
                            grouped=analyze_exact_groups, label=" (exact)",
@@ -494,7 +493,7 @@ def study_command(
         if config is not None or out is not None or resume:
             raise InputError("`--analyze-only RUN_DIR` runs nothing: drop CONFIG, `--out` "
                              "and `--resume`")
-        from ..positional._study import analyze_study_folder
+        from ..positional import analyze_study_folder
 
         study = analyze_study_folder(analyze_only, options, rng=seed, progress=phase_printer(live))
         paths = study.save(analyze_only)
@@ -600,8 +599,8 @@ def _rankings_from_probs(data: Any, path: Path) -> Any:
     ``choice_probs``; a row without a vector is a discarded ranking."""
     import pandas as pd
 
-    from ..llm._ranking import ranking_from_choice_probs
-    from ..positional._exact import choice_probs_vector
+    from ..llm import ranking_from_choice_probs
+    from ..positional import choice_probs_vector
 
     if "choice_probs" not in data.columns:
         raise InputError(MSG_TOPN_NO_PROBS_COLUMN.format(path=path))

@@ -33,11 +33,11 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from .._seeds import stable_words
 from ..exceptions import InputError
 from ._parse import parse_answer
 from ._prompt import PromptTemplate, render_request
 from ._types import Backend, Candidate, ChatRequest, ChatResponse
-from .backends._simulated import stable_words
 
 __all__ = [
     "CalibratedBackend",

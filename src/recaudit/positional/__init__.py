@@ -13,7 +13,8 @@ See docs/positional-statistics.md for every formula, its reference and our choic
 """
 
 from ._analyze import GroupedAnalysis, PositionalAnalysis, analyze, analyze_groups
-from ._analyze_exact import GroupedExactAnalysis, analyze_exact_groups
+from ._analyze_exact import GroupedExactAnalysis, analyze_exact_groups, read_exact_table
+from ._bootstrap import bootstrap_ci
 from ._compare import Comparison, compare_systems
 from ._compare_cells import CellComparison, RunComparisons, compare_cells
 from ._crossfit import PositionalBiasResult, positional_bias, positional_bias_from_shares
@@ -23,12 +24,15 @@ from ._exact import (
     ExactAnalysis,
     ExactEvaluations,
     analyze_exact,
+    choice_probs_vector,
     exact_evaluations_from_table,
 )
 from ._icm import PobIcmResult, contingency_table, pob_icm
 from ._metrics import (
+    SPB_REPEATS,
     StrongBiasResult,
     permutation_sensitivity,
+    plugin_positional_bias,
     strong_positional_bias,
 )
 from ._options import AnalysisOptions
@@ -36,10 +40,13 @@ from ._planning import CallCost, Effect
 from ._planning_designs import AuditPlan, DesignPlan, effect_from_evaluations, plan_audit
 from ._position_by_class import ClassPositionLift, position_lift_by_class
 from ._sequential import (
+    DEFAULT_SEQUENTIAL_METHOD,
+    SEQUENTIAL_METHODS,
     SequentialResult,
     position_confidence_sequences,
     sequential_uniformity_test,
 )
+from ._sequential_exact import EXACT_SEQUENTIAL_METHODS, sequential_exact_test
 from ._simulation import PowerRow, PowerStudy, power_study, simulate_evaluations
 from ._strong import StrongSoftResult, strong_soft_bias
 from ._topn import (
@@ -76,6 +83,10 @@ from ._counterfactual import (
 from ._study import STUDY_COLUMNS, StudyResult, analyze_study, analyze_study_folder
 
 __all__ = [
+    "DEFAULT_SEQUENTIAL_METHOD",
+    "EXACT_SEQUENTIAL_METHODS",
+    "SEQUENTIAL_METHODS",
+    "SPB_REPEATS",
     "AnalysisOptions",
     "AuditPlan",
     "CallCost",
@@ -107,6 +118,8 @@ __all__ = [
     "analyze_exact",
     "analyze_exact_groups",
     "analyze_groups",
+    "bootstrap_ci",
+    "choice_probs_vector",
     "compare_cells",
     "compare_systems",
     "contingency_table",
@@ -120,6 +133,7 @@ __all__ = [
     "plan_audit",
     "position_lift_by_class",
     "pob_icm",
+    "plugin_positional_bias",
     "pob_unbp",
     "position_confidence_sequences",
     "position_distribution",
@@ -128,8 +142,10 @@ __all__ = [
     "power_study",
     "query_position_shares",
     "rankings_from_table",
+    "read_exact_table",
     "read_table",
     "selection_rate_matrix",
+    "sequential_exact_test",
     "sequential_uniformity_test",
     "simulate_evaluations",
     "simulate_rankings",

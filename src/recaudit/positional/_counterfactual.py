@@ -22,7 +22,7 @@ from ._analyze import _subset
 from ._bootstrap import check_bootstrap_args
 from ._evaluations import Evaluations
 from ._metrics import (
-    N_REPEATS,
+    SPB_REPEATS,
     _mean_estimate,
     _per_query_spb,
     _strong_positional_bias_iv,
@@ -126,7 +126,7 @@ def instance_spb(
     tau: float | Literal["auto"] = "auto",
     p_hat: float | None = None,
     n_folds: int = 5,
-    n_repeats: int = N_REPEATS,
+    n_repeats: int = SPB_REPEATS,
     rng: np.random.Generator | int | None = None,
 ) -> InstanceSpb:
     r"""Per-instance sPB (cross-validated) and the relevance set of each query.

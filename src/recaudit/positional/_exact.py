@@ -48,7 +48,7 @@ from ._analysis_json import exact_fields
 from ._bootstrap import bootstrap_ci
 from ._crossfit import PositionalBiasResult, crossfit_shares, pb_from_shares
 from ._evaluations import _parse_orders, _with_row_numbers, read_table
-from ._metrics import N_REPEATS, _top_sets, studentized_estimate
+from ._metrics import SPB_REPEATS, _top_sets, studentized_estimate
 from ._options import AnalysisOptions
 from ._unbp import PobUnbpResult, _pob_unbp_shares
 
@@ -241,7 +241,7 @@ class ExactAnalysis:
     position_distribution: tuple[Estimate, ...]
     selection_rate_matrix: npt.NDArray[np.float64] = field(repr=False)
     group: Mapping[str, Any] = field(default_factory=dict)
-    spb_repeats: int = N_REPEATS
+    spb_repeats: int = SPB_REPEATS
 
     @property
     def rejects(self) -> bool:
@@ -417,7 +417,7 @@ def exact_selection_rate_matrix(ev: ExactEvaluations) -> npt.NDArray[np.float64]
 
 def _cv_outside(
     ev: ExactEvaluations, item: npt.NDArray[np.float64], threshold: npt.NDArray[np.float64],
-    n_folds: int, gen: np.random.Generator, n_repeats: int = N_REPEATS,
+    n_folds: int, gen: np.random.Generator, n_repeats: int = SPB_REPEATS,
 ) -> npt.NDArray[np.float64]:
     """Per query: expected held-out selections outside the training folds' R / l_j
     (the rule of ``_metrics._cross_validated_outside`` on expected counts), averaged

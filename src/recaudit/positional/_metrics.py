@@ -34,7 +34,7 @@ MSG_FOLDS = "`n_folds` must be an integer >= 2, got {value!r}"
 MSG_REPEATS = "`n_repeats` must be an integer >= 1, got {value!r}"
 #: Default number of fold assignments sPB averages over (docs/decisions/0036,
 #: "sPB averages over repeated fold assignments").
-N_REPEATS = 20
+SPB_REPEATS = 20
 MSG_SPB_P_HAT = "`p_hat` must be a number in [0, 1] or None, got {value!r}"
 MSG_P_HAT_FIXED_TAU = "`p_hat` is the 'auto' rule's share: pass it with tau='auto', not tau={tau!r}"
 MSG_FEW_EVALUATIONS = (
@@ -239,7 +239,7 @@ def strong_positional_bias(
     tau: float | Literal["auto"] = "auto",
     p_hat: float | None = None,
     n_folds: int = 5,
-    n_repeats: int = N_REPEATS,
+    n_repeats: int = SPB_REPEATS,
     n_boot: int = 2000,
     confidence_level: float = 0.95,
     rng: np.random.Generator | int | None = None,

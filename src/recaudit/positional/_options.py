@@ -18,7 +18,7 @@ from .._limits import check_analysis_options
 from ..exceptions import InputError
 from ._bootstrap import check_bootstrap_args
 from ._icm import MSG_N_RESAMPLES
-from ._metrics import MSG_TAU, N_REPEATS, check_n_repeats
+from ._metrics import MSG_TAU, SPB_REPEATS, check_n_repeats
 from ._unbp import MSG_ALPHA, MSG_EPSILON
 
 __all__ = ["AnalysisOptions"]
@@ -61,7 +61,7 @@ class AnalysisOptions:
     alpha: float = 0.05
     epsilon: float = 0.0
     tau: float | Literal["auto"] = "auto"
-    spb_repeats: int = N_REPEATS
+    spb_repeats: int = SPB_REPEATS
     n_resamples: int = 9999
     n_boot: int = 2000
     confidence_level: float = 0.95

@@ -51,7 +51,7 @@ from .._records import as_mapping, need, number, optional_number, to_float
 from ..exceptions import InputError
 from ._alternatives import simulate_choice_vectors
 from ._crossfit import crossfit_shares, pb_from_shares
-from ._sequential import DEFAULT_METHOD, log_e_values
+from ._sequential import DEFAULT_SEQUENTIAL_METHOD, log_e_values
 from ._sequential_exact import log_e_vectors
 from ._simulation import _shares, _simulate_batch, exact_query_shares
 
@@ -345,7 +345,7 @@ def simulate_shares(effect: Effect, *, answers: Answers, orders: int, queries: i
 
 def sequential_stopping_times(effect: Effect, *, orders: int, max_queries: int,
                               alpha: float, reps: int, gen: np.random.Generator,
-                              method: str = DEFAULT_METHOD, answers: Answers = "sampled",
+                              method: str = DEFAULT_SEQUENTIAL_METHOD, answers: Answers = "sampled",
                               ) -> npt.NDArray[np.float64]:
     """Valid evaluations at which the sequential test first rejects, per simulated path
     (``inf`` when it does not within ``max_queries * orders``).

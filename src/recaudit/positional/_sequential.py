@@ -57,10 +57,10 @@ from scipy.special import logsumexp
 from ..exceptions import InputError
 
 __all__ = [
-    "DEFAULT_METHOD",
+    "DEFAULT_SEQUENTIAL_METHOD",
     "DIRECTIONS",
-    "EXACT_METHODS",
-    "METHODS",
+    "EXACT_SEQUENTIAL_METHODS",
+    "SEQUENTIAL_METHODS",
     "OMNIBUS_WEIGHTS",
     "SequentialResult",
     "log_e_from_counts",
@@ -71,16 +71,16 @@ __all__ = [
 ]
 
 Method = Literal["favoured", "dirichlet", "mixture", "disfavoured", "plugin", "omnibus"]
-METHODS = ("favoured", "dirichlet", "mixture", "disfavoured", "plugin", "omnibus")
+SEQUENTIAL_METHODS = ("favoured", "dirichlet", "mixture", "disfavoured", "plugin", "omnibus")
 ExactMethod = Literal["favoured", "disfavoured", "plugin", "omnibus"]
 #: The single-direction e-processes, in the order of :data:`OMNIBUS_WEIGHTS`.
 DIRECTIONS = ("favoured", "disfavoured", "plugin")
-EXACT_METHODS = (*DIRECTIONS, "omnibus")
+EXACT_SEQUENTIAL_METHODS = (*DIRECTIONS, "omnibus")
 #: Weights of (favoured, disfavoured, plugin) in ``"omnibus"``.
 OMNIBUS_WEIGHTS = (0.5, 0.25, 0.25)
 
 #: The default e-process (decision "Sequential default: the omnibus mixture").
-DEFAULT_METHOD: Method = "omnibus"
+DEFAULT_SEQUENTIAL_METHOD: Method = "omnibus"
 #: The methods computed on one-hot vectors by ``_sequential_exact`` (every direction).
 VECTOR_METHODS = ("disfavoured", "plugin", "omnibus")
 
@@ -125,8 +125,8 @@ def log_e_values(
     ndarray of shape (..., N)
         ``out[..., t-1]`` is log E_t, the log e-value after t evaluations.
     """
-    if method not in METHODS:
-        raise InputError(MSG_METHOD.format(choices=METHODS, value=method))
+    if method not in SEQUENTIAL_METHODS:
+        raise InputError(MSG_METHOD.format(choices=SEQUENTIAL_METHODS, value=method))
     pos = np.asarray(positions, dtype=np.int64)
     flat = pos.reshape(-1, pos.shape[-1]) if pos.ndim else pos.reshape(1, 1)
     if method in VECTOR_METHODS:
@@ -190,8 +190,8 @@ def log_e_vectors(
     ndarray of shape (..., N)
         ``out[..., t-1]`` = log E_t.
     """
-    if method not in EXACT_METHODS:
-        raise InputError(MSG_METHOD.format(choices=EXACT_METHODS, value=method))
+    if method not in EXACT_SEQUENTIAL_METHODS:
+        raise InputError(MSG_METHOD.format(choices=EXACT_SEQUENTIAL_METHODS, value=method))
     x = np.asarray(vectors, dtype=np.float64)
     k = x.shape[-1]
     flat = np.ascontiguousarray(x.reshape(-1, x.shape[-2], k))
@@ -350,7 +350,7 @@ def sequential_uniformity_test(
     *,
     k: int,
     alpha: float = 0.05,
-    method: Method = DEFAULT_METHOD,
+    method: Method = DEFAULT_SEQUENTIAL_METHOD,
     checkpoints: Sequence[int] | npt.ArrayLike | None = None,
 ) -> SequentialResult:
     r"""Anytime-valid test of "the selected position is uniform on 1..k".
@@ -485,8 +485,8 @@ def _sequential_iv(
         raise InputError(MSG_K.format(value=k))
     if not 0.0 < float(alpha) < 1.0:
         raise InputError(MSG_ALPHA.format(value=alpha))
-    if method not in METHODS:
-        raise InputError(MSG_METHOD.format(choices=METHODS, value=method))
+    if method not in SEQUENTIAL_METHODS:
+        raise InputError(MSG_METHOD.format(choices=SEQUENTIAL_METHODS, value=method))
     raw = np.asarray(positions)
     if raw.ndim != 1 or (raw.size and not np.issubdtype(raw.dtype, np.integer)):
         raise InputError(MSG_POSITIONS.format(value=positions))

@@ -79,7 +79,7 @@ import numpy.typing as npt
 from ..exceptions import InputError
 from ._sequential import (
     DIRECTIONS,
-    EXACT_METHODS,
+    EXACT_SEQUENTIAL_METHODS,
     MIN_FACTOR,
     MSG_ALPHA,
     MSG_CHECKPOINTS,
@@ -92,7 +92,7 @@ from ._sequential import (
 
 __all__ = [
     "DIRECTIONS",
-    "EXACT_METHODS",
+    "EXACT_SEQUENTIAL_METHODS",
     "MIN_FACTOR",
     "OMNIBUS_WEIGHTS",
     "log_e_vectors",
@@ -180,8 +180,8 @@ def _exact_iv(
 ) -> tuple[npt.NDArray[np.float64], float, npt.NDArray[np.int64]]:
     if not 0.0 < float(alpha) < 1.0:
         raise InputError(MSG_ALPHA.format(value=alpha))
-    if method not in EXACT_METHODS:
-        raise InputError(MSG_METHOD.format(choices=EXACT_METHODS, value=method))
+    if method not in EXACT_SEQUENTIAL_METHODS:
+        raise InputError(MSG_METHOD.format(choices=EXACT_SEQUENTIAL_METHODS, value=method))
     try:
         x = np.asarray(probs, dtype=np.float64)
     except (TypeError, ValueError):

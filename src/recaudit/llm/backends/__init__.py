@@ -15,7 +15,16 @@ from ._packaged import gguf_quantization
 
 # isort: split
 # -- llm-runner
-from ._openai import OpenAIBackend
+from ._batching import describe_backend
+from ._factory import (
+    LOCAL_ENGINES,
+    LocalParams,
+    ModelConfig,
+    OpenAIParams,
+    SimulatedParams,
+    build_backends,
+)
+from ._openai import OpenAIBackend, check_base_url, check_key_env, looks_like_key
 from ._simulated import SimulatedBackend, SimulationProfile
 
 __all__ = [
@@ -30,7 +39,17 @@ __all__ = [
     "packaged_model_path",
     "resolve_local_model",
     # llm-runner
+    "LOCAL_ENGINES",
+    "LocalParams",
+    "ModelConfig",
     "OpenAIBackend",
+    "OpenAIParams",
     "SimulatedBackend",
+    "SimulatedParams",
     "SimulationProfile",
+    "build_backends",
+    "check_base_url",
+    "check_key_env",
+    "describe_backend",
+    "looks_like_key",
 ]

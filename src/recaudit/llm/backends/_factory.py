@@ -18,10 +18,11 @@ from typing import Literal
 
 import numpy as np
 
+from ..._seeds import stable_words
 from .._types import Backend
 from ._batching import BatchingBackend
 from ._openai import OpenAIBackend
-from ._simulated import SimulatedBackend, SimulationProfile, stable_words
+from ._simulated import SimulatedBackend, SimulationProfile
 
 __all__ = [
     "BackendKind",

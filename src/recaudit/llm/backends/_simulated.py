@@ -16,7 +16,6 @@ run produces the same table as an uninterrupted one.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import time
 from collections.abc import Sequence
@@ -25,23 +24,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._plackett_luce import draw_ranking
+from ..._seeds import stable_words
 from ...exceptions import InputError
 from .._types import ChatRequest, ChatResponse
 
-__all__ = ["SimulatedBackend", "SimulationProfile", "stable_words"]
+__all__ = ["SimulatedBackend", "SimulationProfile"]
 
 #: The text of a simulated discarded generation (does not parse to an identifier).
 DISCARD_TEXT = "Here are some great options for you! All of them match your request."
-
-
-def stable_words(*parts: object) -> list[int]:
-    """32-bit words of a BLAKE2b digest of ``parts`` (a process-independent hash).
-
-    Used to derive per-key :class:`numpy.random.SeedSequence` entropy; Python's
-    ``hash`` is salted per process and cannot be used.
-    """
-    digest = hashlib.blake2b(repr(parts).encode(), digest_size=16).digest()
-    return [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
 
 
 @dataclass(frozen=True)
