@@ -15,13 +15,12 @@ from recaudit.audit import (
     compare_arms,
     load_mitigation_config,
     parse_mitigation,
-    relevance_sets,
     run_mitigation,
 )
 from recaudit.cli import app
 from recaudit.exceptions import ConfigError
 from recaudit.llm import SimulatedBackend, SimulationProfile
-from recaudit.positional import evaluations_from_table
+from recaudit.positional import evaluations_from_table, relevance_sets
 
 
 def test_parse_mitigation_defaults_and_errors():

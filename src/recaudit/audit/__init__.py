@@ -53,7 +53,7 @@ from ._journal import (
     ResultSink,
     unescape_row,
 )
-from ._mitigation_compare import ArmRun, agreement, compare_arms, relevance_sets
+from ._mitigation_compare import ArmRun, agreement, compare_arms
 from ._mitigation_config import MitigationConfig, load_mitigation_config, parse_mitigation
 from ._mitigation_driver import MitigationRun, mitigate, run_mitigation
 from ._plan import answer_schema, build_tasks, design_notes
@@ -127,7 +127,6 @@ __all__ = [
     "load_mitigation_config",
     "mitigate",
     "parse_mitigation",
-    "relevance_sets",
     "run_and_analyze",
     "run_mitigation",
     "run_study",

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 
 from .._io import to_jsonable, write_atomic, write_text_atomic
@@ -30,7 +29,7 @@ from ..positional import (
     analyze,
     bootstrap_ci,
     evaluations_from_table,
-    plugin_positional_bias,
+    relevance_sets,
 )
 from ._config import AuditConfig
 from ._mitigation_config import MitigationConfig
@@ -41,7 +40,6 @@ __all__ = [
     "ArmRun",
     "agreement",
     "compare_arms",
-    "relevance_sets",
     "write_combined",
     "write_mitigation_json",
 ]
@@ -58,35 +56,6 @@ class ArmRun:
     run_dir: Path
     evaluations_path: Path
     priors: dict[str, PositionPrior]
-
-
-def relevance_sets(evals: Evaluations) -> npt.NDArray[np.bool_]:
-    r"""Each query's relevance set from ALL its evaluations, by sPB's ``'auto'`` rule.
-
-    :math:`R_j` = the smallest top-m set of query j's most often selected items (ties by
-    original index) whose cumulative share is :math:`\ge 1 - \hat p (k - m)/k`, with
-    :math:`\hat p = \min(1, \widehat{PB}/(1 - 1/k))`
-    (:func:`recaudit.positional.strong_positional_bias`, here in-sample).
-
-    Returns
-    -------
-    ndarray of bool, shape (n_queries, k)
-        ``out[j, i]``: original index ``i + 1`` is in query j's set.
-    """
-    k, nq = evals.k, evals.n_queries
-    pb = plugin_positional_bias(evals, n_boot=1, rng=0).value
-    p_hat = min(1.0, pb / (1.0 - 1.0 / k))
-    threshold = 1.0 - p_hat * (k - np.arange(1, k + 1)) / k
-    counts = np.bincount(evals.query * k + evals.item, minlength=nq * k).reshape(nq, k)
-    srt = np.argsort(-counts, axis=1, kind="stable")
-    sorted_counts = np.take_along_axis(counts, srt, axis=1)
-    total = counts.sum(axis=1, keepdims=True)
-    reached = np.cumsum(sorted_counts, axis=1) >= threshold * total - 1e-9
-    done = np.cumsum(reached, axis=1) > 0
-    member = np.concatenate([np.ones_like(done[:, :1]), ~done[:, :-1]], axis=1)
-    out = np.zeros_like(member)
-    np.put_along_axis(out, srt, member, axis=1)
-    return out
 
 
 @dataclass(frozen=True)

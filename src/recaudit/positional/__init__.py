@@ -33,6 +33,7 @@ from ._metrics import (
     StrongBiasResult,
     permutation_sensitivity,
     plugin_positional_bias,
+    relevance_sets,
     strong_positional_bias,
 )
 from ._options import AnalysisOptions
@@ -143,6 +144,7 @@ __all__ = [
     "query_position_shares",
     "rankings_from_table",
     "read_exact_table",
+    "relevance_sets",
     "read_table",
     "selection_rate_matrix",
     "sequential_exact_test",

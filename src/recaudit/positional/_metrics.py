@@ -305,9 +305,11 @@ def strong_positional_bias(
     return StrongBiasResult(est.value, est.ci, tau_value, used, n_folds, n_repeats)
 
 
-def estimate_p_hat(evals: Evaluations) -> float:
-    r"""The ``'auto'`` rule's position-driven share :math:`\hat p = \min(1, PB / (1 - 1/k))`."""
-    pb = plugin_positional_bias(evals, n_boot=1, rng=0).value
+def estimate_p_hat(evals: Evaluations, rng: np.random.Generator | int = 0) -> float:
+    r"""The ``'auto'`` rule's position-driven share :math:`\hat p = \min(1, PB / (1 - 1/k))`,
+    PB the plug-in (:func:`plugin_positional_bias`; ``rng`` is only consumed, the
+    plug-in value does not depend on it)."""
+    pb = plugin_positional_bias(evals, n_boot=1, rng=rng).value
     return float(min(1.0, pb / (1.0 - 1.0 / evals.k)))
 
 
@@ -338,8 +340,7 @@ def _per_query_spb(
     ``gen`` exactly as :func:`strong_positional_bias` always has).
     """
     if tau is None and p_hat is None:
-        pb = plugin_positional_bias(evals, n_boot=1, rng=gen).value
-        p_hat = float(min(1.0, pb / (1.0 - 1.0 / evals.k)))
+        p_hat = estimate_p_hat(evals, gen)
     elif tau is not None:
         p_hat = None
     threshold = spb_thresholds(evals.k, tau, p_hat)
@@ -348,14 +349,18 @@ def _per_query_spb(
 
 
 def relevance_sets(
-    evals: Evaluations, threshold: npt.NDArray[np.float64]
+    evals: Evaluations, threshold: npt.NDArray[np.float64] | None = None
 ) -> npt.NDArray[np.bool_]:
-    """R_j on all of query j's evaluations: ``(n_queries, k)`` membership by original index.
+    r"""R_j on all of query j's evaluations: ``(n_queries, k)`` membership by original index.
 
     The same rule as the cross-validated sets of :func:`strong_positional_bias`: the
     smallest top-m set (by count, ties by original index) whose cumulative share
-    reaches ``threshold[m - 1]``.
+    reaches ``threshold[m - 1]``; without ``threshold``, the ``'auto'`` rule's
+    :math:`1 - \hat p (k - m)/k` with :math:`\hat p` from all of ``evals``
+    (:func:`estimate_p_hat`, in-sample).
     """
+    if threshold is None:
+        threshold = spb_thresholds(evals.k, None, estimate_p_hat(evals))
     return _top_sets(item_counts(evals)[:, None, :], threshold)[:, 0, :]
 
 
