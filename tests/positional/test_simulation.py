@@ -126,3 +126,15 @@ def test_power_study_unbp_needs_two_queries() -> None:
         power_study(k=[3], queries=[1, 5], perms=3, reps=2)
     rows = power_study(k=[3], queries=[1], perms=3, reps=2, tests=["pob_icm"], n_resamples=19).rows
     assert len(rows) == 3
+
+
+def test_power_rows_read_their_json_back_strictly():
+    from recaudit.exceptions import InputError
+    from recaudit.positional import PowerRow
+
+    row = PowerRow("pob_unbp", 5, 100, 20, 0.05, 200, 0.61, 0.54, 0.67)
+    assert PowerRow.from_dict(row.to_dict()) == row
+    assert row.rejection.value == 0.61 and row.rejection.ci.high == 0.67
+    for key, bad in (("rejection_rate", "0.61"), ("k", 5.5), ("reps", True)):
+        with pytest.raises(InputError, match=key):
+            PowerRow.from_dict({**row.to_dict(), key: bad})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -12,7 +12,14 @@ import numpy as np
 import numpy.typing as npt
 
 from .._limits import SIMULATION_BATCH, check_simulation
-from .._stats import as_generator, binomial_interval, monte_carlo_pvalue
+from .._records import as_mapping, integer, need, number
+from .._stats import (
+    ConfidenceInterval,
+    Estimate,
+    as_generator,
+    binomial_interval,
+    monte_carlo_pvalue,
+)
 from ..exceptions import InputError
 from ._evaluations import Evaluations
 from ._icm import MSG_N_RESAMPLES, _chi2_statistic, _null_statistics, _permutation_labels
@@ -153,6 +160,26 @@ class PowerRow:
     def to_dict(self) -> dict[str, Any]:
         """The JSON row of ``recaudit positional simulate --json``."""
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> PowerRow:
+        """Read :meth:`to_dict` back: every number strict, a missing or wrong key named."""
+        what = "PowerRow (a `recaudit positional simulate --json` row)"
+        obj = as_mapping(obj, what)
+        test = need(obj, "test", what)
+        if not isinstance(test, str):
+            raise InputError(f"{what}: `test` must be text, got {test!r}")
+        return cls(test=test, k=integer(obj, "k", what), queries=integer(obj, "queries", what),
+                   perms=integer(obj, "perms", what), p_bias=number(obj, "p_bias", what),
+                   reps=integer(obj, "reps", what),
+                   rejection_rate=number(obj, "rejection_rate", what),
+                   ci_low=number(obj, "ci_low", what), ci_high=number(obj, "ci_high", what))
+
+    @property
+    def rejection(self) -> Estimate:
+        """The rejection rate with its Wilson interval, as an :class:`Estimate`."""
+        return Estimate(self.rejection_rate, ConfidenceInterval(
+            self.ci_low, self.ci_high, 0.95, "Wilson score interval"))
 
 
 @dataclass(frozen=True)

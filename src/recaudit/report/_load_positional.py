@@ -26,7 +26,13 @@ import pandas as pd
 from .._read import read_json, read_text, read_toml
 from .._stats import Estimate
 from ..exceptions import InputError
-from ..positional import GroupedAnalysis, PositionalAnalysis, RunComparisons, TopNGroups
+from ..positional import (
+    GroupedAnalysis,
+    PositionalAnalysis,
+    PowerRow,
+    RunComparisons,
+    TopNGroups,
+)
 from ._load_manifest import engines, spend
 from ._lookup import (
     find,
@@ -45,7 +51,6 @@ __all__ = [
     "Configuration",
     "DiscardExample",
     "PositionalRun",
-    "SimulationRow",
     "canonical",
     "configurations",
     "load_positional",
@@ -223,19 +228,6 @@ class Configuration:
 
 
 @dataclass(frozen=True)
-class SimulationRow:
-    """One cell of the simulation study (a power or type-I error estimate)."""
-
-    test: str
-    k: int
-    queries: int
-    perms: int
-    p_bias: float
-    reps: int
-    rejection_rate: Estimate
-
-
-@dataclass(frozen=True)
 class DiscardExample:
     """One discarded generation, shown verbatim (escaped) in the report."""
 
@@ -255,7 +247,7 @@ class PositionalRun:
     discards: Mapping[str, Mapping[str, int]]
     generations: Mapping[str, int]
     discard_examples: tuple[DiscardExample, ...]
-    simulation: tuple[SimulationRow, ...]
+    simulation: tuple[PowerRow, ...]
     config_name: str
     config_text: str
     seed: str
@@ -496,28 +488,15 @@ def read_analysis(analysis: Any, source: str) -> tuple[Mapping[str, Any], Groupe
 
 
 # ------------------------------------------------------------ companion files
-def _simulation(rows: Any, where: str) -> tuple[SimulationRow, ...]:
-    cmd = "`recaudit positional simulate --json`"
+def _simulation(rows: Any, where: str) -> tuple[PowerRow, ...]:
+    """``simulation.json``: the rows of `recaudit positional simulate --json` (a list,
+    or an object holding it under ``rows``), each read by :meth:`PowerRow.from_dict`."""
     if isinstance(rows, Mapping):
-        rows = need(rows, where, cmd, "rows", "results")
-    out = []
-    for i, row in enumerate(rows):
-        w = f"{where} row #{i}"
-        rate = Estimate.from_dict({
-            "value": to_float(need(row, w, cmd, "rejection_rate", "power"), "rejection_rate", w),
-            "ci_low": to_float(find(row, "ci_low"), "ci_low", w),
-            "ci_high": to_float(find(row, "ci_high"), "ci_high", w),
-        })
-        out.append(SimulationRow(
-            test=str(need(row, w, cmd, "test")),
-            k=to_int(need(row, w, cmd, "k"), "k", w),
-            queries=to_int(need(row, w, cmd, "queries", "n_queries"), "queries", w),
-            perms=to_int(find(row, "perms", "n_perms") or 0, "perms", w),
-            p_bias=to_float(need(row, w, cmd, "p_bias"), "p_bias", w),
-            reps=to_int(find(row, "reps", "n_reps") or 0, "reps", w),
-            rejection_rate=rate,
-        ))
-    return tuple(out)
+        rows = need(rows, where, "`recaudit positional simulate --json`", "rows")
+    if not isinstance(rows, list):
+        raise InputError(f"{where}: expected a list of rows of "
+                         "`recaudit positional simulate --json`")
+    return tuple(PowerRow.from_dict(row) for row in rows)
 
 
 def _evaluations(path: Path) -> tuple[dict, dict, tuple[DiscardExample, ...]]:
@@ -612,7 +591,7 @@ class _Companions:
     discards: dict[str, dict[str, int]]
     generations: dict[str, int]
     examples: tuple[DiscardExample, ...] = ()
-    simulation: tuple[SimulationRow, ...] = ()
+    simulation: tuple[PowerRow, ...] = ()
     config: tuple[str, str, str] = ("", "", "")
 
 

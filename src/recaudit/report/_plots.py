@@ -14,7 +14,8 @@ from typing import Any
 
 from .._stats import Estimate
 from ..fairness import FairnessEvaluation
-from ._load_positional import Configuration, SimulationRow
+from ..positional import PowerRow
+from ._load_positional import Configuration
 from ._page import NAN_ESTIMATE, HasCI
 from ._svg import BandScale, Canvas, LinearScale, Panel, nice_ticks, text_width
 
@@ -413,7 +414,7 @@ def discards(
     return canvas.svg(fig_id)
 
 
-def power_curves(rows: Sequence[SimulationRow], *, alpha: float, fig_id: str) -> str:
+def power_curves(rows: Sequence[PowerRow], *, alpha: float, fig_id: str) -> str:
     """Rejection rate against p_bias per test; panels by k (columns) and queries (rows)."""
     ks = sorted({r.k for r in rows})
     queries = sorted({r.queries for r in rows})
@@ -444,19 +445,19 @@ def power_curves(rows: Sequence[SimulationRow], *, alpha: float, fig_id: str) ->
                     (r for r in rows if (r.test, r.k, r.queries) == (test, k, q)),
                     key=lambda r: r.p_bias,
                 )
-                est = [r.rejection_rate for r in pts]
+                est = [r.rejection for r in pts]
                 xv = [r.p_bias for r in pts]
                 p.band(xv, [e.ci.low for e in est], [e.ci.high for e in est], color=color)
                 p.line(xv, [e.value for e in est], color=color)
                 for r in pts:
                     p.point(
                         r.p_bias,
-                        r.rejection_rate.value,
+                        r.rejection_rate,
                         color=color,
                         kind=kind,
                         r=2.8,
                         title=f"{test}, k={k}, {q} queries, p_bias={r.p_bias:g}: "
-                        f"{_fmt(r.rejection_rate)} ({r.reps} reps)",
+                        f"{_fmt(r.rejection)} ({r.reps} reps)",
                     )
     return canvas.svg(fig_id)
 

@@ -458,7 +458,7 @@ def _simulation_dict(run: PositionalRun) -> list[dict[str, Any]]:
             "test": r.test, "k": r.k, "queries": r.queries, "perms": r.perms,
             "p_bias": r.p_bias, "reps": r.reps,
             **{key.replace("value", "rejection_rate"): v
-               for key, v in _estimate_dict(r.rejection_rate).items()},
+               for key, v in _estimate_dict(r.rejection).items()},
         }
         for r in run.simulation
     ]
