@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from .exceptions import InputError
 
 __all__ = [
+    "DEFAULT_CONCURRENCY",
     "BOOT_STAT_BYTES",
     "FLOAT_BYTES",
     "MAX_SECONDS",
@@ -100,6 +101,8 @@ _ENV = "RECAUDIT_MEMORY_BYTES"
 MAX_TOKENS = (32_768, "an answer of one identifier is a few tokens; 32,768 is beyond "
                       "any local model's context")
 MAX_RETRIES = (100, "a call retried 100 times with backoff already waits hours")
+#: Requests in flight at once unless the config says otherwise (runner, backends, collectors).
+DEFAULT_CONCURRENCY = 8
 MAX_CONCURRENCY = (4_096, "requests in flight at once, each holding an open connection")
 MAX_TIMEOUT_S = 86_400.0  # one call waiting longer than a day is a hang, not a call
 #: llama.cpp's KV cache: n_parallel slots x n_ctx tokens each (tens of kB per token even

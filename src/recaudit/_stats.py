@@ -21,6 +21,7 @@ from ._records import as_mapping, need, number
 from .exceptions import InputError
 
 __all__ = [
+    "DEFAULT_N_BOOT",
     "BCA_METHOD",
     "METHOD_FROM_JSON",
     "RULE_METHOD",
@@ -43,6 +44,10 @@ __all__ = [
     "studentized_interval",
 ]
 
+
+#: The bootstrap resamples of every interval unless the user says otherwise (one default
+#: for every positional statistic and command).
+DEFAULT_N_BOOT = 2000
 
 @dataclass(frozen=True)
 class ConfidenceInterval:

@@ -28,6 +28,7 @@ from .._config_schema import (
     int_list,
 )
 from .._limits import (
+    DEFAULT_CONCURRENCY,
     MAX_CONCURRENCY,
     MAX_RETRIES,
     MAX_TIMEOUT_S,
@@ -177,7 +178,7 @@ class AuditConfig:
     design: DesignConfig = field(default_factory=DesignConfig)
     temperatures: tuple[float, ...] = (0.0,)
     conditions: tuple[str, ...] = ("permutation",)
-    concurrency: int = 8
+    concurrency: int = DEFAULT_CONCURRENCY
     max_consecutive_failures: int = 5
     seed: int = 0
 
@@ -264,7 +265,7 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path) -> AuditConfig:
     for required in ("catalog", "queries", "models"):
         if required not in data:
             raise ConfigError(f"missing section `[{required}]`; see docs/runner.md")
-    concurrency = get_int(data, "concurrency", top, default=8, minimum=1,
+    concurrency = get_int(data, "concurrency", top, default=DEFAULT_CONCURRENCY, minimum=1,
                           maximum=MAX_CONCURRENCY)
     cfg = AuditConfig(
         catalog=_catalog(get_table(data, "catalog"), base_dir),

@@ -18,7 +18,7 @@ import pandas as pd
 
 from .._io import to_jsonable, write_atomic, write_text_atomic
 from .._seeds import stable_words
-from .._stats import Estimate, as_generator
+from .._stats import DEFAULT_N_BOOT, Estimate, as_generator
 from ..exceptions import InputError
 from ..llm import PositionPrior
 from ..llm.backends import SimulatedBackend, SimulatedParams, SimulationProfile
@@ -78,7 +78,7 @@ class Agreement:
     n_queries: int
 
 
-def agreement(baseline: Evaluations, mitigated: Evaluations, *, n_boot: int = 2000,
+def agreement(baseline: Evaluations, mitigated: Evaluations, *, n_boot: int = DEFAULT_N_BOOT,
               confidence_level: float = 0.95,
               rng: np.random.Generator | int | None = None) -> Agreement:
     """:class:`Agreement` with query-bootstrap percentile CIs (over common queries)."""

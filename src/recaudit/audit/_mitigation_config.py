@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .._config_schema import Where, check_keys, choice, get_int
+from .._stats import DEFAULT_N_BOOT
 from .._toml import read_toml
 from ..exceptions import ConfigError
 from ._config import AuditConfig, parse_config
@@ -52,7 +53,7 @@ class MitigationConfig:
     calibration_orders: int = 5
     calibration_decision: str = "argmax"
     canonical_by: str = "retrieval"
-    n_boot: int = 2000
+    n_boot: int = DEFAULT_N_BOOT
 
     def suffix(self, method: str) -> str:
         """What an arm appends to every model name."""
@@ -122,5 +123,5 @@ def parse_mitigation(t: Any) -> MitigationConfig:
         calibration_orders=_count(cal, "orders", cw, 5),
         calibration_decision=_option(cal, "decision", cw, "argmax", ("argmax", "sample")),
         canonical_by=_option(can, "by", nw, "retrieval", ("retrieval", "item_id")),
-        n_boot=_count(t, "n_boot", _WHERE, 2000),
+        n_boot=_count(t, "n_boot", _WHERE, DEFAULT_N_BOOT),
     )

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from .._io import write_text_atomic
+from .._limits import DEFAULT_CONCURRENCY
 from ..exceptions import EndpointError, InputError
 from ..llm import Backend, Candidate, ChatRequest, ChatResponse, parse_ranking
 from ..llm.backends import describe_backend
@@ -187,7 +188,7 @@ async def run_tasks(
     backends: Mapping[tuple[str, int], Backend],
     sink: ResultSink,
     parse: ParseFn,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     progress: RunProgress | None = None,
     max_consecutive_failures: int = 5,
     progress_interval_s: float = 0.1,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
+from .._stats import DEFAULT_N_BOOT
 from ..exceptions import InputError
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ def _spb_repeats(value: int | None) -> int:
 
 def analysis_options(*, alpha: float = 0.05, epsilon: float = 0.0, tau: str = "auto",
                      spb_repeats: int | None = None, n_resamples: int = 9999,
-                     n_boot: int = 2000) -> AnalysisOptions:
+                     n_boot: int = DEFAULT_N_BOOT) -> AnalysisOptions:
     """The command line's analysis options as one validated
     :class:`~recaudit.positional.AnalysisOptions` (messages name the option)."""
     from ..positional import AnalysisOptions

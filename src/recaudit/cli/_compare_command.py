@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from .._stats import DEFAULT_N_BOOT
 from ..exceptions import InputError
 from ._analysis_options import NBoot, Seed
 from ._common import evaluations_file, print_json
@@ -44,7 +45,7 @@ def compare_command(
         help="Compare the groups of one run by this column (model, condition).")] = None,
     adjust: Annotated[str, typer.Option(
         help="Multiple-comparison adjustment across pairs: holm, bh or none.")] = "holm",
-    n_boot: NBoot = 2000,
+    n_boot: NBoot = DEFAULT_N_BOOT,
     seed: Seed = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON rows.")] = False,
 ) -> None:

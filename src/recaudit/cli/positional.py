@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperCommand
 
+from .._stats import DEFAULT_N_BOOT
 from ..exceptions import InputError
 from ._analysis_options import (
     Alpha,
@@ -108,7 +109,7 @@ def analyze_command(
     tau: Tau = "auto",
     spb_repeats: SpbRepeats = None,
     n_resamples: NResamples = 9999,
-    n_boot: NBoot = 2000,
+    n_boot: NBoot = DEFAULT_N_BOOT,
     seed: Seed = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     quiet: Annotated[bool, typer.Option(help="No progress bars.")] = False,
@@ -347,7 +348,7 @@ def run_command(
     tau: Tau = "auto",
     spb_repeats: SpbRepeats = None,
     n_resamples: NResamples = 9999,
-    n_boot: NBoot = 2000,
+    n_boot: NBoot = DEFAULT_N_BOOT,
     plan: Annotated[Path | None, typer.Option(
         "--plan", help="Size the run by a plan (`recaudit positional plan --json > "
         "PLAN.json`): its k, orders, queries and stopping replace the config's.")] = None,
@@ -472,7 +473,7 @@ def study_command(
     analyze_only: Annotated[Path | None, typer.Option(
         "--analyze-only", help="Re-analyse this finished run folder; run nothing.")] = None,
     alpha: Alpha = 0.05,
-    n_boot: NBoot = 2000,
+    n_boot: NBoot = DEFAULT_N_BOOT,
     n_resamples: NResamples = 9999,
     seed: Seed = None,
     tau: Tau = "auto",
@@ -637,7 +638,7 @@ def topn_command(
     statistic: Annotated[str, typer.Option(
         help="rank_bias (omnibus) or spearman (directional).")] = "rank_bias",
     n_resamples: Annotated[int, typer.Option(help="Within-query shuffles.")] = 9999,
-    n_boot: Annotated[int, typer.Option(help="Bootstrap resamples of each CI.")] = 2000,
+    n_boot: NBoot = DEFAULT_N_BOOT,
     alternative: Annotated[str, typer.Option(
         help="For spearman: greater (primacy) or two-sided.")] = "greater",
     seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,

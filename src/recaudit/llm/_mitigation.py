@@ -33,6 +33,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from .._limits import DEFAULT_CONCURRENCY
 from .._seeds import stable_words
 from ..exceptions import InputError
 from ._parse import parse_answer
@@ -257,7 +258,7 @@ class PositionPrior:
 
 
 async def estimate_position_prior(backend: Backend, requests: Sequence[ChatRequest], *,
-                                  concurrency: int = 8) -> PositionPrior:
+                                  concurrency: int = DEFAULT_CONCURRENCY) -> PositionPrior:
     r"""Estimate the position prior :math:`\hat\pi` from choice probabilities.
 
     Parameters

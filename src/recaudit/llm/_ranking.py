@@ -23,6 +23,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from .._limits import DEFAULT_CONCURRENCY
 from ..exceptions import InputError
 from ._prompt import PromptTemplate
 from ._types import Backend, ChatRequest
@@ -159,7 +160,7 @@ def ranking_from_choice_probs(probs: Sequence[float]) -> tuple[int, ...]:
 
 async def collect_rankings(backend: Backend, requests: Sequence[ChatRequest], *,
                            source: Literal["text", "probabilities"] = "text",
-                           concurrency: int = 8) -> pd.DataFrame:
+                           concurrency: int = DEFAULT_CONCURRENCY) -> pd.DataFrame:
     """Ask ``backend`` for a ranking per request.
 
     Parameters

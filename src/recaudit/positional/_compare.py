@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from .._records import as_mapping, integer, need, number
 from .._stats import (
+    DEFAULT_N_BOOT,
     as_generator,
     bootstrap_weights,
     expanded_level,
@@ -226,7 +227,7 @@ def compare_systems(
     systems: Mapping[str, Evaluations],
     *,
     adjust: str = "holm",
-    n_boot: int = 2000,
+    n_boot: int = DEFAULT_N_BOOT,
     confidence_level: float = 0.95,
     rng: np.random.Generator | int | None = None,
 ) -> list[Comparison]:

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .._records import as_mapping
-from .._stats import as_generator
+from .._stats import DEFAULT_N_BOOT, as_generator
 from ..exceptions import InputError
 from ._bootstrap import check_bootstrap_args
 from ._compare import ADJUSTMENTS, MSG_ADJUST, Comparison, Pair, compare_family
@@ -88,7 +88,8 @@ class RunComparisons:
 
 def compare_cells(data: pd.DataFrame | str | Path, *, by: str = "model",
                   within: Sequence[str] = ("k", "temperature", "condition"),
-                  adjust: str = "holm", n_boot: int = 2000, confidence_level: float = 0.95,
+                  adjust: str = "holm", n_boot: int = DEFAULT_N_BOOT,
+                  confidence_level: float = 0.95,
                   rng: np.random.Generator | int | None = None) -> RunComparisons:
     """Compare every pair of ``by`` values inside each cell of ``within`` columns.
 

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from .._stats import ConfidenceInterval, Estimate, as_generator
+from .._stats import DEFAULT_N_BOOT, ConfidenceInterval, Estimate, as_generator
 from ..exceptions import InputError
 from ._analyze import _subset
 from ._bootstrap import check_bootstrap_args
@@ -111,7 +111,7 @@ class InstanceSpb:
     def mean(
         self,
         *,
-        n_boot: int = 2000,
+        n_boot: int = DEFAULT_N_BOOT,
         confidence_level: float = 0.95,
         rng: np.random.Generator | int | None = None,
     ) -> Estimate:
@@ -391,7 +391,7 @@ def relevance_iou(
     a: InstanceSpb,
     b: InstanceSpb,
     *,
-    n_boot: int = 2000,
+    n_boot: int = DEFAULT_N_BOOT,
     confidence_level: float = 0.95,
     rng: np.random.Generator | int | None = None,
 ) -> IoUResult:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from .._stats import Estimate, as_generator
+from .._stats import DEFAULT_N_BOOT, Estimate, as_generator
 from ._bootstrap import bootstrap_ci, check_bootstrap_args
 from ._evaluations import Evaluations
 from ._unbp import query_position_shares
@@ -16,7 +16,7 @@ __all__ = ["position_distribution", "selection_rate_matrix"]
 def position_distribution(
     evals: Evaluations,
     *,
-    n_boot: int = 2000,
+    n_boot: int = DEFAULT_N_BOOT,
     confidence_level: float = 0.95,
     rng: np.random.Generator | int | None = None,
 ) -> tuple[Estimate, ...]:

@@ -11,7 +11,13 @@ import numpy as np
 import numpy.typing as npt
 
 from .._records import as_mapping, integer, optional_number
-from .._stats import ConfidenceInterval, Estimate, as_generator, studentized_interval
+from .._stats import (
+    DEFAULT_N_BOOT,
+    ConfidenceInterval,
+    Estimate,
+    as_generator,
+    studentized_interval,
+)
 from ..exceptions import InputError
 from ._bootstrap import bootstrap_ci, check_bootstrap_args
 from ._evaluations import Evaluations
@@ -54,7 +60,7 @@ def permutation_sensitivity(
     evals: Evaluations,
     *,
     kind: Literal["modal", "pairwise"] = "modal",
-    n_boot: int = 2000,
+    n_boot: int = DEFAULT_N_BOOT,
     confidence_level: float = 0.95,
     rng: np.random.Generator | int | None = None,
 ) -> Estimate:
@@ -160,7 +166,7 @@ def _pairwise_across_orders(
 def plugin_positional_bias(
     evals: Evaluations,
     *,
-    n_boot: int = 2000,
+    n_boot: int = DEFAULT_N_BOOT,
     confidence_level: float = 0.95,
     rng: np.random.Generator | int | None = None,
 ) -> Estimate:
@@ -240,7 +246,7 @@ def strong_positional_bias(
     p_hat: float | None = None,
     n_folds: int = 5,
     n_repeats: int = SPB_REPEATS,
-    n_boot: int = 2000,
+    n_boot: int = DEFAULT_N_BOOT,
     confidence_level: float = 0.95,
     rng: np.random.Generator | int | None = None,
 ) -> StrongBiasResult:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .._limits import check_analysis_options
+from .._stats import DEFAULT_N_BOOT
 from ..exceptions import InputError
 from ._bootstrap import check_bootstrap_args
 from ._icm import MSG_N_RESAMPLES
@@ -63,7 +64,7 @@ class AnalysisOptions:
     tau: float | Literal["auto"] = "auto"
     spb_repeats: int = SPB_REPEATS
     n_resamples: int = 9999
-    n_boot: int = 2000
+    n_boot: int = DEFAULT_N_BOOT
     confidence_level: float = 0.95
 
     def __post_init__(self) -> None:

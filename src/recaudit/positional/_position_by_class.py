@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._records import as_mapping, integer, need, number
-from .._stats import Estimate, as_generator, bootstrap_weights, percentile_interval
+from .._stats import DEFAULT_N_BOOT, Estimate, as_generator, bootstrap_weights, percentile_interval
 from ..exceptions import InputError
 from ._evaluations import Evaluations
 
@@ -140,7 +140,7 @@ def position_lift_by_class(
     *,
     contrast: Sequence[str],
     position: int = 1,
-    n_boot: int = 2000,
+    n_boot: int = DEFAULT_N_BOOT,
     confidence_level: float = 0.95,
     rng: np.random.Generator | int | None = None,
 ) -> ClassPositionLift:

@@ -48,7 +48,7 @@ import pandas as pd
 from .._limits import check_topn_sizes
 from .._plackett_luce import draw_ranking
 from .._records import as_mapping, integer, need, number
-from .._stats import Estimate, as_generator, monte_carlo_pvalue
+from .._stats import DEFAULT_N_BOOT, Estimate, as_generator, monte_carlo_pvalue
 from ..exceptions import InputError
 from ._bootstrap import bootstrap_ci, check_bootstrap_args
 from ._evaluations import _order_entry
@@ -337,7 +337,7 @@ def topn_bias(
     statistic: Literal["rank_bias", "spearman"] = "rank_bias",
     n_resamples: int = 9999,
     alternative: Literal["greater", "two-sided"] = "greater",
-    n_boot: int = 2000,
+    n_boot: int = DEFAULT_N_BOOT,
     confidence_level: float = 0.95,
     rng: np.random.Generator | int | None = None,
 ) -> TopNResult:

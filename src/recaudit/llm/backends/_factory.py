@@ -18,6 +18,7 @@ from typing import Literal
 
 import numpy as np
 
+from ..._limits import DEFAULT_CONCURRENCY
 from ..._seeds import stable_words
 from .._types import Backend
 from ._batching import BatchingBackend
@@ -54,7 +55,7 @@ class OpenAIParams:
     base_url: str
     model: str
     api_key_env: str | None = None
-    concurrency: int = 8
+    concurrency: int = DEFAULT_CONCURRENCY
     rate_limit_per_s: float | None = None
     timeout_s: float = 60.0
     max_retries: int = 6

@@ -48,6 +48,7 @@ from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 import numpy as np
 
+from ..._limits import DEFAULT_CONCURRENCY
 from ...exceptions import ConfigError, EndpointError, InputError, MissingExtraError
 from .._types import ChatRequest, ChatResponse
 
@@ -345,7 +346,7 @@ class OpenAIBackend:
         model: str,
         *,
         api_key_env: str | None = None,
-        concurrency: int = 8,
+        concurrency: int = DEFAULT_CONCURRENCY,
         rate_limit_per_s: float | None = None,
         timeout_s: float = 60.0,
         max_retries: int = 6,
