@@ -39,7 +39,12 @@ from typing import Any
 
 import numpy as np
 
-from recaudit.positional import AnalysisOptions, analyze, permutation_sensitivity
+from recaudit.positional import (
+    AnalysisOptions,
+    analyze,
+    evaluations_from_table,
+    permutation_sensitivity,
+)
 from recaudit.positional._scenarios import MODELS, scenario_truth, simulate_scenario
 
 #: estimator name -> (path in analyze().to_dict(), truth attribute)
@@ -60,8 +65,22 @@ N_BOOT = 500
 SPB_REPEATS = 5
 
 
-def _cell(args: tuple[str, int, int, float, int, int]) -> dict[str, Any]:
-    model, k, n, p_bias, reps, seed = args
+def _dataset(model: str, n: int, k: int, p_bias: float, discard: float,
+             gen: np.random.Generator) -> Any:
+    """One simulated data set; with ``discard`` > 0 that share of the evaluations,
+    drawn at random, is a discarded answer (an unparseable generation at T > 0: missing
+    completely at random, so the truth is the model's)."""
+    ev = simulate_scenario(model, n, k=k, p_bias=p_bias, n_orders=N_ORDERS, rng=gen)
+    if discard <= 0:
+        return ev
+    frame = ev.to_frame()
+    lost = gen.random(len(frame)) < discard
+    frame["selected_position"] = frame["selected_position"].astype("Int64").mask(lost)
+    return evaluations_from_table(frame)
+
+
+def _cell(args: tuple[str, int, int, float, int, int, float]) -> dict[str, Any]:
+    model, k, n, p_bias, reps, seed, discard = args
     truth = scenario_truth(model, k=k, p_bias=p_bias, rng=seed)
     gen = np.random.default_rng([seed, k, n, int(round(p_bias * 1000)), MODELS.index(model)])
     values: dict[str, list[float]] = {name: [] for name in ESTIMATORS}
@@ -69,7 +88,7 @@ def _cell(args: tuple[str, int, int, float, int, int]) -> dict[str, Any]:
     contains0: dict[str, list[bool]] = {name: [] for name in ESTIMATORS}
     l_below, position_cov, unidentified = [], [], []
     for _ in range(reps):
-        ev = simulate_scenario(model, n, k=k, p_bias=p_bias, n_orders=N_ORDERS, rng=gen)
+        ev = _dataset(model, n, k, p_bias, discard, gen)
         d = analyze(ev, AnalysisOptions(n_resamples=1, n_boot=N_BOOT, spb_repeats=SPB_REPEATS),
                     rng=gen).to_dict()
         d["pb_plugin"] = {"value": d["pb"]["plugin"], "ci_low": None, "ci_high": None}
@@ -89,7 +108,8 @@ def _cell(args: tuple[str, int, int, float, int, int]) -> dict[str, Any]:
         hi = np.array([c[1] for c in d["position_distribution_ci"]])
         position_cov.append(float(np.mean((lo <= truth.position) & (truth.position <= hi))))
     out: dict[str, Any] = {"model": model, "k": k, "queries": n, "p_bias": p_bias,
-                           "reps": reps, "seed": seed, "estimators": {}}
+                           "reps": reps, "seed": seed, "estimators": {},
+                           **({"discard": discard} if discard else {})}
     for name, (_, attr) in ESTIMATORS.items():
         out["estimators"][name] = _estimator_row(values[name], covered[name],
                                                  contains0[name], float(getattr(truth, attr)))
@@ -116,7 +136,7 @@ def _estimator_row(values: list[float], covered: list[bool], contains0: list[boo
     return row
 
 
-def _ps_cell(args: tuple[str, int, int, float, int, int]) -> dict[str, Any]:
+def _ps_cell(args: tuple[str, int, int, float, int, int, float]) -> dict[str, Any]:
     """The pairwise PS alone, exactly as ``analyze`` computes it in ``_cell``.
 
     ``analyze`` only spawns child streams from the generator it is given (the third
@@ -124,27 +144,29 @@ def _ps_cell(args: tuple[str, int, int, float, int, int]) -> dict[str, Any]:
     ``simulate_scenario`` alone: the data sets and the PS resamples here are those of
     the full cell, and REPS beyond the full cell's continue the same stream.
     """
-    model, k, n, p_bias, reps, seed = args
+    model, k, n, p_bias, reps, seed, discard = args
     truth = scenario_truth(model, k=k, p_bias=p_bias, rng=seed).ps
     gen = np.random.default_rng([seed, k, n, int(round(p_bias * 1000)), MODELS.index(model)])
     values, covered, contains0 = [], [], []
     for _ in range(reps):
-        ev = simulate_scenario(model, n, k=k, p_bias=p_bias, n_orders=N_ORDERS, rng=gen)
+        ev = _dataset(model, n, k, p_bias, discard, gen)
         g_ps2 = gen.spawn(6)[2]  # analyze's stream for the pairwise PS
         est = permutation_sensitivity(ev, kind="pairwise", n_boot=N_BOOT, rng=g_ps2)
         values.append(est.value)
         covered.append(est.ci.low <= truth <= est.ci.high)
         contains0.append(est.ci.low <= 0.0)
     return {"model": model, "k": k, "queries": n, "p_bias": p_bias, "seed": seed,
-            "ps": _estimator_row(values, covered, contains0, float(truth))}
+            "ps": _estimator_row(values, covered, contains0, float(truth)),
+            **({"discard": discard} if discard else {})}
 
 
-def _key(r: dict[str, Any]) -> tuple[str, int, int, float, int]:
-    return (r["model"], r["k"], r["queries"], r["p_bias"], r["seed"])
+def _key(r: dict[str, Any]) -> tuple[str, int, int, float, int, float]:
+    return (r["model"], r["k"], r["queries"], r["p_bias"], r["seed"], r.get("discard", 0.0))
 
 
-def _cell_key(c: tuple[str, int, int, float, int, int]) -> tuple[str, int, int, float, int]:
-    return (c[0], c[1], c[2], c[3], c[5])
+def _cell_key(c: tuple[str, int, int, float, int, int, float]
+              ) -> tuple[str, int, int, float, int, float]:
+    return (c[0], c[1], c[2], c[3], c[5], c[6])
 
 
 def _store(out: Path, res: dict[str, Any]) -> None:
@@ -164,8 +186,8 @@ def run_ps(args: argparse.Namespace) -> None:
     """``run --ps-only``: replace the PS row of every grid cell already in --out."""
     out = Path(args.out)
     rows = {_key(r): r for r in map(json.loads, out.read_text().splitlines())}
-    cells = [(m, k, n, p, args.reps, args.seed) for m in args.models for k in args.k
-             for n in args.queries for p in args.p_bias]
+    cells = [(m, k, n, p, args.reps, args.seed, d) for m in args.models for k in args.k
+             for n in args.queries for p in args.p_bias for d in args.discard]
     todo = [c for c in cells if _cell_key(c) in rows
             and (args.tag is None or rows[_cell_key(c)].get("ps_run") != args.tag)]
     for c in todo:
@@ -184,8 +206,8 @@ def run(args: argparse.Namespace) -> None:
         return
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    cells = [(m, k, n, p, args.reps, args.seed) for m in args.models for k in args.k
-             for n in args.queries for p in args.p_bias]
+    cells = [(m, k, n, p, args.reps, args.seed, d) for m in args.models for k in args.k
+             for n in args.queries for p in args.p_bias for d in args.discard]
     lines = out.read_text().splitlines() if out.exists() else []
     # a cell is skipped when it is in the file -- with --replace, only when its line
     # carries this run's --tag (so an interrupted rerun resumes)
@@ -220,7 +242,8 @@ def _stale(r: dict[str, Any], current: str | None) -> bool:
 
 
 def _model(r: dict[str, Any], current: str | None) -> str:
-    return r["model"] + (" †" if _stale(r, current) else "")
+    lost = f" ({r['discard']:.0%} discarded)" if r.get("discard") else ""
+    return r["model"] + lost + (" †" if _stale(r, current) else "")
 
 
 def table(args: argparse.Namespace) -> None:
@@ -415,6 +438,9 @@ def main() -> None:
     r.add_argument("--queries", nargs="+", type=int, default=[100, 500])
     r.add_argument("--p-bias", nargs="+", type=float, default=[0.0, 0.03, 0.1])
     r.add_argument("--reps", type=int, default=200)
+    r.add_argument("--discard", nargs="+", type=float, default=[0.0],
+                   help="shares of evaluations discarded at random (answers that do not "
+                        "parse, as at temperatures above 0)")
     r.add_argument("--seed", type=int, default=20261201)
     r.add_argument("--jobs", type=int, default=1)
     r.add_argument("--out", default="benchmarks/results/validate_positional.jsonl")
