@@ -49,6 +49,7 @@ import pandas as pd  # noqa: E402
 
 import recaudit.audit._ray_executor as audit_mod  # noqa: E402
 from recaudit._ray_session import init_local  # noqa: E402
+from recaudit.audit import RunOptions
 from recaudit.audit import demo_config as _demo_config  # noqa: E402
 from recaudit.audit._ray_executor import RayPool  # noqa: E402
 from recaudit.audit._run import run_audit  # noqa: E402
@@ -142,7 +143,8 @@ def _timed_audit(cfg, out: Path, retriever: Retriever, executor: str):
     clock = Clock()
     t0 = time.perf_counter()
     cpu0 = time.process_time()
-    res = run_audit(cfg, out_dir=out, retriever=retriever, executor=executor, progress=clock)
+    res = run_audit(cfg, out_dir=out, retriever=retriever,
+                    run=RunOptions(executor=executor), progress=clock)
     return Timed(res, clock, time.process_time() - cpu0), time.perf_counter() - t0
 
 

@@ -33,7 +33,10 @@ from pathlib import Path
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from recaudit._ray_session import init_local  # noqa: E402
-from recaudit.audit import demo_config  # noqa: E402
+from recaudit.audit import (
+    RunOptions,
+    demo_config,  # noqa: E402
+)
 from recaudit.audit._run import run_audit  # noqa: E402
 from recaudit.llm._retrieval import Retriever  # noqa: E402
 
@@ -54,7 +57,7 @@ def _with_threads(cfg, threads: int, slots: int):
 
 def _timed(cfg, out: Path, retriever: Retriever, executor: str) -> dict[str, float]:
     t0 = time.perf_counter()
-    res = run_audit(cfg, out_dir=out, retriever=retriever, executor=executor)
+    res = run_audit(cfg, out_dir=out, retriever=retriever, run=RunOptions(executor=executor))
     wall = time.perf_counter() - t0
     n = res.ran_now
     return {"wall_s": wall, "runner_s": res.summary.elapsed_s, "evaluations": n,

@@ -7,6 +7,7 @@ import json
 from typer.testing import CliRunner
 
 from helpers import write_config
+from recaudit.audit import RunOptions
 from recaudit.cli import app
 
 MODELS = """\
@@ -32,7 +33,7 @@ def test_sequential_run_folder_reports_its_decision(tmp_path, retriever, emb_cac
     # the run in process (the CLI would load the embedder); the CLI then resumes it:
     # nothing left to evaluate, sequential.json rewritten, analysis.json written
     run_audit(load_config(path), out_dir=run, retriever=retriever,
-              sequential=SequentialOptions(alpha=0.05, max_evaluations=100))
+              run=RunOptions(sequential=SequentialOptions(alpha=0.05, max_evaluations=100)))
     res = CliRunner().invoke(app, ["positional", "run", str(path), "--out", str(run),
                                    "--resume", "--sequential", "--max-evaluations", "100",
                                    "--quiet"])

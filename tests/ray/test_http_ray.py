@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from helpers import write_config
+from recaudit.audit import RunOptions
 from recaudit.audit._config import ModelConfig, OpenAIParams, load_config
 from recaudit.audit._ray_executor import worker_config
 from recaudit.audit._run import run_audit
@@ -66,7 +67,8 @@ def test_openai_backend_on_ray_matches_local(tmp_path, ray_cluster, retriever, e
     base = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=4, n_perms=5))
     cfg = replace(base, models=(_openai(fake_server, 200.0),))
     local = run_audit(cfg, out_dir=tmp_path / "local", retriever=retriever)
-    dist = run_audit(cfg, out_dir=tmp_path / "ray", retriever=retriever, executor="ray")
+    dist = run_audit(cfg, out_dir=tmp_path / "ray", retriever=retriever,
+                     run=RunOptions(executor="ray"))
     assert dist.ran_now == local.ran_now == 20 and dist.ok == 20
     pd.testing.assert_frame_equal(
         pd.read_parquet(dist.evaluations_path).drop(columns="latency_s"),

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from helpers import damage_journal, write_config
+from recaudit.audit import RunOptions
 from recaudit.audit._config import load_config
 from recaudit.audit._run import run_audit
 
@@ -24,7 +25,8 @@ def test_simulated_audit_matches_local(tmp_path, ray_cluster, retriever, emb_cac
     cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=6, n_perms=4,
                                    conditions='["permutation", "decoding", "labels"]'))
     local = run_audit(cfg, out_dir=tmp_path / "local", retriever=retriever)
-    dist = run_audit(cfg, out_dir=tmp_path / "ray", retriever=retriever, executor="ray")
+    dist = run_audit(cfg, out_dir=tmp_path / "ray", retriever=retriever,
+                     run=RunOptions(executor="ray"))
     assert dist.planned == dist.ran_now == local.planned == 72
     pd.testing.assert_frame_equal(_table(dist.evaluations_path), _table(local.evaluations_path))
     conn = sqlite3.connect(tmp_path / "ray" / "journal.sqlite")
@@ -63,8 +65,8 @@ def test_killed_worker_loses_nothing_and_duplicates_nothing(tmp_path, ray_cluste
                                    delay_s=0.05, concurrency=2))
     local = run_audit(cfg, out_dir=tmp_path / "local", retriever=retriever)
     killer = KillOneActor(after=20)
-    dist = run_audit(cfg, out_dir=tmp_path / "ray", retriever=retriever, executor="ray",
-                     progress=killer)
+    dist = run_audit(cfg, out_dir=tmp_path / "ray", retriever=retriever,
+                     run=RunOptions(executor="ray"), progress=killer)
     assert killer.killed_pid is not None and killer.total == 120
     assert dist.ran_now == dist.planned == 120
     conn = sqlite3.connect(tmp_path / "ray" / "journal.sqlite")
@@ -98,8 +100,10 @@ def test_local_smollm2_constrained_matches_local(tmp_path, ray_cluster, retrieve
     (deterministic): same answers on Ray."""
     cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=2, n_perms=2,
                                    models=LOCAL_MODEL))
-    local = run_audit(cfg, out_dir=tmp_path / "local", retriever=retriever)
-    dist = run_audit(cfg, out_dir=tmp_path / "ray", retriever=retriever, executor="ray")
+    local = run_audit(cfg, out_dir=tmp_path / "local",
+                      retriever=retriever)
+    dist = run_audit(cfg, out_dir=tmp_path / "ray", retriever=retriever,
+                     run=RunOptions(executor="ray"))
     assert dist.ran_now == local.ran_now == 4
     got, want = _table(dist.evaluations_path), _table(local.evaluations_path)
     assert got["selected_position"].notna().all()  # constrained: every answer parses
@@ -117,11 +121,11 @@ def test_ray_resumes_a_local_run_exactly(tmp_path, ray_cluster, retriever, emb_c
     run_audit(cfg, out_dir=tmp_path / "b", retriever=retriever)
     # lose 11 rows and turn 4 into failures, as if the local process had died mid-run
     damage_journal(tmp_path / "b", lose=11, fail=4)
-    res = run_audit(cfg, out_dir=tmp_path / "b", resume=True, executor="ray")
+    res = run_audit(cfg, out_dir=tmp_path / "b", run=RunOptions(resume=True, executor="ray"))
     assert res.ran_now == 15 and res.planned == 30
     pd.testing.assert_frame_equal(_table(res.evaluations_path),
                                   _table(reference.evaluations_path))
-    again = run_audit(cfg, out_dir=tmp_path / "b", resume=True, executor="ray")
+    again = run_audit(cfg, out_dir=tmp_path / "b", run=RunOptions(resume=True, executor="ray"))
     assert again.ran_now == 0 and again.summary.total == 0
 
 
@@ -137,7 +141,8 @@ def test_llamacpp_engine_on_ray_matches_local(tmp_path, ray_cluster, retriever, 
     cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=3, n_perms=4,
                                    models=model))
     local = run_audit(cfg, out_dir=tmp_path / "local", retriever=retriever)
-    dist = run_audit(cfg, out_dir=tmp_path / "ray", retriever=retriever, executor="ray")
+    dist = run_audit(cfg, out_dir=tmp_path / "ray", retriever=retriever,
+                     run=RunOptions(executor="ray"))
     assert dist.ran_now == local.ran_now == 12
     got, want = _table(dist.evaluations_path), _table(local.evaluations_path)
     assert got["selected_position"].notna().all()

@@ -9,6 +9,7 @@ import pytest
 from aiohttp import web
 
 from helpers import OPENAI_MODEL, damage_journal, write_config
+from recaudit.audit import RunOptions
 from recaudit.audit._config import load_config
 from recaudit.audit._journal import EVALUATION_COLUMNS
 from recaudit.audit._run import run_audit
@@ -56,7 +57,8 @@ def test_resume_runs_exactly_the_missing_keys(tmp_path, retriever, emb_cache):
     # lose 11 rows and turn 4 into failures, as if the process had died mid-run
     damage_journal(tmp_path / "b", lose=11, fail=4)
     (tmp_path / "b" / "evaluations.parquet").unlink()
-    res = run_audit(cfg, out_dir=tmp_path / "b", resume=True)  # no retriever: uses the folder
+    res = run_audit(cfg, out_dir=tmp_path / "b",
+                    run=RunOptions(resume=True))  # no retriever: uses the folder
     assert res.ran_now == 15 and res.planned == 30
     pd.testing.assert_frame_equal(pd.read_parquet(res.evaluations_path).drop(
         columns="latency_s"), reference.drop(columns="latency_s"))
@@ -66,18 +68,19 @@ def test_resume_guards(tmp_path, retriever, emb_cache):
     path = write_config(tmp_path, cache_dir=emb_cache, n_queries=3, n_perms=2)
     cfg = load_config(path)
     with pytest.raises(JournalError, match="nothing to resume"):
-        run_audit(cfg, out_dir=tmp_path / "run", resume=True)
+        run_audit(cfg, out_dir=tmp_path / "run", run=RunOptions(resume=True))
     assert not (tmp_path / "run").exists()
     run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever)
     with pytest.raises(JournalError, match="already holds a run.*--resume"):
         run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever)
     path.write_text(path.read_text().replace("p_bias = 0.4", "p_bias = 0.5"))
     with pytest.raises(JournalError, match="different config.*config_hash"):
-        run_audit(load_config(path), out_dir=tmp_path / "run", resume=True)
+        run_audit(load_config(path), out_dir=tmp_path / "run", run=RunOptions(resume=True))
     # operational keys (concurrency, delay) do not change the hash
     path.write_text(path.read_text().replace("p_bias = 0.5", "p_bias = 0.4")
                     .replace("concurrency = 4", "concurrency = 2"))
-    assert run_audit(load_config(path), out_dir=tmp_path / "run", resume=True).ran_now == 0
+    again = run_audit(load_config(path), out_dir=tmp_path / "run", run=RunOptions(resume=True))
+    assert again.ran_now == 0
 
 
 def test_endpoint_down_then_resume(tmp_path, retriever, emb_cache, fault_server):
@@ -92,7 +95,7 @@ def test_endpoint_down_then_resume(tmp_path, retriever, emb_cache, fault_server)
     fault_server.serve(lambda n, seen: web.json_response({"choices": [{"message": {
         "content": '{"article_number": 2, "article_title": "x"}'}}],
         "usage": {"prompt_tokens": 100, "completion_tokens": 9}}))
-    res = run_audit(cfg, out_dir=tmp_path / "run", resume=True)
+    res = run_audit(cfg, out_dir=tmp_path / "run", run=RunOptions(resume=True))
     prompts = [seen.json for seen in fault_server.requests]
     assert res.ok == 12 and len(prompts) == 12
     df = pd.read_parquet(res.evaluations_path)

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from helpers import write_config
+from recaudit.audit import RunOptions
 from recaudit.audit._batch import (
     BATCH_URL,
     batch_backends,
@@ -410,7 +411,7 @@ def test_batch_rounds_send_and_decide_what_the_live_sequential_run_does(
     path.write_text(path.read_text().replace("http://127.0.0.1:9/v1", fault_server.base_url))
     cfg = load_config(path)
     seq = SequentialOptions(alpha=0.05, max_evaluations=24, round_evaluations=3)
-    run_audit(cfg, out_dir=tmp_path / "live", sequential=seq, retriever=retriever)
+    run_audit(cfg, out_dir=tmp_path / "live", run=RunOptions(sequential=seq), retriever=retriever)
     live_bodies = sorted(json.dumps(s.json, sort_keys=True) for s in fault_server.requests)
     assert all(s.headers.get("Authorization") == f"Bearer {SECRET}"
                for s in fault_server.requests)

@@ -19,6 +19,7 @@ import pytest
 from fault_server import MEGABYTES_ANSWER, NUL_ANSWER, SURROGATE_ANSWER
 
 from helpers import OPENAI_MODEL, write_config
+from recaudit.audit import RunOptions
 from recaudit.audit._config import load_config
 from recaudit.audit._journal import MSG_REJECTED, EvalKey, EvalRecord, Journal, unescape_row
 from recaudit.audit._run import run_audit
@@ -149,8 +150,8 @@ def test_a_refused_record_is_reported_and_resume_continues(tmp_path, retriever,
     kept = journal_keys(tmp_path / "run" / "journal.sqlite")
     assert len(kept) == 12 - n_refused >= 8
     assert not (tmp_path / "run" / "evaluations.parquet").exists()
-    res = run_audit(load_config(config), out_dir=tmp_path / "run", resume=True,
-                    retriever=retriever)
+    res = run_audit(load_config(config), out_dir=tmp_path / "run",
+                    run=RunOptions(resume=True), retriever=retriever)
     assert res.ran_now == n_refused and res.ok + res.discarded == 12
     keys = journal_keys(tmp_path / "run" / "journal.sqlite")
     assert len(keys) == 12 and {a for _, a in keys} == {1}

@@ -18,6 +18,7 @@ from contextlib import closing
 import pytest
 
 from helpers import damage_journal, write_config
+from recaudit.audit import RunOptions
 from recaudit.audit._config import config_hash, legacy_config_hash, load_config
 from recaudit.audit._journal import CONFIG_META, MSG_NO_META, Journal
 from recaudit.audit._run import run_audit
@@ -57,7 +58,7 @@ def test_a_copied_config_resumes(started, tmp_path) -> None:
     assert copied.catalog.path != load_config(config).catalog.path
     assert config_hash(copied) == config_hash(load_config(config))
     assert legacy_config_hash(copied) != legacy_config_hash(load_config(config))
-    res = run_audit(copied, out_dir=run, resume=True)
+    res = run_audit(copied, out_dir=run, run=RunOptions(resume=True))
     assert res.ran_now == 7 and res.ok + res.discarded == 12
 
 
@@ -68,7 +69,7 @@ def test_absolute_paths_resume(started) -> None:
         text = text.replace(f'"{name}"', f'"{config.parent / name}"')
     absolute = config.with_name("absolute.toml")
     absolute.write_text(text)
-    assert run_audit(load_config(absolute), out_dir=run, resume=True).ran_now == 7
+    assert run_audit(load_config(absolute), out_dir=run, run=RunOptions(resume=True)).ran_now == 7
 
 
 @pytest.mark.parametrize(("old", "new", "setting"), [
@@ -82,7 +83,7 @@ def test_a_mismatch_names_the_setting_and_adds_no_session(started, old, new, set
     before = sessions(run)
     config.write_text(config.read_text().replace(old, new))
     with pytest.raises(JournalError, match="different config.*config_hash") as info:
-        run_audit(load_config(config), out_dir=run, resume=True)
+        run_audit(load_config(config), out_dir=run, run=RunOptions(resume=True))
     assert setting in str(info.value)
     assert sessions(run) == before
 
@@ -92,7 +93,7 @@ def test_changed_file_content_is_named(started) -> None:
     queries = config.parent / "queries.csv"
     queries.write_text(queries.read_text().replace("red jeans", "green jeans"))
     with pytest.raises(JournalError, match=r"`queries\.file\.sha256`: journal has"):
-        run_audit(load_config(config), out_dir=run, resume=True)
+        run_audit(load_config(config), out_dir=run, run=RunOptions(resume=True))
     assert sessions(run) == 1
 
 
@@ -101,7 +102,7 @@ def test_another_k_is_refused_before_the_folder_is_read(started) -> None:
     config.write_text(config.read_text().replace("k = [4]", "k = [4, 5]"))
     with pytest.raises(JournalError, match=r"`retrieval\.k`: journal has \[4\], this "
                                            r"config gives \[4, 5\]"):
-        run_audit(load_config(config), out_dir=run, resume=True)
+        run_audit(load_config(config), out_dir=run, run=RunOptions(resume=True))
 
 
 def test_a_held_journal_adds_no_session(started) -> None:
@@ -109,11 +110,11 @@ def test_a_held_journal_adds_no_session(started) -> None:
     holder = Journal(run / "journal.sqlite", meta={}, resume=True)
     try:
         with pytest.raises(JournalError, match="in use by another running process"):
-            run_audit(load_config(config), out_dir=run, resume=True)
+            run_audit(load_config(config), out_dir=run, run=RunOptions(resume=True))
     finally:
         holder.close()
     assert sessions(run) == 1
-    assert run_audit(load_config(config), out_dir=run, resume=True).ran_now == 7
+    assert run_audit(load_config(config), out_dir=run, run=RunOptions(resume=True)).ran_now == 7
     assert sessions(run) == 2
 
 
@@ -123,10 +124,10 @@ def test_a_journal_without_meta_rows_is_initialised(started) -> None:
         conn.execute("DELETE FROM meta")
     # rows but no identity: nothing can tell which config wrote them
     with pytest.raises(JournalError, match=MSG_NO_META.split("{")[0]):
-        run_audit(load_config(config), out_dir=run, resume=True)
+        run_audit(load_config(config), out_dir=run, run=RunOptions(resume=True))
     with closing(sqlite3.connect(run / "journal.sqlite")) as conn, conn:
         conn.execute("DELETE FROM evaluations")  # as left by a kill before any result
-    res = run_audit(load_config(config), out_dir=run, resume=True)
+    res = run_audit(load_config(config), out_dir=run, run=RunOptions(resume=True))
     assert res.ran_now == 12 and res.ok + res.discarded == 12
     assert set(meta(run)) == {"catalog_sha256", "config_hash", CONFIG_META}
 
@@ -167,5 +168,5 @@ def test_journals_of_the_previous_hash_still_resume(started) -> None:
         conn.execute("UPDATE meta SET value = ? WHERE key = 'config_hash'",
                      (legacy_config_hash(cfg),))
         conn.execute("DELETE FROM meta WHERE key = ?", (CONFIG_META,))
-    assert run_audit(cfg, out_dir=run, resume=True).ran_now == 7
+    assert run_audit(cfg, out_dir=run, run=RunOptions(resume=True)).ran_now == 7
     assert CONFIG_META in meta(run)  # the identity is recorded for later mismatches

@@ -1,4 +1,5 @@
-"""`run_audit(..., sequential=...)` / `positional run --sequential`: rounds, stop rule,
+"""`run_audit(..., run=RunOptions(sequential=...))` / `positional run --sequential`: rounds,
+stop rule,
 sequential.json, resume, config checks (simulated backend)."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import pandas as pd
 import pytest
 
 from helpers import write_config
+from recaudit.audit import RunOptions
 from recaudit.audit._config import DesignConfig, load_config
 from recaudit.audit._run import run_audit
 from recaudit.audit._sequential_driver import SEQUENTIAL_FILE, SequentialOptions
@@ -46,8 +48,8 @@ def test_biased_cell_stops_early_null_cell_spends_its_budget(tmp_path, retriever
         def update(self, *, done, discarded, failed, retries):
             seen["done"] = done
 
-    res = run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever, sequential=opts,
-                    progress=Recorder())
+    res = run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever,
+                    run=RunOptions(sequential=opts), progress=Recorder())
     doc = json.loads((tmp_path / "run" / SEQUENTIAL_FILE).read_text())
     cells = {c["model"]: c for c in doc["cells"]}
     assert seen["total"] == 200 and seen["done"] == res.ran_now
@@ -68,14 +70,14 @@ def test_biased_cell_stops_early_null_cell_spends_its_budget(tmp_path, retriever
 def test_resume_recomputes_the_same_evidence_and_runs_nothing(tmp_path, retriever, emb_cache):
     cfg = _cfg(tmp_path, emb_cache)
     opts = SequentialOptions(alpha=0.05, max_evaluations=60, round_evaluations=10)
-    run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever, sequential=opts)
+    run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever, run=RunOptions(sequential=opts))
     first = json.loads((tmp_path / "run" / SEQUENTIAL_FILE).read_text())
-    res = run_audit(cfg, out_dir=tmp_path / "run", resume=True, sequential=opts)
+    res = run_audit(cfg, out_dir=tmp_path / "run", run=RunOptions(resume=True, sequential=opts))
     assert res.ran_now == 0
     assert json.loads((tmp_path / "run" / SEQUENTIAL_FILE).read_text()) == first
     # a larger budget on resume continues the null cell where the journal ends
     more = SequentialOptions(alpha=0.05, max_evaluations=80, round_evaluations=10)
-    res = run_audit(cfg, out_dir=tmp_path / "run", resume=True, sequential=more)
+    res = run_audit(cfg, out_dir=tmp_path / "run", run=RunOptions(resume=True, sequential=more))
     doc = json.loads((tmp_path / "run" / SEQUENTIAL_FILE).read_text())
     null = next(c for c in doc["cells"] if c["model"] == "null")
     assert null["evaluations_used"] == 80 and res.ran_now == 20
@@ -84,12 +86,12 @@ def test_resume_recomputes_the_same_evidence_and_runs_nothing(tmp_path, retrieve
 def test_interrupted_run_resumes_to_the_uninterrupted_result(tmp_path, retriever, emb_cache):
     cfg = _cfg(tmp_path, emb_cache)
     opts = SequentialOptions(alpha=0.05, max_evaluations=60, round_evaluations=10)
-    run_audit(cfg, out_dir=tmp_path / "a", retriever=retriever, sequential=opts)
+    run_audit(cfg, out_dir=tmp_path / "a", retriever=retriever, run=RunOptions(sequential=opts))
     # "crash" after the first 30 evaluations: a budget of 30, then resume with 60
     run_audit(cfg, out_dir=tmp_path / "b", retriever=retriever,
-              sequential=SequentialOptions(alpha=0.05, max_evaluations=30,
-                                           round_evaluations=10))
-    run_audit(cfg, out_dir=tmp_path / "b", resume=True, sequential=opts)
+              run=RunOptions(sequential=SequentialOptions(alpha=0.05, max_evaluations=30,
+                                           round_evaluations=10)))
+    run_audit(cfg, out_dir=tmp_path / "b", run=RunOptions(resume=True, sequential=opts))
     a = json.loads((tmp_path / "a" / SEQUENTIAL_FILE).read_text())
     b = json.loads((tmp_path / "b" / SEQUENTIAL_FILE).read_text())
     assert a["cells"] == b["cells"]
@@ -104,7 +106,7 @@ def test_interrupted_run_resumes_to_the_uninterrupted_result(tmp_path, retriever
 def test_designs_that_break_validity_are_refused(tmp_path, emb_cache, change, msg):
     cfg = _cfg(tmp_path, emb_cache).with_overrides(**change)
     with pytest.raises(ConfigError, match=msg):
-        run_audit(cfg, out_dir=tmp_path / "run", sequential=SequentialOptions())
+        run_audit(cfg, out_dir=tmp_path / "run", run=RunOptions(sequential=SequentialOptions()))
     assert not (tmp_path / "run").exists()
 
 
@@ -129,7 +131,7 @@ def test_cli_flags(tmp_path, emb_cache, embedder):
 def test_sequential_refuses_the_ray_executor(tmp_path, emb_cache):
     with pytest.raises(ConfigError, match="local executor only"):
         run_audit(_cfg(tmp_path, emb_cache), out_dir=tmp_path / "run",
-                  sequential=SequentialOptions(), executor="ray")
+                  run=RunOptions(sequential=SequentialOptions(), executor="ray"))
     assert not (tmp_path / "run").exists()
 
 
@@ -145,7 +147,7 @@ def test_exact_run_stops_on_the_probability_vectors(tmp_path, retriever, emb_cac
     cfg = _exact_cfg(tmp_path, emb_cache)
     opts = SequentialOptions(alpha=0.05, max_evaluations=100, round_evaluations=10,
                              method="omnibus")
-    run_audit(cfg, out_dir=tmp_path / "exact", retriever=retriever, sequential=opts)
+    run_audit(cfg, out_dir=tmp_path / "exact", retriever=retriever, run=RunOptions(sequential=opts))
     doc = json.loads((tmp_path / "exact" / SEQUENTIAL_FILE).read_text())
     cells = {c["model"]: c for c in doc["cells"]}
     b, n = cells["biased"], cells["null"]
@@ -158,7 +160,8 @@ def test_exact_run_stops_on_the_probability_vectors(tmp_path, retriever, emb_cac
     # the same journal read as sampled answers needs at least as many evaluations
     sampled = SequentialOptions(alpha=0.05, max_evaluations=100, round_evaluations=10,
                                 method="omnibus", answers="sampled")
-    run_audit(cfg, out_dir=tmp_path / "sampled", retriever=retriever, sequential=sampled)
+    run_audit(cfg, out_dir=tmp_path / "sampled", retriever=retriever,
+              run=RunOptions(sequential=sampled))
     doc_s = json.loads((tmp_path / "sampled" / SEQUENTIAL_FILE).read_text())
     bs = next(c for c in doc_s["cells"] if c["model"] == "biased")
     assert bs["answers"] == "sampled"
@@ -170,7 +173,7 @@ def test_exact_evidence_matches_the_table(tmp_path, retriever, emb_cache):
     table's vectors, and its anytime p-value is consistent with its path."""
     cfg = _exact_cfg(tmp_path, emb_cache)
     opts = SequentialOptions(alpha=0.05, max_evaluations=60, round_evaluations=10)
-    run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever, sequential=opts)
+    run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever, run=RunOptions(sequential=opts))
     doc = json.loads((tmp_path / "run" / SEQUENTIAL_FILE).read_text())
     null = next(c for c in doc["cells"] if c["model"] == "null")
     df = pd.read_parquet(tmp_path / "run" / "evaluations.parquet")
@@ -191,14 +194,14 @@ def test_exact_mode_configuration_errors(tmp_path, emb_cache, opts, prompt, msg)
                         models=MODELS, choice_probabilities=prompt)
     with pytest.raises(ConfigError, match=msg):
         run_audit(load_config(path), out_dir=tmp_path / "run",
-                  sequential=SequentialOptions(**opts))
+                  run=RunOptions(sequential=SequentialOptions(**opts)))
 
 
 def test_ci_width_stops_each_cell_at_its_width_rejected_or_not(tmp_path, retriever, emb_cache):
     cfg = _cfg(tmp_path, emb_cache, n_queries=40)
     opts = SequentialOptions(alpha=0.05, max_evaluations=200, round_evaluations=10,
                              ci_width=0.35)
-    run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever, sequential=opts)
+    run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever, run=RunOptions(sequential=opts))
     doc = json.loads((tmp_path / "run" / SEQUENTIAL_FILE).read_text())
     cells = {c["model"]: c for c in doc["cells"]}
     for c in cells.values():  # every cell stopped at its first look narrow enough
@@ -221,7 +224,7 @@ def test_ci_width_stops_each_cell_at_its_width_rejected_or_not(tmp_path, retriev
     assert abs(again.value - cells["null"]["pb"]["value"]) < 0.02  # other cross-fit folds
     # a resume recomputes the same numbers
     first = (tmp_path / "run" / SEQUENTIAL_FILE).read_text()
-    run_audit(cfg, out_dir=tmp_path / "run", resume=True, sequential=opts)
+    run_audit(cfg, out_dir=tmp_path / "run", run=RunOptions(resume=True, sequential=opts))
     assert (tmp_path / "run" / SEQUENTIAL_FILE).read_text() == first
 
 

@@ -58,6 +58,7 @@ from ._mitigation_config import MitigationConfig, load_mitigation_config, parse_
 from ._mitigation_driver import MitigationRun, mitigate, run_mitigation
 from ._plan import answer_schema, build_tasks, design_notes
 from ._run import AuditInterrupted, AuditResult, make_executor, run_audit
+from ._run_options import RunOptions
 from ._runner import EmbeddingProgress, EvalTask, RunProgress, RunSummary, run_tasks
 from ._sequential_driver import SequentialOptions
 from ._spend import BATCH_DISCOUNT
@@ -110,6 +111,7 @@ __all__ = [
     "SequentialExecutor",
     "SequentialOptions",
     "make_executor",
+    "RunOptions",
     "run_audit",
     "run_tasks",
     "unescape_row",

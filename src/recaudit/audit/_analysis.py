@@ -33,8 +33,9 @@ from ..positional import (
 )
 from ._config import AuditConfig
 from ._run import AuditResult, WrapBackends, run_audit
+from ._run_options import RunOptions
 from ._runner import RunProgress
-from ._sequential_driver import SEQUENTIAL_FILE, SequentialOptions
+from ._sequential_driver import SEQUENTIAL_FILE
 
 __all__ = [
     "ANALYSIS_JSON",
@@ -171,14 +172,11 @@ def run_and_analyze(
     cfg: AuditConfig,
     *,
     out_dir: str | os.PathLike[str],
+    run: RunOptions | None = None,
     analysis: Analysis = "groups",
-    resume: bool = False,
     progress: RunProgress | None = None,
     on_phase: Callable[[str], None] | None = None,
     retriever: CandidateSource | None = None,
-    sequential: SequentialOptions | None = None,
-    executor: str = "local",
-    ray_address: str | None = None,
     wrap_backends: WrapBackends | None = None,
     options: AnalysisOptions | None = None,
     seed: int | None = None,
@@ -195,7 +193,9 @@ def run_and_analyze(
         ``groups``: :func:`analyze_run` (``analysis.json``); ``study``:
         :func:`recaudit.positional.analyze_study_folder` (``study.parquet``,
         ``study.csv``, ``study.json``, ``analysis.json``); ``none``: run only.
-    resume, progress, on_phase, retriever, sequential, executor, ray_address, wrap_backends
+    run : RunOptions, optional
+        How to run it (resume, executor, Ray address, sequential stopping).
+    progress, on_phase, retriever, wrap_backends
         Passed to :func:`run_audit`; ``on_phase`` also hears the analysis steps.
     options : AnalysisOptions, optional
         The analysis options of either analysis (default: their defaults).
@@ -203,11 +203,10 @@ def run_and_analyze(
         Analysis seed (default: the config's ``seed``).
     """
     say = on_phase or (lambda _m: None)
-    audit = run_audit(cfg, out_dir=out_dir, resume=resume, progress=progress,
-                      retriever=retriever, on_phase=on_phase, sequential=sequential,
-                      executor=executor, ray_address=ray_address, wrap_backends=wrap_backends)
+    audit = run_audit(cfg, out_dir=out_dir, run=run, progress=progress, retriever=retriever,
+                      on_phase=on_phase, wrap_backends=wrap_backends)
     doc = None
-    if sequential is not None:
+    if run is not None and run.sequential is not None:
         doc = read_json(audit.run_dir / SEQUENTIAL_FILE, what="the sequential evidence")
     rng = cfg.seed if seed is None else seed
     if analysis == "study":

@@ -78,6 +78,7 @@ from ._plan import (
     write_inputs,
 )
 from ._run import _inputs, _prices, _run_audit_iv
+from ._run_options import RunOptions
 from ._runner import EvalTask, ParseFn, record_from_response, write_manifest
 from ._sequential_driver import SequentialOptions, drive_sequential
 from ._spend import record_spend
@@ -608,7 +609,8 @@ def _run_batch_iv(cfg: AuditConfig, out_dir: str | os.PathLike[str], resume: boo
         raise ConfigError(MSG_NOTHING)
     if batch_results and not resume:
         raise ConfigError(MSG_RESULTS_RESUME)
-    run_dir = _run_audit_iv(cfg, out_dir, resume, "local", None, sequential, False)
+    run_dir = _run_audit_iv(cfg, out_dir, RunOptions(resume=resume, sequential=sequential),
+                            False)
     for m in cfg.models:
         if not isinstance(m.params, OpenAIParams):
             raise ConfigError(MSG_NOT_OPENAI.format(name=m.name, backend=m.backend))

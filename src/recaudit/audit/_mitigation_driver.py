@@ -55,6 +55,7 @@ from ._mitigation_compare import ArmRun, compare_arms, write_combined, write_mit
 from ._mitigation_config import MitigationConfig
 from ._plan import JOURNAL, answer_schema, load_config_catalog
 from ._run import run_audit
+from ._run_options import RunOptions
 from ._runner import RunProgress
 
 __all__ = [
@@ -249,7 +250,7 @@ def run_mitigation(cfg: AuditConfig, mcfg: MitigationConfig, *, out_dir: str | P
         wrap = None if method == "none" else _make_wrapper(method, cfg, mcfg, out, priors, say,
                                                            retriever)
         result = run_audit(_arm_config(cfg, mcfg.suffix(method)), out_dir=run_dir,
-                           resume=(run_dir / JOURNAL).exists(),
+                           run=RunOptions(resume=(run_dir / JOURNAL).exists()),
                            progress=progress() if progress else None, on_phase=say,
                            retriever=retriever, wrap_backends=wrap)
         arms.append(ArmRun(method, run_dir, result.evaluations_path, priors))

@@ -46,6 +46,7 @@ from ._plan import (
     prompt_length_warning,
     write_inputs,
 )
+from ._run_options import RunOptions
 from ._runner import RunProgress, RunSummary, write_manifest
 from ._sequential_driver import SequentialOptions, check_sequential_config
 from ._spend import record_spend
@@ -72,8 +73,6 @@ MSG_INTERRUPTED = (
     "interrupted: {done} of {planned} evaluations are journaled in {journal}{failed}; "
     "rerun the same command with `--resume` to run the remaining {missing}"
 )
-MSG_SEQUENTIAL_RAY = ("`--sequential` runs on the local executor only; drop "
-                      "`--executor ray` (or run the sequential audit without it)")
 MSG_WRAP_RAY = ("backend wrappers (mitigations) run on the local executor only; "
                 "drop `--executor ray`")
 
@@ -146,27 +145,26 @@ class AuditResult:
         }
 
 
-def _run_audit_iv(cfg: AuditConfig, out_dir: str | os.PathLike[str], resume: bool,
-                  executor: str, ray_address: str | None,
-                  sequential: SequentialOptions | None, wrapping: bool) -> Path:
+def _run_audit_iv(cfg: AuditConfig, out_dir: str | os.PathLike[str], run: RunOptions,
+                  wrapping: bool) -> Path:
     if not isinstance(cfg, AuditConfig):
         raise ConfigError(f"`cfg` must be an AuditConfig, got {type(cfg).__name__}")
+    if not isinstance(run, RunOptions):
+        raise ConfigError(f"`run` must be RunOptions, got {type(run).__name__}")
     run_dir = Path(out_dir)
     journal = run_dir / JOURNAL
-    if resume and not journal.exists():
+    if run.resume and not journal.exists():
         raise JournalError(f"no journal at {journal}; there is nothing to resume "
                            "(drop `--resume` to start a run)")
-    if not resume and journal.exists():
+    if not run.resume and journal.exists():
         raise JournalError(f"{run_dir} already holds a run ({JOURNAL}); pass `--resume` "
                            "to continue it or choose another `--out`")
     if run_dir.exists() and not run_dir.is_dir():
         raise ConfigError(f"`--out` {run_dir} exists and is not a folder")
-    check_executor(executor, ray_address)
-    if sequential is not None:
+    check_executor(run.executor, run.ray_address)  # Ray installed, when asked for
+    if run.sequential is not None:
         check_sequential_config(cfg)
-        if executor != "local":
-            raise ConfigError(MSG_SEQUENTIAL_RAY)
-    if wrapping and executor != "local":
+    if wrapping and run.executor != "local":
         raise ConfigError(MSG_WRAP_RAY)
     return run_dir
 
@@ -236,13 +234,10 @@ def run_audit(
     cfg: AuditConfig,
     *,
     out_dir: str | os.PathLike[str],
-    resume: bool = False,
+    run: RunOptions | None = None,
     progress: RunProgress | None = None,
     retriever: CandidateSource | None = None,
     on_phase: Callable[[str], None] | None = None,
-    sequential: SequentialOptions | None = None,
-    executor: str = "local",
-    ray_address: str | None = None,
     wrap_backends: WrapBackends | None = None,
 ) -> AuditResult:
     """Run (or resume) an audit and write its evaluations table.
@@ -253,25 +248,18 @@ def run_audit(
         From :func:`~recaudit.audit.load_config`.
     out_dir : path-like
         The run folder (created after everything validated).
-    resume : bool
-        Continue the run in ``out_dir``: run exactly the keys without a completed
-        journal row (never-run keys and ``failed`` ones).
+    run : RunOptions, optional
+        How this invocation runs it (:class:`~recaudit.audit.RunOptions`: resume,
+        executor, Ray address, sequential stopping; default: a new local run). A
+        sequential run uses the ``sequential`` executor
+        (:mod:`recaudit.audit._sequential_driver`; writes ``sequential.json``; the
+        evaluations table then holds the keys run).
     progress : RunProgress, optional
         Live counts.
     retriever : Retriever, optional
         Reuse a loaded retriever (default: one built from ``[retrieval]``).
     on_phase : callable, optional
         Called with a short description of each preparation step.
-    sequential : SequentialOptions, optional
-        Run in rounds and stop each cell when an anytime-valid test rejects
-        uniformity or its budget is spent (the ``sequential`` executor,
-        :mod:`recaudit.audit._sequential_driver`; writes ``sequential.json``); the
-        evaluations table then holds the keys run. Local executor only.
-    executor : {"local", "ray"}
-        Where evaluations run: this process's asyncio runner, or the workers of a Ray
-        cluster (:mod:`recaudit.audit._ray_executor`; the journal is still written here).
-    ray_address : str, optional
-        Ray cluster address for ``executor="ray"`` (default: a new local cluster).
     wrap_backends : callable, optional
         ``wrap_backends(backends, template, queries, candidates)`` returns the
         backends to run instead (e.g. mitigation wrappers, :mod:`recaudit.llm._mitigation`);
@@ -301,17 +289,17 @@ def run_audit(
         Before the run, when prompts are far beyond a model's context
         (:func:`~recaudit.audit._plan.prompt_length_warning`).
     """
-    run_dir = _run_audit_iv(cfg, out_dir, resume, executor, ray_address, sequential,
-                            wrap_backends is not None)
+    run = RunOptions() if run is None else run
+    run_dir = _run_audit_iv(cfg, out_dir, run, wrap_backends is not None)
     say = on_phase or (lambda _msg: None)
     say("loading the catalog")
     catalog = load_config_catalog(cfg)
     say("starting the backends")
     # the Ray executor builds the backends on its workers, while this process plans
-    runner = make_executor("sequential" if sequential is not None else executor, cfg,
-                           sequential=sequential, ray_address=ray_address)
+    runner = make_executor("sequential" if run.sequential is not None else run.executor, cfg,
+                           sequential=run.sequential, ray_address=run.ray_address)
     try:
-        inputs, meta, also_accept = _inputs(cfg, catalog, run_dir, resume, retriever, say,
+        inputs, meta, also_accept = _inputs(cfg, catalog, run_dir, run.resume, retriever, say,
                                             progress)
         tasks = build_tasks(cfg, queries=inputs.queries, candidates=inputs.candidates,
                             template=inputs.template)
@@ -321,14 +309,14 @@ def run_audit(
         if wrap_backends is not None:
             runner.backends = wrap_backends(runner.backends, inputs.template, inputs.queries,
                                             inputs.candidates)
-        if not resume:
+        if not run.resume:
             write_inputs(run_dir, cfg, inputs, config_hash=meta["config_hash"])
-        with Journal(run_dir / JOURNAL, meta=meta, resume=resume, background=True,
+        with Journal(run_dir / JOURNAL, meta=meta, resume=run.resume, background=True,
                      also_accept=also_accept) as journal:
             # a session is recorded only once the journal is ours (not for a refused
             # resume: another config, or the journal held by another process)
-            write_manifest(run_dir / MANIFEST, runner.backends, resume=resume,
-                           executor=executor)
+            write_manifest(run_dir / MANIFEST, runner.backends, resume=run.resume,
+                           executor=run.executor)
             context = RunContext(cfg=cfg, journal=journal, done=journal.completed_keys(),
                                  run_dir=run_dir, parse=parse_position, say=say,
                                  progress=progress)

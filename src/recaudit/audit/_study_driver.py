@@ -21,6 +21,7 @@ from ..positional import AnalysisOptions, StudyResult
 from ._analysis import run_and_analyze
 from ._config import AuditConfig
 from ._run import AuditResult
+from ._run_options import RunOptions
 from ._runner import RunProgress
 
 __all__ = ["StudyRun", "run_study"]
@@ -77,7 +78,8 @@ def run_study(
     progress, on_phase, retriever
         Passed to :func:`run_audit`; ``on_phase`` also hears the analysis steps.
     """
-    done = run_and_analyze(cfg, out_dir=out_dir, analysis="study", resume=resume,
+    done = run_and_analyze(cfg, out_dir=out_dir, analysis="study",
+                           run=RunOptions(resume=resume),
                            progress=progress, on_phase=on_phase, retriever=retriever,
                            options=options, seed=seed)
     assert done.study is not None  # analysis="study"

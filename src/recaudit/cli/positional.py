@@ -247,18 +247,16 @@ def _design_notes(cfg: Any, live: bool) -> None:
             err_console.print(f"[yellow]note:[/] {note}", highlight=False)
 
 
-def _execute(cfg: Any, *, out: Path, resume: bool, as_json: bool, quiet: bool,
-             analyze: bool, sequential: Any = None, executor: str = "local",
-             ray_address: str | None = None, options: Any = None,
-             report: bool = False) -> None:
-    """Run the audit with a progress display, then analyse (shared by run and demo)."""
+def _execute(cfg: Any, *, out: Path, run: Any, as_json: bool, quiet: bool,
+             analyze: bool, options: Any = None, report: bool = False) -> None:
+    """Run the audit with a progress display, then analyse (shared by run and demo);
+    ``run`` is the invocation's :class:`~recaudit.audit.RunOptions`."""
     from ..audit import GROUP_BY, run_and_analyze
 
     live = not (quiet or as_json)
     _design_notes(cfg, live)
     settings: dict[str, Any] = {
-        "out_dir": out, "resume": resume, "sequential": sequential, "executor": executor,
-        "ray_address": ray_address, "analysis": "groups" if analyze else "none",
+        "out_dir": out, "run": run, "analysis": "groups" if analyze else "none",
         "options": options}
     if live:
         with progress_display() as display:
@@ -407,9 +405,11 @@ def run_command(
                   batch_errors=batch_errors, as_json=as_json, quiet=quiet,
                   resend_pending=batch_resend_pending, analyze=analyze, options=options)
         return
-    _execute(cfg, out=out or Path("runs") / config.stem, resume=resume, as_json=as_json,
-             quiet=quiet, analyze=analyze, sequential=seq, executor=executor,
-             ray_address=ray_address, options=options, report=report)
+    from ..audit import RunOptions
+
+    run = RunOptions(resume=resume, executor=executor, ray_address=ray_address, sequential=seq)
+    _execute(cfg, out=out or Path("runs") / config.stem, run=run, as_json=as_json,
+             quiet=quiet, analyze=analyze, options=options, report=report)
 
 
 # -- demo -------------------------------------------------------------------------
@@ -451,8 +451,11 @@ def demo_command(
     if sequential:
         budget = (cfg.queries.n or 1) * (cfg.design.n_perms or 1) * cfg.design.samples_per_order
         seq = SequentialOptions(alpha=alpha, max_evaluations=budget)
-    _execute(cfg, out=out, resume=(out / "journal.sqlite").exists(), as_json=as_json,
-             quiet=quiet, analyze=True, report=True, sequential=seq,
+    from ..audit import RunOptions
+
+    _execute(cfg, out=out, run=RunOptions(resume=(out / "journal.sqlite").exists(),
+                                          sequential=seq),
+             as_json=as_json, quiet=quiet, analyze=True, report=True,
              options=analysis_options(alpha=alpha))
 
 
