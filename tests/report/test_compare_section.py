@@ -73,3 +73,23 @@ def test_the_report_names_the_less_biased_model(three_models: Path) -> None:
 def test_one_model_writes_no_comparisons(positional_dir: Path) -> None:
     assert not (positional_dir / "compare.json").exists()
     assert "tab-compare" not in build_report(positional_dir).html
+
+
+def test_a_comparison_that_fails_is_a_warning_not_a_lost_analysis(
+        three_models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    from recaudit.audit import _analysis
+    from recaudit.exceptions import InputError, RecauditWarning
+
+    run = Path(shutil.copytree(three_models, tmp_path / "run"))
+    (run / "analysis.json").unlink()
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise InputError("no pair to compare")
+
+    monkeypatch.setattr(_analysis, "compare_cells", broken)
+    with pytest.warns(RecauditWarning, match="compare.json was not written: no pair"):
+        done = _analysis.analyze_run(run / "evaluations.parquet", seed=1)
+    assert done.rows is not None and (run / "analysis.json").is_file()
+    assert done.comparisons is None and not (run / "compare.json").exists()  # not stale

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any, Literal
 
 from .._io import to_jsonable, write_text_atomic
 from .._read import read_json
-from ..exceptions import RecauditError
+from ..exceptions import RecauditError, RecauditWarning
 from ..llm import CandidateSource
 from ..positional import (
     AnalysisOptions,
@@ -56,6 +57,7 @@ ANALYSIS_JSON = "analysis.json"
 TOPN_JSON = "topn.json"
 #: A multi-model run's paired model comparisons per cell.
 COMPARE_JSON = "compare.json"
+MSG_EXTRA = "{name} was not written: {error}"
 MSG_SKIPPED = "{error}; inspect the table and run `recaudit positional analyze {path}`"
 
 Analysis = Literal["groups", "study", "none"]
@@ -108,20 +110,31 @@ def analyze_run(evaluations: str | os.PathLike[str], options: AnalysisOptions | 
     try:
         table = read_table(path)
         grouped = analyze_groups(table, settings, by=list(GROUP_BY), rng=seed)
-        ranked = topn_groups(table, settings, by=list(GROUP_BY), rng=seed) \
-            if has_rankings(table) else None
-        compared = compare_cells(table, by="model", within=GROUP_BY[1:],
-                                 n_boot=settings.n_boot,
-                                 confidence_level=settings.confidence_level, rng=seed) \
-            if table["model"].nunique() > 1 else None
     except RecauditError as exc:
         return RunAnalysis(None, MSG_SKIPPED.format(error=exc, path=path))
     rows = grouped.to_list()
     _write(path.parent / ANALYSIS_JSON, rows)
-    topn = None if ranked is None else _write(path.parent / TOPN_JSON, ranked.to_list())
-    comparisons = None if compared is None \
-        else _write(path.parent / COMPARE_JSON, compared.to_list())
+    # the ranked-list statistics and the model comparisons add to the analysis: one that
+    # cannot be computed is a warning, never the loss of analysis.json
+    topn = _extra(lambda: topn_groups(table, settings, by=list(GROUP_BY), rng=seed).to_list(),
+                  path.parent / TOPN_JSON) if has_rankings(table) else None
+    comparisons = _extra(lambda: compare_cells(
+        table, by="model", within=GROUP_BY[1:], n_boot=settings.n_boot,
+        confidence_level=settings.confidence_level, rng=seed).to_list(),
+        path.parent / COMPARE_JSON) if table["model"].nunique() > 1 else None
     return RunAnalysis(rows, topn=topn, comparisons=comparisons)
+
+
+def _extra(compute: Callable[[], list[dict[str, Any]]], path: Path
+           ) -> list[dict[str, Any]] | None:
+    """``compute()`` written to ``path``, or ``None`` with a warning naming why."""
+    try:
+        return _write(path, compute())
+    except RecauditError as exc:
+        path.unlink(missing_ok=True)  # never a stale file from an earlier analysis
+        warnings.warn(MSG_EXTRA.format(name=path.name, error=exc), RecauditWarning,
+                      stacklevel=3)
+        return None
 
 
 def _write(path: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
