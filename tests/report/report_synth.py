@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -428,3 +429,29 @@ if __name__ == "__main__":
         perms=10,
     )
     write_fairness_run(here / "fairness_run")
+
+
+class _TaggedNumbers(HTMLParser):
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+        self.cells: list[tuple[str, str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if (a.get("data-path") or "").startswith(self.prefix):
+            self.cells.append((str(a["data-path"]), str(a["data-value"])))
+
+
+def tagged_numbers(html: str, prefix: str) -> list[tuple[str, str]]:
+    """Every ``(data-path, data-value)`` of the page whose path starts with ``prefix``."""
+    parser = _TaggedNumbers(prefix)
+    parser.feed(html)
+    return parser.cells
+
+
+def resolve(data: Any, path: str) -> Any:
+    """The sidecar value at a ``data-path`` (``a/0/b``)."""
+    for part in path.split("/"):
+        data = data[int(part)] if isinstance(data, list) else data[part]
+    return data

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
+from report_synth import resolve, tagged_numbers
 
 from helpers import write_config
 from recaudit.audit._analysis import run_and_analyze
@@ -26,17 +26,6 @@ def three_models(tmp_path_factory: pytest.TempPathFactory, retriever: Any,
     cfg = load_config(write_config(folder, cache_dir=emb_cache, n_queries=30, n_perms=6,
                                    models=MODELS))
     return run_and_analyze(cfg, out_dir=folder / "run", retriever=retriever).audit.run_dir
-
-
-class _Numbers(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.cells: list[tuple[str, str]] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        a = dict(attrs)
-        if str(a.get("data-path", "")).startswith("comparisons/"):
-            self.cells.append((str(a["data-path"]), str(a["data-value"])))
 
 
 def test_the_run_writes_its_comparisons(three_models: Path) -> None:
@@ -60,14 +49,10 @@ def test_the_report_names_the_less_biased_model(three_models: Path) -> None:
     assert "steady is less position-biased than eager" in verdict
     assert "twin is less position-biased than eager" in verdict
     assert "98.3% CI" in verdict  # Holm's family of three: the Bonferroni level
-    parser = _Numbers()
-    parser.feed(report.html)
-    assert parser.cells
-    for path, value in parser.cells:
-        node: Any = report.data
-        for part in path.split("/"):
-            node = node[int(part)] if isinstance(node, list) else node[part]
-        assert json.loads(value) == pytest.approx(node), path
+    cells = tagged_numbers(report.html, "comparisons/")
+    assert cells
+    for path, value in cells:
+        assert json.loads(value) == pytest.approx(resolve(report.data, path)), path
 
 
 def test_one_model_writes_no_comparisons(positional_dir: Path) -> None:

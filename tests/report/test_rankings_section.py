@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
+from report_synth import resolve, tagged_numbers
 
 from helpers import write_config
 from recaudit import InputError
@@ -30,23 +30,6 @@ def ranking_run(tmp_path_factory: pytest.TempPathFactory, retriever: Any,
     return run_and_analyze(cfg, out_dir=folder / "run", retriever=retriever).audit.run_dir
 
 
-class _Numbers(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.cells: list[tuple[str, str]] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        a = dict(attrs)
-        if str(a.get("data-path", "")).startswith("rankings/"):
-            self.cells.append((str(a["data-path"]), str(a["data-value"])))
-
-
-def _resolve(data: Any, path: str) -> Any:
-    for part in path.split("/"):
-        data = data[int(part)] if isinstance(data, list) else data[part]
-    return data
-
-
 def test_the_section_shows_every_cell_with_its_numbers(ranking_run: Path) -> None:
     report = build_report(ranking_run)
     doc = json.loads((ranking_run / "topn.json").read_text())
@@ -57,11 +40,10 @@ def test_the_section_shows_every_cell_with_its_numbers(ranking_run: Path) -> Non
     # the plain-words finding names the biased model and says which way the first item moved
     assert "moved the rankings in 1 of 2 cell(s)" in html
     assert "Strongest in biased" in html and "places better" in html
-    parser = _Numbers()
-    parser.feed(html)
-    assert len(parser.cells) == 2 * 5  # per cell: count, tau, RB, p (Holm), top-1 PB
-    for path, value in parser.cells:
-        assert json.loads(value) == pytest.approx(_resolve(report.data, path)), path
+    cells = tagged_numbers(html, "rankings/")
+    assert len(cells) == 2 * 5  # per cell: count, tau, RB, p (Holm), top-1 PB
+    for path, value in cells:
+        assert json.loads(value) == pytest.approx(resolve(report.data, path)), path
     biased, fair = doc
     assert biased["pvalue_holm"] <= 0.05 < fair["pvalue_holm"]
     # the top-1 sections read the lists' first items: the same valid evaluations

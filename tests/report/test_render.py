@@ -8,10 +8,9 @@ import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
 
 import pytest
-from report_synth import PAYLOADS
+from report_synth import PAYLOADS, resolve
 from typer.testing import CliRunner
 
 from recaudit import InputError
@@ -38,12 +37,6 @@ def _tags(html: str) -> list[tuple[str, dict[str, str | None]]]:
     parser = _Tags()
     parser.feed(html)
     return parser.tags
-
-
-def _resolve(data: Any, path: str) -> Any:
-    for part in path.split("/"):
-        data = data[int(part)] if isinstance(data, list) else data[part]
-    return data
 
 
 @pytest.fixture(params=["positional", "fairness"])
@@ -73,7 +66,7 @@ def test_every_number_on_the_page_is_in_the_sidecar(report: Report) -> None:
     numbers = [attrs for _, attrs in _tags(report.html) if "data-path" in attrs]
     assert len(numbers) > 50
     for attrs in numbers:
-        expected = _resolve(data, attrs["data-path"])
+        expected = resolve(data, attrs["data-path"])
         assert json.loads(attrs["data-value"]) == expected, attrs
     # the verdict's numbers are tagged too
     verdict = report.html.split('<div class="verdict">', 1)[1].split("</div>", 1)[0]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from report_synth import resolve
 
 from recaudit import InputError
 from recaudit.report import build_report
@@ -25,12 +26,6 @@ class _Numbers(HTMLParser):
             self.cells.append((str(a["data-path"]), str(a["data-value"])))
         if tag == "svg" and a.get("aria-labelledby"):
             self.svg_ids.append(str(a["aria-labelledby"]))
-
-
-def _resolve(data: Any, path: str) -> Any:
-    for part in path.split("/"):
-        data = data[int(part)] if isinstance(data, list) else data[part]
-    return data
 
 
 def test_decision_budget_and_confidence_sequences_are_shown(sequential_dir: Path) -> None:
@@ -61,7 +56,7 @@ def test_decision_budget_and_confidence_sequences_are_shown(sequential_dir: Path
     sidecar = report.data
     assert len(parser.cells) == 2 * 5 + 2 * 3 * k
     for path, value in parser.cells:
-        assert json.loads(value) == pytest.approx(_resolve(sidecar, path)), path
+        assert json.loads(value) == pytest.approx(resolve(sidecar, path)), path
     # the e-value figure is listed and drawn
     assert "fig-sequential" in [f["id"] for f in report.data["figures"]]
     assert html.count("<polyline") >= 2
@@ -112,7 +107,7 @@ def test_a_ci_width_run_shows_pb_at_the_stop(sequential_dir: Path) -> None:
     parser.feed(html)
     paths = dict(parser.cells)
     assert json.loads(paths["sequential/cells/1/pb/value"]) == 0.012
-    assert _resolve(report.data, "sequential/cells/1/pb/value") == 0.012
+    assert resolve(report.data, "sequential/cells/1/pb/value") == 0.012
 
 
 def test_without_ci_width_there_is_no_pb_column(sequential_dir: Path) -> None:

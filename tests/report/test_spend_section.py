@@ -3,32 +3,15 @@
 from __future__ import annotations
 
 import json
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
+from report_synth import resolve, tagged_numbers
 
 from recaudit.audit._spend import record_spend
 from recaudit.report import build_report
-
-
-class _Numbers(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.cells: list[tuple[str, str]] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        a = dict(attrs)
-        if (a.get("data-path") or "").startswith("spend/"):
-            self.cells.append((str(a["data-path"]), str(a["data-value"])))
-
-
-def _resolve(data: Any, path: str) -> Any:
-    for part in path.split("/"):
-        data = data[int(part)] if isinstance(data, list) else data[part]
-    return data
 
 
 def _table() -> pd.DataFrame:
@@ -48,16 +31,15 @@ def _run_json(folder: Path, *, priced: bool = True) -> dict[str, Any]:
     return record_spend(manifest, _table(), wall_s=4.25, ran_now=5, prices=prices)
 
 
-def test_spend_per_cell_and_total_are_shown_and_resolve(positional_dir: Path) -> None:
+def test_spend_per_cell_and_total_are_shown_andresolve(positional_dir: Path) -> None:
     spend = _run_json(positional_dir)
     report = build_report(positional_dir)
     assert report.data["spend"] == json.loads(json.dumps(spend))
     html = report.html
     assert 'id="tab-spend"' in html and "Spend (calls, tokens, time, money)" in html
     assert "4.2 s" in html or "4.3 s" in html  # the wall time over sessions
-    parser = _Numbers()
-    parser.feed(html)
-    paths = dict(parser.cells)
+    cells = tagged_numbers(html, "spend/")
+    paths = dict(cells)
     # cheap: 3 calls, 303 prompt + 6 completion tokens at 2 and 8 per million
     assert json.loads(paths["spend/cells/0/calls"]) == 3
     assert json.loads(paths["spend/cells/0/prompt_tokens"]) == 303
@@ -71,8 +53,8 @@ def test_spend_per_cell_and_total_are_shown_and_resolve(positional_dir: Path) ->
     assert json.loads(paths["spend/total/money_batch"]) == pytest.approx(
         (303 * 2 + 6 * 8) / 2e6)
     assert "as a batch" in html and "half the live price" in html
-    for path, value in parser.cells:
-        assert json.loads(value) == pytest.approx(_resolve(report.data, path)), path
+    for path, value in cells:
+        assert json.loads(value) == pytest.approx(resolve(report.data, path)), path
 
 
 def test_without_price_money_is_not_available(positional_dir: Path) -> None:

@@ -149,6 +149,11 @@ def ci_num(path: str, est: HasCI) -> Markup:
     return num(f"{path}/value", est.value, fmt_ci(est))
 
 
+def num_cell(path: str, value: Any, text: str) -> Cell:
+    """A number in a table, tagged with its sidecar path; ``n/a`` when undefined."""
+    return Cell(text, path, value) if finite(value) else Cell("n/a", path, None)
+
+
 def ci_cell(path: str, est: HasCI) -> Cell:
     """An estimate with its CI in a table (tagged with ``path/value``)."""
     return Cell(fmt_ci(est), f"{path}/value", est.value)

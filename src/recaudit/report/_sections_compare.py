@@ -12,7 +12,7 @@ sidecar's ``comparisons`` list (``data-path``).
 from __future__ import annotations
 
 from ..positional import CellComparison, RunComparisons
-from ._page import Cell, Fig, Section, Table, finite, fmt_p
+from ._page import Cell, Fig, Section, Table, finite, fmt_p, num_cell
 from ._plots import _domain, _frame
 from ._svg import BandScale, LinearScale, text_width
 
@@ -64,10 +64,6 @@ def _forest(rows: list[CellComparison], many_cells: bool) -> str:
     return canvas.svg("fig-compare")
 
 
-def _num(path: str, value: float, text: str) -> Cell:
-    return Cell(text, path, value) if finite(value) else Cell("n/a", path, None)
-
-
 def comparison_section(comparisons: RunComparisons, *, alpha: float) -> Section:
     """The forest plot of PB differences, the table of every measure, the method."""
     rows = list(comparisons.rows)
@@ -80,11 +76,11 @@ def comparison_section(comparisons: RunComparisons, *, alpha: float) -> Section:
         table_rows.append((
             Cell(_cell_label(r)), Cell(c.a), Cell(c.b),
             Cell(_MEASURE_NAMES.get(c.measure, c.measure)),
-            _num(f"{path}/value_a", c.value_a, f"{c.value_a:.3f}"),
-            _num(f"{path}/value_b", c.value_b, f"{c.value_b:.3f}"),
-            _num(f"{path}/difference", c.difference, f"{c.difference:+.3f}"),
-            _num(f"{path}/ci_low_adjusted", c.ci_low_adjusted, ci),
-            _num(f"{path}/pvalue_adjusted", c.pvalue_adjusted, fmt_p(c.pvalue_adjusted))
+            num_cell(f"{path}/value_a", c.value_a, f"{c.value_a:.3f}"),
+            num_cell(f"{path}/value_b", c.value_b, f"{c.value_b:.3f}"),
+            num_cell(f"{path}/difference", c.difference, f"{c.difference:+.3f}"),
+            num_cell(f"{path}/ci_low_adjusted", c.ci_low_adjusted, ci),
+            num_cell(f"{path}/pvalue_adjusted", c.pvalue_adjusted, fmt_p(c.pvalue_adjusted))
             if finite(c.pvalue_adjusted) else Cell("not identified"),
             Cell("yes" if c.paired else "no"),
         ))

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._stats import Estimate
 from ..positional import RankingGroup, TopNGroups
-from ._page import Cell, Fig, Section, Table, finite, fmt_p
+from ._page import Cell, Fig, Section, Table, ci_cell, fmt_p
 from ._plots import _ci_point, _domain, _frame, _lin, _short, _values
 
 __all__ = ["rankings_section"]
@@ -28,13 +27,6 @@ def _name(g: RankingGroup) -> str:
     if keys.get("condition") not in (None, "permutation"):
         parts.append(str(keys["condition"]))
     return ", ".join(p for p in parts if p)
-
-
-def _est(path: str, est: Estimate, digits: int = 3) -> Cell:
-    if not finite(est.value):
-        return Cell("n/a", f"{path}/value", None)
-    return Cell(f"{est.value:.{digits}f} [{est.ci.low:.{digits}f}, {est.ci.high:.{digits}f}]",
-                f"{path}/value", est.value)
 
 
 def _figure(groups: Sequence[RankingGroup]) -> str:
@@ -90,11 +82,11 @@ def rankings_section(groups: TopNGroups, *, alpha: float) -> Section:
             Cell(_name(g)), Cell(str(res.k), value=res.k),
             Cell(f"{res.n_evaluations} / {res.n_discarded}", f"{path}/n_evaluations",
                  res.n_evaluations),
-            _est(f"{path}/kendall_tau", res.kendall),
-            _est(f"{path}/rank_bias", res.rank_bias),
+            ci_cell(f"{path}/kendall_tau", res.kendall),
+            ci_cell(f"{path}/rank_bias", res.rank_bias),
             Cell(fmt_p(g.pvalue_holm), f"rankings/{i}/pvalue_holm", g.pvalue_holm,
                  css="reject" if g.pvalue_holm <= alpha else ""),
-            _est(f"{path}/top1_pb", res.top1_pb),
+            ci_cell(f"{path}/top1_pb", res.top1_pb),
         ))
     table = Table(
         "tab-rankings",

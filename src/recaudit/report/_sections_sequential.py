@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import _plots
-from ._page import Cell, Fig, Section, Table, finite, fmt_p
+from ._page import Cell, Fig, Section, Table, finite, fmt_p, num_cell
 
 __all__ = ["sequential_sections"]
 
@@ -25,10 +25,6 @@ _DECISIONS = {
     "running": "running (not finished)",
     "ci_width_reached": "not rejected, PB known to the requested CI width (stopped)",
 }
-
-
-def _num(path: str, value: Any, text: str) -> Cell:
-    return Cell(text, path, value) if finite(value) else Cell("n/a", path, None)
 
 
 def _pb_cell(path: str, pb: Mapping[str, Any]) -> Cell:
@@ -56,12 +52,12 @@ def sequential_sections(doc: Mapping[str, Any], *, base: str = "sequential") -> 
             *key,
             Cell(_DECISIONS.get(str(c["decision"]), str(c["decision"])),
                  css="reject" if c["decision"] == "rejected" else ""),
-            _num(f"{p}/evaluations_used", used, str(used)),
-            _num(f"{p}/budget", budget, str(budget)),
-            _num(f"{p}/valid_evaluations", c.get("valid_evaluations"),
+            num_cell(f"{p}/evaluations_used", used, str(used)),
+            num_cell(f"{p}/budget", budget, str(budget)),
+            num_cell(f"{p}/valid_evaluations", c.get("valid_evaluations"),
                  str(c.get("valid_evaluations"))),
-            _num(f"{p}/e_value", e, f"{e:.3g} / {thr:.3g}" if finite(e) else ""),
-            _num(f"{p}/pvalue", c.get("pvalue"), fmt_p(c.get("pvalue"))),
+            num_cell(f"{p}/e_value", e, f"{e:.3g} / {thr:.3g}" if finite(e) else ""),
+            num_cell(f"{p}/pvalue", c.get("pvalue"), fmt_p(c.get("pvalue"))),
             *((_pb_cell(f"{p}/pb", c.get("pb") or {}),) if width is not None else ()),
         ))
         lows, highs = c.get("cs_low") or [], c.get("cs_high") or []
@@ -71,9 +67,9 @@ def sequential_sections(doc: Mapping[str, Any], *, base: str = "sequential") -> 
             cs_rows.append((
                 *key,
                 Cell(str(j + 1), value=j + 1),
-                _num(f"{p}/counts/{j}", n, str(n)),
-                _num(f"{p}/cs_low/{j}", lo, f"{lo:.3f}" if finite(lo) else ""),
-                _num(f"{p}/cs_high/{j}", hi, f"{hi:.3f}" if finite(hi) else ""),
+                num_cell(f"{p}/counts/{j}", n, str(n)),
+                num_cell(f"{p}/cs_low/{j}", lo, f"{lo:.3f}" if finite(lo) else ""),
+                num_cell(f"{p}/cs_high/{j}", hi, f"{hi:.3f}" if finite(hi) else ""),
             ))
     n_rej = sum(c["decision"] == "rejected" for c in cells)
     alpha = options.get("alpha")
