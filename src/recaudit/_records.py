@@ -46,6 +46,7 @@ __all__ = [
     "number",
     "optional_number",
     "positions",
+    "text",
     "to_float",
     "to_int",
 ]
@@ -167,6 +168,14 @@ def to_int(value: Any, key: str, what: str) -> int:
     if not _is_number(value) or not math.isfinite(value) or value != int(value):
         raise InputError(MSG_NOT_INTEGER.format(what=what, key=key, value=_quote(value)))
     return int(value)
+
+
+def text(obj: Mapping[str, Any], key: str, what: str) -> str:
+    """``obj[key]`` as a JSON string, never a number or ``null`` read as one."""
+    value = need(obj, key, what)
+    if not isinstance(value, str):
+        raise InputError(f"{what}: `{key}` must be text, got {value!r}")
+    return value
 
 
 def _is_number(value: Any) -> bool:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._records import as_mapping, integer, need, number
+from .._records import as_mapping, integer, need, number, text
 from .._stats import (
     DEFAULT_N_BOOT,
     as_generator,
@@ -107,10 +107,9 @@ class Comparison:
         for f in fields(cls):
             if f.name in _ADDED and f.name not in obj:
                 continue
+            value: Any
             if f.name in ("a", "b", "measure", "adjust"):
-                value = need(obj, f.name, what)
-                if not isinstance(value, str):
-                    raise InputError(f"{what}: `{f.name}` must be text, got {value!r}")
+                value = text(obj, f.name, what)
             elif f.name == "paired":
                 value = need(obj, f.name, what)
                 if not isinstance(value, bool):

@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._limits import SIMULATION_BATCH, check_simulation
-from .._records import as_mapping, integer, need, number
+from .._records import as_mapping, integer, number, text
 from .._stats import (
     ConfidenceInterval,
     Estimate,
@@ -166,10 +166,8 @@ class PowerRow:
         """Read :meth:`to_dict` back: every number strict, a missing or wrong key named."""
         what = "PowerRow (a `recaudit positional simulate --json` row)"
         obj = as_mapping(obj, what)
-        test = need(obj, "test", what)
-        if not isinstance(test, str):
-            raise InputError(f"{what}: `test` must be text, got {test!r}")
-        return cls(test=test, k=integer(obj, "k", what), queries=integer(obj, "queries", what),
+        return cls(test=text(obj, "test", what), k=integer(obj, "k", what),
+                   queries=integer(obj, "queries", what),
                    perms=integer(obj, "perms", what), p_bias=number(obj, "p_bias", what),
                    reps=integer(obj, "reps", what),
                    rejection_rate=number(obj, "rejection_rate", what),

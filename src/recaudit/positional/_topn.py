@@ -47,7 +47,7 @@ import pandas as pd
 
 from .._limits import check_topn_sizes
 from .._plackett_luce import draw_ranking
-from .._records import as_mapping, integer, need, number
+from .._records import as_mapping, integer, need, number, text
 from .._stats import DEFAULT_N_BOOT, Estimate, as_generator, monte_carlo_pvalue
 from ..exceptions import InputError
 from ._bootstrap import bootstrap_ci, check_bootstrap_args
@@ -299,15 +299,10 @@ class TopNResult:
                 raise InputError(f"{what}: `{key}` must be a list of estimates")
             return tuple(estimate(v) for v in values)
 
-        def text(key: str) -> str:
-            value = need(obj, key, what)
-            if not isinstance(value, str):
-                raise InputError(f"{what}: `{key}` must be text, got {value!r}")
-            return value
-
         return cls(
             statistic=number(obj, "statistic", what), pvalue=number(obj, "pvalue", what),
-            n_resamples=integer(obj, "n_resamples", what), alternative=text("alternative"),
+            n_resamples=integer(obj, "n_resamples", what),
+            alternative=text(obj, "alternative", what),
             spearman=estimate(need(obj, "spearman", what)),
             mean_rank=estimates("mean_rank"), displacement=estimates("displacement"),
             kendall=estimate(need(obj, "kendall_tau", what)),
@@ -316,7 +311,7 @@ class TopNResult:
             n_queries=integer(obj, "n_queries", what),
             n_evaluations=integer(obj, "n_evaluations", what),
             n_discarded=integer(obj, "n_discarded", what), k=integer(obj, "k", what),
-            statistic_name=text("statistic_name"), method=text("method"),
+            statistic_name=text(obj, "statistic_name", what), method=text(obj, "method", what),
         )
 
 
