@@ -1,7 +1,7 @@
 """Masking with known truth: does a strong long tail hide a planted group gap in the
 group metrics, RD, NRD and IB of TRAINED models? (the paper's RQ1; issue 18 item 4)
 
-Data come from ``recaudit.fairness._synthetic_interactions`` (a latent taste-cluster
+Data come from ``recaudit.fairness.simulation`` (its interaction model) (a latent taste-cluster
 preference model with Zipf item popularity solved for the top-20 % interaction share,
 and a planted gap: a share of the protected group's interactions is noise). For each
 tail regime (MovieLens-like 0.65, Last.fm-like 0.85) and gap setting:
@@ -40,13 +40,13 @@ import numpy as np
 import pandas as pd
 
 from recaudit.fairness import EvaluateOptions, evaluate, split_per_user
-from recaudit.fairness._synthetic_interactions import (
+from recaudit.fairness.simulation import (
     draw_interactions,
     interaction_model,
     oracle_lists,
     oracle_truth,
 )
-from recaudit.fairness.models import most_popular, recommend, train_model, write_atomic_split
+from recaudit.fairness.study.models import most_popular, recommend, train_model, write_atomic_split
 
 CUT = 10
 LIST_LENGTH = 20

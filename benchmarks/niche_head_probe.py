@@ -29,7 +29,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import validate_fairness as vf  # noqa: E402
 
-from recaudit.fairness._synthetic import simulate_interbias  # noqa: E402
+from recaudit.fairness.simulation import simulate_interbias  # noqa: E402
 
 N_ITEMS = vf.SIM["n_items"]
 HEAD = int(np.ceil(0.2 * N_ITEMS))

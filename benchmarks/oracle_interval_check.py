@@ -49,7 +49,7 @@ import numpy as np
 from masking_study import CUT, GAPS, GENERATOR, LIST_LENGTH, N_USERS, _seed
 
 from recaudit.fairness import EvaluateOptions, evaluate, split_per_user
-from recaudit.fairness._synthetic_interactions import (
+from recaudit.fairness.simulation import (
     draw_interactions,
     interaction_model,
     oracle_lists,

@@ -14,7 +14,7 @@ import numpy as np
 
 from recaudit.fairness._evaluate import _permutation_pvalues
 from recaudit.fairness._metrics import METRICS, ranking_metrics
-from recaudit.fairness._synthetic import simulate_interbias
+from recaudit.fairness.simulation import simulate_interbias
 
 reps, B = int(sys.argv[1]), int(sys.argv[2])
 rng = np.random.default_rng(20261218)

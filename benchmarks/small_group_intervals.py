@@ -25,7 +25,7 @@ and the jackknife bias-corrected ``RD - sum_g (n_g - 1) (mean_i RD_(gi) - RD)``.
 Data: ``n_p`` protected and ``n_u`` other users, each with 5 test items hit independently
 with probability ``base_hit (1 - rd)`` (protected) or ``base_hit (1 + rd)`` (others), the
 ``K`` hits at a uniformly random ``K``-subset of the 20 ranks: the recommender of
-``recaudit.fairness._synthetic.simulate_interbias`` drawn directly (only hit positions
+``recaudit.fairness.simulation.simulate_interbias`` drawn directly (only hit positions
 enter the metrics), so the truth is ``planted_truth``'s exact population RD. Per-user
 metrics by ``ranking_metrics``; the stratified user bootstrap by ``bootstrap_weights``
 (the library's resampling); every interval rule here is computed in this file.
@@ -63,7 +63,7 @@ from scipy import special
 
 from recaudit._stats import bootstrap_weights
 from recaudit.fairness import METRICS, ranking_metrics
-from recaudit.fairness._synthetic import planted_truth
+from recaudit.fairness.simulation import planted_truth
 
 N_TEST = 5
 LENGTH = 20

@@ -1,7 +1,7 @@
 """Validation harness: RD, NRD, IB, the gap permutation test and the popularity-bias
 metrics of `fairness evaluate` against known truth.
 
-Every data set comes from ``recaudit.fairness._synthetic.simulate_interbias`` (a Zipf
+Every data set comes from ``recaudit.fairness.simulation.simulate_interbias`` (a Zipf
 item popularity solved for the top-20 % interaction share, gender independent of
 everything but the recommender's per-group hit probability ``π0 (1 ± rd)``), for each
 tail shape, planted gap ``rd`` and number of users. Truth:
@@ -11,8 +11,8 @@ tail shape, planted gap ``rd`` and number of users. Truth:
 - the figures of ``evaluate``'s ``popularity_bias`` section (the popularity-bias
   metrics, the users' profile figures overall and per gender, and both per niche /
   diverse / blockbuster user group): their value on one 100,000-user draw of the same
-  cell, computed by pandas (``_synthetic.popularity_figures``; the overall metrics by
-  ``_popularity.popularity_metrics``), ARP rescaled to the data set's number of users by
+  cell, computed by pandas (``simulation.popularity_figures``; the overall metrics by
+  ``popularity.popularity_metrics``), ARP rescaled to the data set's number of users by
   ``(n - 1) / (N - 1)`` and profile popularity by ``1 + (x - 1) (n - 1) / (N - 1)``; the
   per-gender profile truth is everyone's (gender is independent of the training data).
 
@@ -67,15 +67,15 @@ import numpy as np
 import pandas as pd
 
 from recaudit.fairness import EvaluateOptions, evaluate
-from recaudit.fairness._popularity import popularity_metrics
-from recaudit.fairness._synthetic import (
+from recaudit.fairness.popularity import popularity_metrics
+from recaudit.fairness.popularity._user_groups import ABDOLLAHPOURI_LABELS, parse_popularity_groups
+from recaudit.fairness.simulation import (
     PROFILE_NAMES,
     SyntheticData,
     planted_truth,
     popularity_figures,
     simulate_interbias,
 )
-from recaudit.fairness._user_groups import ABDOLLAHPOURI_LABELS, parse_popularity_groups
 
 CUT = 10
 #: The inter-bias keys judged here (all 15 keys are computed by `evaluate`).
@@ -112,7 +112,7 @@ def evaluate_adapter(data: SyntheticData, *, rng: np.random.Generator,
 def popularity_estimates(res: Any, labels: tuple[str, ...] = ABDOLLAHPOURI_LABELS
                          ) -> dict[str, Any]:
     """Every judged figure of ``res.popularity_bias`` as ``name -> Estimate``, named as
-    :func:`~recaudit.fairness._synthetic.popularity_figures` names its truth."""
+    :func:`~recaudit.fairness.simulation.popularity_figures` names its truth."""
     pb = res.popularity_bias
     out = {k: pb.overall[k] for k in POP_KEYS}
     out |= {f: pb.profile_overall[f] for f in PROFILE_NAMES}

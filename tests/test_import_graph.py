@@ -145,6 +145,24 @@ def test_statistics_import_no_system_under_test_orchestration_report_or_cli():
     assert _offending(("recaudit.positional", "recaudit.fairness"), forbidden) == []
 
 
+def test_only_the_command_line_and_the_report_import_the_fairness_study():
+    """``recaudit.fairness.study`` is the inter-bias study's runner (config, loaders,
+    RecBole models, ``results.json``): the statistics beside it never import it, as
+    ``recaudit.positional`` never imports ``recaudit.audit``."""
+    users = sorted(m for m, targets in GRAPH.items() if not _in(m, "recaudit.fairness.study")
+                   and any(_in(t, "recaudit.fairness.study") for t in targets))
+    assert users and all(_in(m, "recaudit.cli") or _in(m, "recaudit.report") for m in users), users
+
+
+def test_nothing_in_the_package_imports_the_known_truth_generators():
+    """``recaudit.fairness.simulation`` judges the statistics (benchmarks, tests): no
+    module of the package computes with it."""
+    users = sorted(m for m, targets in GRAPH.items()
+                   if not _in(m, "recaudit.fairness.simulation")
+                   and any(_in(t, "recaudit.fairness.simulation") for t in targets))
+    assert users == []
+
+
 def test_only_the_command_line_imports_the_joint_audit():
     """``recaudit.joint`` sits above both studies and the runner: it imports their
     faces, and only the CLI imports it."""

@@ -3,7 +3,7 @@ shape).
 
 The audit config (:mod:`recaudit.audit._config`), the ``[mitigation]`` table
 (:mod:`recaudit.audit._mitigation_config`) and the fairness study config
-(:mod:`recaudit.fairness._config`) read their tables through these functions, so an
+(:mod:`recaudit.fairness.study._config`) read their tables through these functions, so an
 unknown key or a bad value is rejected everywhere the same way:
 
 - ``unknown key <name>; allowed keys[ in [table]]: a, b, c``

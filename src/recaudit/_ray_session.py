@@ -1,6 +1,6 @@
 """Connecting to Ray, shared by the positional audit's Ray executor
 (:mod:`recaudit.audit._ray_executor`) and the fairness grid search
-(:mod:`recaudit.fairness._ray`): the ``executor`` / ``ray_address`` check, the import
+(:mod:`recaudit.fairness.study._ray`): the ``executor`` / ``ray_address`` check, the import
 with its missing-extra message, and a session bound to loopback for local clusters.
 
 Top-level because both studies use it and neither may import the other's package

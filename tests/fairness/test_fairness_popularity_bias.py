@@ -1,4 +1,4 @@
-"""Popularity-bias metrics inside `evaluate`: against `_popularity.py`, CIs, groups, reasons.
+"""Popularity-bias metrics inside `evaluate`: against `popularity_metrics`, CIs, groups, reasons.
 
 The independent path is `popularity_metrics` on the same recs/train/test tables (all users
 for the overall values, the group's users for a group's), itself checked against Elliot
@@ -23,10 +23,10 @@ from recaudit.fairness import (
     popularity_metrics,
 )
 from recaudit.fairness._inputs import POPULARITY_GROUP_MSG
-from recaudit.fairness._popularity_bias import CI_RULE, OLDER_CI_RULE
-from recaudit.fairness._popularity_source import NO_TRAIN_REASON, NO_TRAIN_USER_REASON
 from recaudit.fairness._results import NO_BOOT
-from recaudit.fairness._synthetic import simulate_interbias
+from recaudit.fairness.popularity._result import CI_RULE, OLDER_CI_RULE
+from recaudit.fairness.popularity._source import NO_TRAIN_REASON, NO_TRAIN_USER_REASON
+from recaudit.fairness.simulation._lists import simulate_interbias
 
 N_ITEMS = 400
 CUTS = (5, 10, 20)

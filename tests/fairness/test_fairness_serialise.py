@@ -14,13 +14,11 @@ from _fm_data import synthetic
 
 from recaudit import InputError
 from recaudit._io import to_jsonable
-from recaudit.fairness import (
+from recaudit.fairness import EvaluateOptions, FairnessEvaluation, evaluate
+from recaudit.fairness.study import (
     DatasetResult,
-    EvaluateOptions,
-    FairnessEvaluation,
     ModelResult,
     StudyResult,
-    evaluate,
     parse_config,
     run_study,
 )

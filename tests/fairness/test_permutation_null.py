@@ -14,7 +14,7 @@ import numpy as np
 from recaudit.fairness import METRICS
 from recaudit.fairness._metrics import ranking_metrics
 from recaudit.fairness._resampling import _permutation_pvalues
-from recaudit.fairness._synthetic import simulate_interbias
+from recaudit.fairness.simulation._lists import simulate_interbias
 
 
 def test_size_at_most_alpha() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from recaudit import InputError
 from recaudit._stats import bootstrap_weights
-from recaudit.fairness._popularity import (
+from recaudit.fairness.popularity._metrics import (
     PopularityCounts,
     head_items,
     per_user_popularity,

@@ -18,10 +18,14 @@ import scipy.sparse as sp
 
 from recaudit.fairness import POPULARITY_METRICS, EvaluateOptions, popularity_metrics
 from recaudit.fairness._inputs import _evaluate_iv
-from recaudit.fairness._popularity import _parity_of_sums, _signed_parity_of_sums, head_items
-from recaudit.fairness._popularity_bias import PROFILE_FIGURES, _PopularityValues
-from recaudit.fairness._popularity_source import _recount_side
-from recaudit.fairness._synthetic import simulate_interbias
+from recaudit.fairness.popularity._metrics import (
+    _parity_of_sums,
+    _signed_parity_of_sums,
+    head_items,
+)
+from recaudit.fairness.popularity._result import PROFILE_FIGURES, _PopularityValues
+from recaudit.fairness.popularity._source import _recount_side
+from recaudit.fairness.simulation._lists import simulate_interbias
 
 CUTS = (5, 10)
 N_ITEMS = 300

@@ -16,9 +16,9 @@ import pytest
 
 from recaudit.fairness import EvaluateOptions, popularity_metrics, user_popularity_groups
 from recaudit.fairness._inputs import _evaluate_iv
-from recaudit.fairness._popularity_bias import _PopularityReplicates, _PopularityValues
-from recaudit.fairness._synthetic import simulate_interbias
-from recaudit.fairness._user_groups import parse_popularity_groups
+from recaudit.fairness.popularity._result import _PopularityReplicates, _PopularityValues
+from recaudit.fairness.popularity._user_groups import parse_popularity_groups
+from recaudit.fairness.simulation._lists import simulate_interbias
 
 CUTS = (5, 10)
 N_ITEMS = 300

@@ -17,7 +17,7 @@ from recaudit.fairness import (
     sample_candidates,
 )
 from recaudit.fairness._protocol import _draw_negatives
-from recaudit.fairness.models import most_popular_candidates, random_candidates
+from recaudit.fairness.study.models import most_popular_candidates, random_candidates
 
 OPTIONS = EvaluateOptions(n=(5, 10), n_boot=20, n_resamples=19, min_group_size=5)
 

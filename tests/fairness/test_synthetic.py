@@ -7,7 +7,7 @@ import pytest
 
 from recaudit import InputError
 from recaudit.fairness import METRICS, long_tail_stats, per_user_metrics
-from recaudit.fairness._synthetic import planted_truth, simulate_interbias, zipf_exponent
+from recaudit.fairness.simulation._lists import planted_truth, simulate_interbias, zipf_exponent
 
 
 @pytest.mark.parametrize("share", [0.65, 0.8, 0.9])

@@ -8,7 +8,7 @@ import pytest
 
 from recaudit import InputError
 from recaudit.fairness import EvaluateOptions, evaluate, long_tail_stats, split_per_user
-from recaudit.fairness._synthetic_interactions import (
+from recaudit.fairness.simulation._interactions import (
     draw_interactions,
     interaction_model,
     ndcg_per_user,

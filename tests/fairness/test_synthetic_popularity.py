@@ -6,7 +6,11 @@ import numpy as np
 import pytest
 
 from recaudit.fairness import EvaluateOptions, evaluate
-from recaudit.fairness._synthetic import PROFILE_NAMES, popularity_figures, simulate_interbias
+from recaudit.fairness.simulation._lists import (
+    PROFILE_NAMES,
+    popularity_figures,
+    simulate_interbias,
+)
 
 SIM = {"n_items": 400, "n_train": 20, "n_test": 5, "list_length": 20, "base_hit": 0.15}
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from recaudit import InputError
-from recaudit.fairness._user_groups import add_popularity_groups, user_popularity_groups
+from recaudit.fairness.popularity._user_groups import add_popularity_groups, user_popularity_groups
 
 
 def _train() -> pd.DataFrame:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from recaudit import MissingExtraError
-from recaudit.fairness.models import _recbole_compat as compat
+from recaudit.fairness.study.models import _recbole_compat as compat
 
 
 @pytest.fixture

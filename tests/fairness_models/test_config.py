@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from recaudit import ConfigError
-from recaudit.fairness import default_config_path, load_config, parse_config
+from recaudit.fairness.study import default_config_path, load_config, parse_config
 
 
 def base() -> dict:
@@ -133,7 +133,7 @@ def test_import_does_not_load_recbole():
     import sys
 
     code = (
-        "import sys, recaudit.fairness, recaudit.fairness.models, recaudit.cli; "
+        "import sys, recaudit.fairness, recaudit.fairness.study.models, recaudit.cli; "
         "print('recbole' in sys.modules, 'torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -165,7 +165,7 @@ def test_bad_protocols(value, pattern):
 
 
 def test_popularity_groups_default_and_forms():
-    from recaudit.fairness._study import _evaluate_options
+    from recaudit.fairness.study._run import _evaluate_options
 
     config = parse_config(base())
     assert config.popularity_groups == "abdollahpouri"

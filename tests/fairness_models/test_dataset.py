@@ -202,7 +202,7 @@ def test_gini_extremes():
 
 
 def test_real_ml100k_long_tail(ml100k_path):
-    from recaudit.fairness import load_recbole_atomic
+    from recaudit.fairness.study import load_recbole_atomic
 
     stats = long_tail_stats(load_recbole_atomic(ml100k_path).interactions)
     assert stats.n_items == 1682

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from recaudit import InputError
-from recaudit.fairness import (
+from recaudit.fairness.study import (
     load_dataset,
     load_lastfm_1k,
     load_lastfm_360k,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from recaudit.fairness import EvaluateOptions, evaluate, split_per_user
-from recaudit.fairness._synthetic_interactions import (
+from recaudit.fairness.simulation._interactions import (
     draw_interactions,
     interaction_model,
     oracle_lists,
@@ -17,7 +17,7 @@ def test_bpr_one_epoch_on_synthetic_interactions(tmp_path):
     pytest.importorskip("torch", reason="training needs the `fairness` extra (torch)")
     pytest.importorskip("recbole", reason="training needs RecBole: "
                                           "pip install --no-deps recbole==1.2.1")
-    from recaudit.fairness.models import recommend, train_model, write_atomic_split
+    from recaudit.fairness.study.models import recommend, train_model, write_atomic_split
 
     gen = np.random.default_rng(0)
     model = interaction_model(rng=gen, n_items=150, top_share=0.85, protected_noise=0.25,

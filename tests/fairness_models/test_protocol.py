@@ -10,16 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from recaudit.fairness import (
-    EvaluateOptions,
-    InteractionData,
-    evaluate,
-    parse_config,
-    run_study,
-    split_per_user,
-)
-from recaudit.fairness.models import _candidates as cb
-from recaudit.fairness.models import _recbole as rb
+from recaudit.fairness import EvaluateOptions, InteractionData, evaluate, split_per_user
+from recaudit.fairness.study import parse_config, run_study
+from recaudit.fairness.study.models import _candidates as cb
+from recaudit.fairness.study.models import _recbole as rb
 
 OPTIONS = EvaluateOptions(n=(5, 10), n_boot=0, n_resamples=0, min_group_size=1)
 METRICS = ("ndcg", "recall", "hit", "mrr", "precision")
@@ -30,7 +24,7 @@ def recbole():
     pytest.importorskip("torch", reason="training needs the `fairness` extra (torch)")
     pytest.importorskip("recbole", reason="training needs RecBole: "
                                           "pip install --no-deps recbole==1.2.1")
-    from recaudit.fairness.models._recbole_compat import import_recbole
+    from recaudit.fairness.study.models._recbole_compat import import_recbole
 
     return import_recbole()
 
@@ -54,7 +48,7 @@ def _recbole_sampled_run(split, work: Path, mode: str) -> tuple[dict, pd.DataFra
     from recbole.data import create_dataset, data_preparation
     from recbole.utils import get_model, get_trainer, init_seed
 
-    from recaudit.fairness.models._recbole_compat import recbole_session
+    from recaudit.fairness.study.models._recbole_compat import recbole_session
 
     data_path = rb.write_atomic_split(split, work / "recbole")
     settings = {**rb._FIXED, "data_path": str(data_path), "checkpoint_dir": str(work / "ck"),
@@ -137,7 +131,7 @@ def test_a_finished_model_gains_a_protocol_without_retraining(recbole, tmp_path,
     def boom(*args, **kwargs):
         raise AssertionError("a finished model was trained again")
 
-    monkeypatch.setattr("recaudit.fairness._study.train_model", boom)
+    monkeypatch.setattr("recaudit.fairness.study._run.train_model", boom)
     events: list[tuple[str, dict]] = []
     raw = _study(tmp_path, tmp_path / "run", ["full", "uni20"])
     again = run_study(parse_config(raw), progress=lambda e, f: events.append((e, f)))

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from recaudit.fairness import load_recbole_atomic, split_per_user, to_implicit
+from recaudit.fairness import split_per_user, to_implicit
+from recaudit.fairness.study import load_recbole_atomic
 
 from .test_study import small_ml100k
 
@@ -22,7 +23,7 @@ def split_folder(ml100k_path, tmp_path_factory):
     pytest.importorskip("torch", reason="training needs the `fairness` extra (torch)")
     pytest.importorskip("recbole", reason="training needs RecBole: "
                                           "pip install --no-deps recbole==1.2.1")
-    from recaudit.fairness.models import write_atomic_split
+    from recaudit.fairness.study.models import write_atomic_split
 
     root = tmp_path_factory.mktemp("resume")
     data = small_ml100k(ml100k_path, root)
@@ -31,7 +32,7 @@ def split_folder(ml100k_path, tmp_path_factory):
 
 
 def train(split_folder, workdir, lr=0.01):
-    from recaudit.fairness.models import train_model
+    from recaudit.fairness.study.models import train_model
 
     return train_model("MF", split_folder, workdir=workdir, grid={"learning_rate": [lr]},
                        epochs=EPOCHS, settings=SETTINGS, seed=3)
@@ -39,7 +40,7 @@ def train(split_folder, workdir, lr=0.01):
 
 def crash_after(monkeypatch, epoch):
     """Make the resume writer raise right after writing the file of ``epoch`` (0-based)."""
-    from recaudit.fairness.models._resume import PointProgress
+    from recaudit.fairness.study.models._resume import PointProgress
 
     real = PointProgress.saver
 

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from recaudit import ConfigError
-from recaudit.fairness import load_recbole_atomic, parse_config, run_study
-from recaudit.fairness.models import MODELS
+from recaudit.fairness.study import load_recbole_atomic, parse_config, run_study
+from recaudit.fairness.study.models import MODELS
 
 # tiny settings: the point is that every model runs through our split, not accuracy
 SMALL = {
@@ -176,7 +176,7 @@ def test_tables_and_results_written(study):
 
 
 def test_resume_skips_finished_models(study, monkeypatch):
-    import recaudit.fairness.models._recbole as rb
+    import recaudit.fairness.study.models._recbole as rb
 
     def boom(*args, **kwargs):
         raise AssertionError("a finished model was trained again")
@@ -209,7 +209,7 @@ def test_unknown_hyperparameter_is_an_error(study):
 
 def test_recommend_maps_integer_ids_back(study, tmp_path):
     from recaudit.fairness import InteractionData, split_per_user, to_implicit
-    from recaudit.fairness.models import recommend, train_model, write_atomic_split
+    from recaudit.fairness.study.models import recommend, train_model, write_atomic_split
 
     data = load_recbole_atomic(study["data"])
     inter = data.interactions.astype({"user_id": int, "item_id": int})
@@ -235,7 +235,7 @@ def test_recommend_maps_integer_ids_back(study, tmp_path):
 
 def test_pairwise_scoring_in_chunks_gives_the_same_lists(study, tmp_path, monkeypatch):
     from recaudit.fairness import split_per_user, to_implicit
-    from recaudit.fairness.models import _recbole, recommend, train_model, write_atomic_split
+    from recaudit.fairness.study.models import _recbole, recommend, train_model, write_atomic_split
 
     data = to_implicit(load_recbole_atomic(study["data"]))
     split = split_per_user(data, rng=5)
@@ -268,8 +268,8 @@ def test_every_grid_point_records_its_convergence_and_the_best_checkpoint_is_kep
 
 def test_early_stopping_ends_training_before_the_budget(study, tmp_path):
     from recaudit.fairness import split_per_user, to_implicit
-    from recaudit.fairness.models import train_model, write_atomic_split
-    from recaudit.fairness.models._recbole_compat import load_checkpoint
+    from recaudit.fairness.study.models import train_model, write_atomic_split
+    from recaudit.fairness.study.models._recbole_compat import load_checkpoint
 
     split = split_per_user(to_implicit(load_recbole_atomic(study["data"])), rng=5)
     trained = train_model(

@@ -1,4 +1,4 @@
-"""The study's files without training: its one table writer (`_study._write_table`:
+"""The study's files without training: its one table writer (`study._run._write_table`:
 Parquet and CSV, or Parquet only) and the run folder's `study.json` check."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from recaudit import ConfigError
-from recaudit.fairness import _study, parse_config
+from recaudit.fairness.study import _run as _study
+from recaudit.fairness.study import parse_config
 
 
 def test_write_table_writes_both_formats_or_the_ones_asked(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from recaudit.fairness import parse_config, run_study
+from recaudit.fairness.study import parse_config, run_study
 
 pytest.importorskip("recbole")
 
@@ -67,7 +67,7 @@ def test_ray_grid_search_gives_the_local_summary(runs):
 
 
 def test_ray_resume_skips_finished_models_and_grid_points(runs, monkeypatch):
-    import recaudit.fairness._ray as fray
+    import recaudit.fairness.study._ray as fray
 
     root = runs["root"]
     raw = toy_study(root, root / "ray")

@@ -17,7 +17,7 @@ import numpy as np
 from report_synth import SAMPLED_WARNING, fairness_results, popularity_bias
 
 from recaudit.fairness import EvaluateOptions, evaluate
-from recaudit.fairness._synthetic import simulate_interbias
+from recaudit.fairness.simulation._lists import simulate_interbias
 from recaudit.report import Report, build_report
 from recaudit.report import _sections_protocol as protocol
 from recaudit.report._sections_popularity import NO_GROUPS, NO_SECTION

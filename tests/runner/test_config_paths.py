@@ -13,8 +13,8 @@ from helpers import write_config
 from recaudit.audit import demo_config as _demo_config
 from recaudit.audit._config import load_config as load_audit
 from recaudit.exceptions import ConfigError
-from recaudit.fairness import default_config_path
-from recaudit.fairness import load_config as load_study
+from recaudit.fairness.study import default_config_path
+from recaudit.fairness.study import load_config as load_study
 
 STUDY = """\
 [study]

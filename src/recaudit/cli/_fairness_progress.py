@@ -13,7 +13,7 @@ __all__ = ["StudyProgress"]
 
 
 class StudyProgress:
-    """A :data:`~recaudit.fairness._study.Progress` callback drawing rich bars.
+    """A :data:`~recaudit.fairness.study._run.Progress` callback drawing rich bars.
 
     One bar of models per dataset and one of grid points per model being trained;
     a resumed model, one scored again under a new protocol and every finished one get
@@ -62,7 +62,7 @@ class StudyProgress:
         self.bars.__exit__(exc_type, exc, tb)
 
     def __call__(self, event: str, fields: dict[str, Any]) -> None:
-        """Draw one event of :func:`~recaudit.fairness.run_study` (others are ignored)."""
+        """Draw one event of :func:`~recaudit.fairness.study.run_study` (others are ignored)."""
         handler = self._handlers.get(event)
         if handler is not None:
             handler(fields)

@@ -2,7 +2,7 @@
 
 ``evaluate`` reads the tables and calls :func:`recaudit.fairness.evaluate` with one
 :class:`~recaudit.fairness.EvaluateOptions`; ``run`` calls
-:func:`recaudit.fairness.run_study`. The tables are drawn by
+:func:`recaudit.fairness.study.run_study`. The tables are drawn by
 :mod:`._fairness_tables`, the progress bars by :mod:`._fairness_progress`.
 """
 
@@ -24,7 +24,8 @@ from ._fairness_tables import print_evaluation, protocol_shift_table
 if TYPE_CHECKING:  # pandas and the library are imported by the commands: `--help` stays fast
     import pandas as pd
 
-    from ..fairness import FairnessEvaluation, StudyConfig
+    from ..fairness import FairnessEvaluation
+    from ..fairness.study import StudyConfig
 
 __all__ = ["app"]
 
@@ -302,7 +303,7 @@ def run(
     With more than one `[study] protocols`, a table of how each model's NDCG@10,
     RD-NDCG@10 and IB-NDCG@10 move between them (`protocol_shifts` in --json).
     """
-    from ..fairness import default_config_path, load_config, run_study
+    from ..fairness.study import default_config_path, load_config, run_study
 
     study = _override(load_config(config or default_config_path()), data, output)
     n_models = len(study.models) + len(study.baselines)

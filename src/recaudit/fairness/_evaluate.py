@@ -53,15 +53,15 @@ from ._interbias import (
 from ._interbias_interval import INTER_BIAS_CI_RULE, interbias_jackknife
 from ._metrics import METRICS, TopNLists, ranking_metrics
 from ._options import EvaluateOptions
-from ._popularity_bias import (
+from ._protocol import Protocol, _candidates_iv
+from ._resampling import _bootstrap, _permutation_pvalues
+from ._results import COVERAGE_FIXED, NO_BOOT, FairnessEvaluation, GroupMetrics, InterBias
+from .popularity._result import (
     CI_RULE,
     PopularityBias,
     _PopularityReplicates,
     _PopularityValues,
 )
-from ._protocol import Protocol, _candidates_iv
-from ._resampling import _bootstrap, _permutation_pvalues
-from ._results import COVERAGE_FIXED, NO_BOOT, FairnessEvaluation, GroupMetrics, InterBias
 
 __all__ = ["evaluate"]
 
@@ -135,7 +135,7 @@ def evaluate(
         Training interactions (``item_id`` column, one row per interaction): item
         popularity for ARP, the long-tail share and the popularity profile. With a
         ``user_id`` column also ARP, APLT, ACLT, PopRSP, PopREO and novelty overall and
-        per group with CIs (``popularity_bias``; see :mod:`._popularity_bias`), and the
+        per group with CIs (``popularity_bias``; see :mod:`.popularity._result`), and the
         ``popularity_group`` attribute: when ``attribute`` names it and ``users`` has no
         such column, it is added with
         :func:`~recaudit.fairness.add_popularity_groups` ``(users, train)`` made as

@@ -22,8 +22,8 @@ from .._stats import as_generator
 from ..exceptions import InputError
 from ._metrics import TopNLists, _columns_iv, _union_index, build_top_n
 from ._options import EvaluateOptions, _int_iv
-from ._popularity_source import _popularity_source, _PopularitySource
-from ._user_groups import GROUP_COLUMN, PopularityGrouping, add_popularity_groups
+from .popularity._source import _popularity_source, _PopularitySource
+from .popularity._user_groups import GROUP_COLUMN, PopularityGrouping, add_popularity_groups
 
 GROUP_SEPARATOR = " & "
 

@@ -10,7 +10,7 @@ import numpy as np
 from .._limits import check_fairness_options
 from ..exceptions import InputError
 from ._metrics import _n_iv
-from ._user_groups import DEFAULT_GROUPING, PopularityGrouping, parse_popularity_groups
+from .popularity._user_groups import DEFAULT_GROUPING, PopularityGrouping, parse_popularity_groups
 
 __all__ = ["EvaluateOptions"]
 

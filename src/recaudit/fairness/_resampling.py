@@ -18,7 +18,7 @@ from ._exposure import _coverage_replicates
 from ._inputs import _Inputs
 from ._interbias import inter_bias, normalized_relative_difference, relative_difference
 from ._metrics import TopNLists
-from ._popularity_bias import _PopularityReplicates
+from .popularity._result import _PopularityReplicates
 
 
 def _bootstrap(

@@ -20,7 +20,7 @@ from ..exceptions import InputError
 from . import _from_json as js
 from ._exposure import PopularityProfile
 from ._interbias_interval import OLDER_INTER_BIAS_CI_RULE, interbias_method
-from ._popularity_bias import PopularityBias
+from .popularity._result import PopularityBias
 
 __all__ = ["FairnessEvaluation", "GroupMetrics", "InterBias", "PopularityBias"]
 

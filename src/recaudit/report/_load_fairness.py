@@ -3,7 +3,7 @@
 ``recaudit fairness evaluate --json`` (one model or ``{model: result}``) is read with
 :meth:`FairnessEvaluation.from_dict <recaudit.fairness.FairnessEvaluation.from_dict>`;
 the nested ``results.json`` of ``recaudit fairness run`` (alone or in its run folder)
-with :meth:`StudyResult.from_dict <recaudit.fairness.StudyResult.from_dict>`. Both
+with :meth:`StudyResult.from_dict <recaudit.fairness.study.StudyResult.from_dict>`. Both
 are as lenient as the report always was (metric aliases, ``NDCG@10`` /
 ``ndcg_10``, bare numbers, ``null``).
 
@@ -25,8 +25,9 @@ from typing import Any
 
 from .._stats import Estimate
 from ..exceptions import InputError
-from ..fairness import FairnessEvaluation, ModelResult, StudyResult
+from ..fairness import FairnessEvaluation
 from ..fairness import _from_json as js
+from ..fairness.study import ModelResult, StudyResult
 from ._lookup import first_file, norm, read_table_file
 
 __all__ = ["FAIRNESS_CMD", "FULL", "METRIC_ORDER", "UNNAMED", "FairnessRun", "HeadItem",

@@ -10,7 +10,7 @@ A resample with multinomial weights ``w`` over the evaluated users is the data s
 which user ``u`` appears ``w_u`` times (the training users outside the evaluated ones
 once each). Its groups are those :func:`~recaudit.fairness.user_popularity_groups` gives
 on it, derived from the resample's recounted popularity ``pop*``
-(:mod:`._popularity_recount`):
+(:mod:`._recount`):
 
 - the head of ``"abdollahpouri"``: the ``ceil(20 %)`` most popular items of the
   ``n_items`` catalog, at most the items with ``pop* > 0`` (the resample's training
@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
-from ._popularity import HEAD_FRACTION
+from ._metrics import HEAD_FRACTION
 from ._user_groups import USER_SHARE, PopularityGrouping
 
 

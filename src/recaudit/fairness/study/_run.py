@@ -49,15 +49,10 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from .._io import write_atomic, write_text_atomic
-from .._read import read_json
-from ..exceptions import ConfigError, InputError
-from ._config import (
-    DatasetConfig,
-    ModelConfig,
-    StudyConfig,
-)
-from ._dataset import (
+from ..._io import write_atomic, write_text_atomic
+from ..._read import read_json
+from ...exceptions import ConfigError, InputError
+from .._dataset import (
     ITEM_ID,
     USER_ID,
     ProtectedGroups,
@@ -68,13 +63,18 @@ from ._dataset import (
     split_per_user,
     to_implicit,
 )
-from ._evaluate import evaluate
+from .._evaluate import evaluate
+from .._options import EvaluateOptions
+from .._protocol import Protocol, parse_protocol, sample_candidates
+from .._results import FairnessEvaluation
+from ..popularity._user_groups import parse_popularity_groups
+from ._config import (
+    DatasetConfig,
+    ModelConfig,
+    StudyConfig,
+)
 from ._loaders import load_dataset
-from ._options import EvaluateOptions
-from ._protocol import Protocol, parse_protocol, sample_candidates
-from ._results import FairnessEvaluation
-from ._study_results import DatasetResult, ModelResult, StudyResult
-from ._user_groups import parse_popularity_groups
+from ._results import DatasetResult, ModelResult, StudyResult
 from .models._baselines import (
     most_popular,
     most_popular_candidates,
@@ -155,7 +155,7 @@ def run_study(config: StudyConfig, *, progress: Progress | None = None,
         Receives progress events (the CLI draws rich progress bars from them).
     executor : {"local", "ray"}
         ``"ray"`` trains every (dataset, model, grid point) as a one-CPU Ray task
-        (:mod:`recaudit.fairness._ray`); the run folder is the same.
+        (:mod:`recaudit.fairness.study._ray`); the run folder is the same.
     ray_address : str, optional
         Ray cluster address for ``executor="ray"`` (default: a new local cluster).
 
@@ -163,7 +163,7 @@ def run_study(config: StudyConfig, *, progress: Progress | None = None,
     -------
     StudyResult
     """
-    from .._ray_session import check_executor, ray_session
+    from ..._ray_session import check_executor, ray_session
 
     check_executor(executor, ray_address)
     output = _run_iv(config)

@@ -1,10 +1,10 @@
 """The training side of the popularity-bias metrics, coded once (internal).
 
 :func:`_popularity_source` turns the ``train`` table into what every statistic of
-:mod:`._popularity_bias` reads: item popularity (distinct training users), the head,
+:mod:`._result` reads: item popularity (distinct training users), the head,
 each evaluated user's head/tail counts in train and test and profile, the popularity
-groups' codes, and what the bootstrap's recount (:mod:`._popularity_recount`) and re-cut
-(:mod:`._popularity_regroup`) hold fixed -- or the reason why the metrics are not
+groups' codes, and what the bootstrap's recount (:mod:`._recount`) and re-cut
+(:mod:`._regroup`) hold fixed -- or the reason why the metrics are not
 computed.
 """
 
@@ -18,10 +18,10 @@ import numpy.typing as npt
 import pandas as pd
 import scipy.sparse as sp
 
-from ._metrics import _codes, _columns_iv
-from ._popularity import _per_user_group_counts, head_items
-from ._popularity_recount import _incidence, _TrainingSide
-from ._popularity_regroup import _Regroup, _regroup
+from .._metrics import _codes, _columns_iv
+from ._metrics import _per_user_group_counts, head_items
+from ._recount import _incidence, _TrainingSide
+from ._regroup import _Regroup, _regroup
 from ._user_groups import DEFAULT_GROUPING, PopularityGrouping, user_popularity_groups
 
 NO_TRAIN_REASON = "not computed: no `train` table (pass `train` / `--train` with user_id, item_id)"

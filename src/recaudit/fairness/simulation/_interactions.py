@@ -1,6 +1,6 @@
 r"""Known-truth interaction data to TRAIN models on: a long tail and a planted group gap.
 
-:mod:`._synthetic` simulates a recommender's lists (to validate the estimators); this
+:mod:`._lists` simulates a recommender's lists (to validate the estimators); this
 module simulates the interactions themselves, from a latent preference model, so that
 real models can be trained on them and their measured group gap set beside the gap of
 the ideal recommender (the paper's RQ1: does a strong long tail mask the gap?).
@@ -29,7 +29,7 @@ unprotected user ``m`` successive draws ``∝ q_c`` (Gumbel top-k); a protected 
 The Zipf exponent ``s`` is solved (:func:`interaction_model`) so that the
 ``ceil(20 %)`` items with the most expected interactions hold ``top_share`` of them;
 expected counts are the inclusion probabilities of the draws (Rosén's approximation,
-as in :func:`~._synthetic.zipf_exponent`), mixed over clusters and groups
+as in :func:`~._lists.zipf_exponent`), mixed over clusters and groups
 (:meth:`InteractionModel.inclusion`).
 
 **The truth.** The ideal recommender knows the model: it ranks a user's unknown items
@@ -51,9 +51,9 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import optimize
 
-from ..exceptions import InputError
-from ._dataset import ITEM_ID, USER_ID, InteractionData, split_per_user
-from ._synthetic import RNG_MSG, _inclusion, _top_k_gumbel
+from ...exceptions import InputError
+from .._dataset import ITEM_ID, USER_ID, InteractionData, split_per_user
+from ._lists import RNG_MSG, _inclusion, _top_k_gumbel
 
 __all__ = [
     "InteractionModel",
@@ -172,7 +172,7 @@ def _type_inclusion(
     Unprotected: ``π_q(i; m)``; protected: ``π_q(i; m - k) + e(i)`` with the ``k``
     noise draws' expected counts ``e(i) ∝ (1 - π_q(i; m - k)) w(i)``, ``w`` constant
     (uniform noise) or ``π_p(i; k)`` (popularity noise), scaled to sum to ``k``
-    (Rosén's inclusion probabilities, :func:`~._synthetic._inclusion`)."""
+    (Rosén's inclusion probabilities, :func:`~._lists._inclusion`)."""
     q = _taste(p, cluster, taste)
     k = _noise_count(noise_share, m)
     ug = np.stack([_inclusion(row, m) for row in q])
@@ -386,7 +386,7 @@ def oracle_lists(
     -------
     pandas.DataFrame
         ``user_id, item_id, rank, score, model`` (``"Oracle"``), like
-        :func:`~recaudit.fairness.models.recommend`.
+        :func:`~recaudit.fairness.study.models.recommend`.
     """
     n = _int_iv(n, "n", 1)
     table = sample.data.users.set_index(USER_ID)

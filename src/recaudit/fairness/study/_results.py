@@ -1,4 +1,4 @@
-"""What :func:`~recaudit.fairness.run_study` returns, and its ``results.json``.
+"""What :func:`~recaudit.fairness.study.run_study` returns, and its ``results.json``.
 
 :class:`StudyResult` holds one :class:`DatasetResult` per dataset, each with one
 :class:`ModelResult` per model and baseline (its training record and its
@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..exceptions import InputError
-from . import _from_json as js
-from ._results import FairnessEvaluation
+from ...exceptions import InputError
+from .. import _from_json as js
+from .._results import FairnessEvaluation
 
 __all__ = ["DatasetResult", "ModelResult", "StudyResult"]
 
@@ -149,14 +149,14 @@ class DatasetResult:
 
 @dataclass(frozen=True)
 class StudyResult:
-    """What :func:`~recaudit.fairness.run_study` did.
+    """What :func:`~recaudit.fairness.study.run_study` did.
 
     Attributes
     ----------
     output : pathlib.Path or None
         The run folder (``None`` when read from a JSON without saying where).
     config : Mapping[str, Any]
-        The resolved config (:meth:`~recaudit.fairness.StudyConfig.to_dict`).
+        The resolved config (:meth:`~recaudit.fairness.study.StudyConfig.to_dict`).
     datasets : Mapping[str, DatasetResult]
         One entry per dataset, in config order.
     """

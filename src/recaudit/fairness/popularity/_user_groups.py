@@ -11,7 +11,7 @@ intersected with gender (``attribute=["gender", "popularity_group"]``).
   arXiv:1907.13286; used again in Abdollahpouri et al. 2021, "User-centered
   evaluation of popularity bias in recommender systems", UMAP): the popular items
   ``H`` are the head (by default the ``ceil(20 %)`` most popular of ``n_items``
-  catalog items, the head of :mod:`recaudit.fairness._popularity`; ``n_items``
+  catalog items, the head of :mod:`recaudit.fairness.popularity._metrics`; ``n_items``
   defaults to the distinct training items, and :func:`~recaudit.fairness.evaluate`
   passes its catalog, so the groups and the popularity metrics share one head;
   ``item_head="cumulative"``: the most popular items that together hold 20 % of the
@@ -43,10 +43,10 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from .._io import plain
-from ..exceptions import InputError
-from ._metrics import _columns_iv
-from ._popularity import head_items
+from ..._io import plain
+from ...exceptions import InputError
+from .._metrics import _columns_iv
+from ._metrics import head_items
 
 __all__ = [
     "DEFAULT_GROUPING",

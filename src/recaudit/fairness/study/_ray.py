@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._io import write_bytes_atomic
+from ..._io import write_bytes_atomic
 from .models._recbole import TrainedModel, expand_grid, recbole_class, train_model
 
 __all__ = ["RayGridTrainer"]

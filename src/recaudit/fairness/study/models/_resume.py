@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._io import write_atomic
+from ...._io import write_atomic
 from ._recbole_compat import import_recbole, load_checkpoint
 
 __all__ = ["PointProgress", "Resumed"]

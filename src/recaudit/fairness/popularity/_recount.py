@@ -8,11 +8,11 @@ users, about half). Each resample with multinomial user weights ``w`` recounts i
 training users outside them (they are not resampled), and everything the point estimate
 derives from popularity is derived again from ``pop*``: ARP and the profile popularity,
 the head (the ``ceil(20 %)`` most popular items by ``pop*``, ties to the smaller item id,
-as :func:`~recaudit.fairness._popularity.head_items`) and novelty's self-information
+as :func:`~recaudit.fairness.popularity._metrics.head_items`) and novelty's self-information
 ``log2(N* / max(pop*_i, 1))`` with ``N*`` the resample's training users. A replicate so
 made is the statistic of the resampled data set; it repeats the O(1/n) bias of a head
 chosen on the sample, which the basic interval of the head-based figures takes off
-(:data:`~recaudit.fairness._popularity_bias.CI_RULE`, docs/decisions/0195).
+(:data:`~recaudit.fairness.popularity._result.CI_RULE`, docs/decisions/0195).
 
 Every figure is a weighted sum over users of item rows: with ``S`` a users x items
 matrix (e.g. ``1/|L_u@N|`` at each listed item), ``sum_u w_u sum_i S_ui v_i =
@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
-from ._popularity import _signed_parity_of_sums
+from ._metrics import _signed_parity_of_sums
 
 #: Item rows per cut-off: ``1/|L_u@N|`` per listed slot, 1 per listed slot, 1 per hit.
 _PER_CUT = 3
@@ -69,7 +69,7 @@ class _TrainingSide:
     def head(self, popularity: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """``1[i in H]`` of each row of ``popularity`` ``(b, n_codes)``: its ``n_head``
         largest entries, ties to the smaller item id (the rule of
-        :func:`~recaudit.fairness._popularity.head_items`)."""
+        :func:`~recaudit.fairness.popularity._metrics.head_items`)."""
         ranked = np.argsort(-popularity[:, self.by_id], axis=1, kind="stable")
         out = np.zeros_like(popularity)
         np.put_along_axis(out, self.by_id[ranked[:, : self.n_head]], 1.0, axis=1)

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...exceptions import ConfigError, InputError
-from .._dataset import ITEM_ID, USER_ID, Split
+from ....exceptions import ConfigError, InputError
+from ..._dataset import ITEM_ID, USER_ID, Split
 from ._recbole_compat import import_recbole, load_checkpoint, recbole_session
 from ._resume import PointProgress
 

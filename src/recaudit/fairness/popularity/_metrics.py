@@ -46,8 +46,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ..exceptions import InputError
-from ._metrics import _codes, _columns_iv, _n_iv, _run_starts, _union_index, build_top_n
+from ...exceptions import InputError
+from .._metrics import _codes, _columns_iv, _n_iv, _run_starts, _union_index, build_top_n
 
 __all__ = [
     "POPULARITY_METRICS",

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ...exceptions import MissingExtraError
+from ....exceptions import MissingExtraError
 
 __all__ = [
     "RECBOLE_INSTALL",

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..._stats import as_generator
-from ...exceptions import InputError
-from .._dataset import ITEM_ID, USER_ID
+from ...._stats import as_generator
+from ....exceptions import InputError
+from ..._dataset import ITEM_ID, USER_ID
 
 __all__ = [
     "BASELINES",

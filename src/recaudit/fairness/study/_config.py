@@ -15,13 +15,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .._config_schema import MSG_VALUE, Where, check_keys, get_int, get_typed, int_list
-from .._limits import MAX_EPOCHS, check_fairness_study, max_threads
-from .._toml import read_toml
-from ..exceptions import ConfigError, InputError
+from ..._config_schema import MSG_VALUE, Where, check_keys, get_int, get_typed, int_list
+from ..._limits import MAX_EPOCHS, check_fairness_study, max_threads
+from ..._toml import read_toml
+from ...exceptions import ConfigError, InputError
+from .._protocol import parse_protocol
+from ..popularity._user_groups import parse_popularity_groups
 from ._loaders import FORMATS
-from ._protocol import parse_protocol
-from ._user_groups import parse_popularity_groups
 from .models._baselines import BASELINES
 from .models._recbole import recbole_class
 
@@ -280,7 +280,7 @@ def parse_config(raw: Mapping[str, Any], *, source: str = "config",
 
 def default_config_path() -> Path:
     """The packaged example config: ML-100K, the nine models, both baselines."""
-    return Path(str(resources.files("recaudit.fairness") / "configs" / "ml-100k.toml"))
+    return Path(str(resources.files("recaudit.fairness.study") / "configs" / "ml-100k.toml"))
 
 
 def load_config(path: str | Path) -> StudyConfig:

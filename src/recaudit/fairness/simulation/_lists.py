@@ -39,7 +39,7 @@ property of the finite set of lists, not a population parameter, and ``evaluate`
 holds it at its observed value).
 
 **Popularity figures.** :func:`popularity_figures` computes, with pandas and the public
-definitions only (never :mod:`._popularity_bias`), what ``evaluate``'s
+definitions only (never :mod:`recaudit.fairness.popularity._result`), what ``evaluate``'s
 ``popularity_bias`` section reports for the same data: the popularity-bias metrics, the
 users' profile figures (mean popularity of their training items, tail share of their
 training and test items) and both per niche / diverse / blockbuster user group. The
@@ -61,10 +61,10 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import optimize, special, stats
 
-from ..exceptions import InputError
-from ._metrics import METRICS, _n_iv
-from ._popularity import PopularityPerUser, per_user_popularity, popularity_parity
-from ._user_groups import parse_popularity_groups, user_popularity_groups
+from ...exceptions import InputError
+from .._metrics import METRICS, _n_iv
+from ..popularity._metrics import PopularityPerUser, per_user_popularity, popularity_parity
+from ..popularity._user_groups import parse_popularity_groups, user_popularity_groups
 
 __all__ = [
     "SyntheticData",

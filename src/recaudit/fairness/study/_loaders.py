@@ -39,9 +39,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from .._read import one_line, read_table
-from ..exceptions import InputError
-from ._dataset import ITEM_ID, USER_ID, InteractionData
+from ..._read import one_line, read_table
+from ...exceptions import InputError
+from .._dataset import ITEM_ID, USER_ID, InteractionData
 
 __all__ = [
     "FORMATS",

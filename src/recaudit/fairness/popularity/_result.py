@@ -1,10 +1,10 @@
 r"""The popularity-bias metrics inside :func:`~recaudit.fairness.evaluate`.
 
-ARP, APLT, ACLT, PopRSP, PopREO and novelty (:mod:`._popularity`, where the formulas
+ARP, APLT, ACLT, PopRSP, PopREO and novelty (:mod:`._metrics`, where the formulas
 are) of the evaluated users' lists, overall and per group, with the same user-level
 stratified bootstrap as the top-N metrics:
 
-- :mod:`._popularity_source`: the training side, coded once by the input validation
+- :mod:`._source`: the training side, coded once by the input validation
   (popularity = distinct training users per item, the head, each evaluated user's
   head/tail counts in train and test), or the reason why the metrics are not computed
   (no ``train``, a ``train`` without ``user_id``, an empty ``train``);
@@ -22,7 +22,7 @@ stratified bootstrap as the top-N metrics:
   ``popularity_group`` attribute's definition) with every metric per such group, the
   plot of Abdollahpouri et al. (2021): profile popularity beside ARP per user group;
 - :class:`_PopularityReplicates`: the bootstrap replicates of every set of users
-  (recounted per resample, :mod:`._popularity_recount`) and their CIs by :data:`CI_RULE`;
+  (recounted per resample, :mod:`._recount`) and their CIs by :data:`CI_RULE`;
 - :meth:`_PopularityValues.per_user_columns`: the per-user values themselves, the
   popularity columns of ``FairnessEvaluation.per_user``;
 - :class:`PopularityBias`: the result, with ``to_dict``/``from_dict``
@@ -39,19 +39,19 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from .._stats import CI_RULES, RULE_METHOD, UNBOUNDED, Estimate
-from ..exceptions import InputError
-from . import _from_json as js
-from ._metrics import TopNLists
-from ._popularity import (
+from ..._stats import CI_RULES, RULE_METHOD, UNBOUNDED, Estimate
+from ...exceptions import InputError
+from .. import _from_json as js
+from .._metrics import TopNLists
+from ._metrics import (
     POPULARITY_METRICS,
     USER_MEAN_METRICS,
     _parity_of_sums,
     popularity_kernel,
 )
-from ._popularity_recount import _Recount
-from ._popularity_regroup import _Regroup
-from ._popularity_source import _PopularitySource
+from ._recount import _Recount
+from ._regroup import _Regroup
+from ._source import _PopularitySource
 from ._user_groups import DEFAULT_GROUPING, PopularityGrouping, parse_popularity_groups
 
 __all__ = ["PROFILE_FIGURES", "PopularityBias", "UserPopularityGroup"]
@@ -76,7 +76,7 @@ class _PopularityValues:
     ``reo``: the stacked count vectors of :meth:`PopularityCounts.stacked`; ``profile``:
     ``(users, len(PROFILE_FIGURES))``; ``pop_group``: the popularity-group codes
     (:func:`_popularity_group_codes`); ``recount``: the rows of every evaluated user that
-    recount popularity in each bootstrap resample (:mod:`._popularity_recount`); a subset
+    recount popularity in each bootstrap resample (:mod:`._recount`); a subset
     shares them and passes its users' positions to :meth:`_Recount.statistics`.
     """
 
@@ -407,7 +407,7 @@ class PopularityBias:
 
     ``<metric>@<N>`` for every metric of ``arp, aplt, aclt, poprsp, popreo, novelty``
     and cut-off (definitions in ``docs/fairness-metrics.md`` and
-    :mod:`recaudit.fairness._popularity`): the head is the ``ceil(20 %)`` most popular
+    :mod:`recaudit.fairness.popularity._metrics`): the head is the ``ceil(20 %)`` most popular
     catalog items by distinct training users. User means (ARP, APLT, ACLT, novelty)
     and the ratios of sums (PopRSP, PopREO) are taken over the group's evaluated users;
     CIs come from the evaluation's stratified user bootstrap, each figure's by its
