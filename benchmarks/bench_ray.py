@@ -53,7 +53,7 @@ from recaudit.audit import RunOptions
 from recaudit.audit import demo_config as _demo_config  # noqa: E402
 from recaudit.audit._ray_executor import RayPool  # noqa: E402
 from recaudit.audit._run import run_audit  # noqa: E402
-from recaudit.llm import ModelConfig, OpenAIParams  # noqa: E402
+from recaudit.llm import EndpointConfig, OpenAIParams  # noqa: E402
 from recaudit.llm._retrieval import Retriever  # noqa: E402
 from recaudit.llm.backends._local import LocalBackend  # noqa: E402
 
@@ -234,7 +234,7 @@ def bench_http(tmp: Path, retriever: Retriever, calls: int, latency_ms: float) -
     server, url = bench_runner.start_server(latency_ms)
     try:
         base = _demo_config(CATALOG.resolve(), queries, perms, 5)
-        model = ModelConfig(name="http", backend="openai",
+        model = EndpointConfig(name="http", backend="openai",
                             params=OpenAIParams(base_url=url, model="fake", concurrency=8,
                                                 max_retries=1))
         cfg = replace(base, models=(model,), concurrency=8,

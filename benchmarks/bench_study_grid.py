@@ -38,7 +38,7 @@ import pandas as pd  # noqa: E402
 
 from recaudit.llm import (  # noqa: E402
     _audit,  # noqa: E402
-    parse_config,
+    parse_fairness_config,
     run_audit,
 )
 from recaudit.llm.backends import _local  # noqa: E402
@@ -48,7 +48,7 @@ PROMPT = Path(__file__).resolve().parents[1] / "src/recaudit/llm/configs/demo_pr
 
 
 def _config(args: argparse.Namespace) -> object:
-    return parse_config(
+    return parse_fairness_config(
         {
             "seed": 7,
             "concurrency": 8,

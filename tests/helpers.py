@@ -122,10 +122,10 @@ def prepared_run(config: Path, out_dir: Path, retriever: object) -> Path:
     candidate sets, journal meta), so a CLI ``--resume`` on it re-runs every evaluation
     without loading the embedder.
     """
-    from recaudit.audit._config import load_config
+    from recaudit.audit._config import load_audit_config
     from recaudit.audit._run import run_audit
 
-    run_audit(load_config(config), out_dir=out_dir, retriever=retriever)
+    run_audit(load_audit_config(config), out_dir=out_dir, retriever=retriever)
     with closing(sqlite3.connect(out_dir / "journal.sqlite")) as conn, conn:
         conn.execute("DELETE FROM evaluations")
     return out_dir

@@ -26,12 +26,12 @@ def _keys(table: dict, prefix: str = "") -> set[str]:
 
 
 def test_the_openai_example_parses_into_an_openai_audit() -> None:
-    from recaudit.audit import load_config
+    from recaudit.audit import load_audit_config
 
     if not (EXAMPLE.parent / "../../shared/data/myntra/myntra_products_catalog.csv").is_file():
         pytest.skip("../shared/data/myntra is absent: the example's catalog path cannot be "
                     "checked here (see ../shared/data/README.md)")
-    cfg = load_config(EXAMPLE)
+    cfg = load_audit_config(EXAMPLE)
     (model,) = cfg.models
     assert model.backend == "openai"
     assert model.params.base_url == "http://127.0.0.1:8080/v1"
@@ -81,7 +81,7 @@ def test_the_example_serves_llamacpp_with_a_slot_per_request() -> None:
 
 
 def test_the_ranking_example_parses_into_a_ranking_audit() -> None:
-    from recaudit.audit import load_config
+    from recaudit.audit import load_audit_config
 
     example = ROOT / "examples" / "ranking-smollm2.toml"
     keys = {k.rsplit(".", 1)[-1] for k in _keys(tomllib.loads(example.read_text()))}
@@ -91,6 +91,6 @@ def test_the_ranking_example_parses_into_a_ranking_audit() -> None:
     if not (example.parent / "../../shared/data/myntra/myntra_products_catalog.csv").is_file():
         pytest.skip("../shared/data/myntra is absent: the example's catalog path cannot be "
                     "checked here (see ../shared/data/README.md)")
-    cfg = load_config(example)
+    cfg = load_audit_config(example)
     assert cfg.prompt.answer == "ranking" and cfg.prompt.constrained  # under its schema
     assert cfg.models[0].backend == "local"

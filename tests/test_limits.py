@@ -95,7 +95,7 @@ def test_orders_per_query() -> None:
 
 def test_a_config_that_would_run_for_years_is_refused(tmp_path) -> None:
     from helpers import write_config
-    from recaudit.audit import load_config
+    from recaudit.audit import load_audit_config
 
     slow = """\
 [[models]]
@@ -107,8 +107,8 @@ rate_limit_per_s = 1e-9
     path = write_config(tmp_path, cache_dir=tmp_path / "cache", models=slow)
     with pytest.raises(ConfigError, match=r"`models.gpt.rate_limit_per_s` = 1e-09 requests "
                                           r"a second makes the run last at least"):
-        load_config(path)
+        load_audit_config(path)
     path = write_config(tmp_path, cache_dir=tmp_path / "cache", delay_s=1e12)
     with pytest.raises(ConfigError, match=r"delay_s` = 1e\+12 s makes the run last"):
-        load_config(path)
-    assert load_config(write_config(tmp_path, cache_dir=tmp_path / "cache", delay_s=0.5))
+        load_audit_config(path)
+    assert load_audit_config(write_config(tmp_path, cache_dir=tmp_path / "cache", delay_s=0.5))

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from recaudit import _read as R
 from recaudit._io import MSG_OUTPUT_IS_DIRECTORY
-from recaudit.audit._config import config_identity, load_config
+from recaudit.audit._config import config_identity, load_audit_config
 from recaudit.cli import app
 from recaudit.exceptions import ConfigError, InputError
 from recaudit.positional import simulate_evaluations
@@ -159,7 +159,7 @@ def test_unreadable_template_is_exit_2(tmp_path: Path) -> None:  # pragma: no co
         'description = "description"\n[queries]\nn = 2\n[prompt]\ntemplate = "t.toml"\n'
         '[[models]]\nname = "s"\nbackend = "simulated"\n')
     with pytest.raises(InputError, match="cannot read prompt template"):
-        config_identity(load_config(tmp_path / "a.toml"))
+        config_identity(load_audit_config(tmp_path / "a.toml"))
 
 
 def _evals(tmp_path: Path) -> Path:

@@ -20,13 +20,13 @@ FAST = ["--n-boot", "100", "--seed", "3", "--quiet"]
 def exact_run(tmp_path_factory, retriever, emb_cache):
     """A simulated audit (p_bias 0.4, k = 4) that records choice-probability vectors."""
     from helpers import write_config
-    from recaudit.audit._config import load_config
+    from recaudit.audit._config import load_audit_config
     from recaudit.audit._run import run_audit
 
     folder = tmp_path_factory.mktemp("exact-run")
     path = write_config(folder, cache_dir=emb_cache, n_queries=10, n_perms=8,
                         choice_probabilities=True)
-    res = run_audit(load_config(path), out_dir=folder / "run", retriever=retriever)
+    res = run_audit(load_audit_config(path), out_dir=folder / "run", retriever=retriever)
     return res.evaluations_path.parent
 
 

@@ -24,7 +24,7 @@ p_bias = 0.0
 
 
 def test_sequential_run_folder_reports_its_decision(tmp_path, retriever, emb_cache):
-    from recaudit.audit._config import load_config
+    from recaudit.audit._config import load_audit_config
     from recaudit.audit._run import run_audit
     from recaudit.audit._sequential_driver import SequentialOptions
 
@@ -32,7 +32,7 @@ def test_sequential_run_folder_reports_its_decision(tmp_path, retriever, emb_cac
     run = tmp_path / "run"
     # the run in process (the CLI would load the embedder); the CLI then resumes it:
     # nothing left to evaluate, sequential.json rewritten, analysis.json written
-    run_audit(load_config(path), out_dir=run, retriever=retriever,
+    run_audit(load_audit_config(path), out_dir=run, retriever=retriever,
               run=RunOptions(sequential=SequentialOptions(alpha=0.05, max_evaluations=100)))
     res = CliRunner().invoke(app, ["positional", "run", str(path), "--out", str(run),
                                    "--resume", "--sequential", "--max-evaluations", "100",

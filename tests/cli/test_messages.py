@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from helpers import prepared_run, write_config, write_products
-from recaudit.audit._config import load_config
+from recaudit.audit._config import load_audit_config
 from recaudit.audit._plan import MSG_LONG_PROMPTS
 from recaudit.audit._run import run_audit
 from recaudit.cli import app
@@ -102,7 +102,7 @@ def test_prompts_far_beyond_the_context_are_warned_about(tmp_path: Path, retriev
                                                          emb_cache) -> None:
     config = _long_config(tmp_path, emb_cache)
     with pytest.warns(RecauditWarning) as caught:
-        res = run_audit(load_config(config), out_dir=tmp_path / "run", retriever=retriever)
+        res = run_audit(load_audit_config(config), out_dir=tmp_path / "run", retriever=retriever)
     messages = [str(w.message) for w in caught]
     assert len(messages) == 1
     assert MSG_LONG_PROMPTS.split("{")[0] in messages[0] and "item 'P003'" in messages[0]
@@ -123,7 +123,7 @@ def test_ordinary_prompts_give_no_warning(tmp_path: Path, retriever, emb_cache) 
     config = write_config(tmp_path, cache_dir=emb_cache, n_queries=3, n_perms=2)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RecauditWarning)
-        assert run_audit(load_config(config), out_dir=tmp_path / "run",
+        assert run_audit(load_audit_config(config), out_dir=tmp_path / "run",
                          retriever=retriever).planned == 6
 
 

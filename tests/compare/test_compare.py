@@ -142,7 +142,7 @@ def test_run_gives_every_model_the_same_queries_and_orders(tmp_path, retriever, 
     """The paired design comparisons rely on: one config's models see the same
     (query, order) keys, whatever the design kind."""
     from helpers import write_config
-    from recaudit.audit import load_config, run_audit
+    from recaudit.audit import load_audit_config, run_audit
 
     models = "".join(f'[[models]]\nname = "{n}"\nbackend = "simulated"\np_bias = {p}\n\n'
                      for n, p in (("a", 0.1), ("b", 0.5), ("c", 0.0)))
@@ -153,7 +153,7 @@ def test_run_gives_every_model_the_same_queries_and_orders(tmp_path, retriever, 
                             models=models)
         path.write_text(path.read_text(encoding="utf-8").replace(
             'kind = "sampled"', f'kind = "{kind}"'), encoding="utf-8")
-        cfg = load_config(path)
+        cfg = load_audit_config(path)
         table = pd.read_parquet(run_audit(cfg, out_dir=folder / "run",
                                           retriever=retriever).evaluations_path)
         keys = {m: set(g[["query_id", "perm_index", "order"]].itertuples(index=False))

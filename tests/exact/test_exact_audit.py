@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from helpers import write_config
-from recaudit.audit._config import load_config
+from recaudit.audit._config import load_audit_config
 from recaudit.audit._run import run_audit
 from recaudit.positional import AnalysisOptions, analyze, analyze_exact
 
@@ -15,7 +15,7 @@ def test_simulated_audit_records_vectors_and_exact_analysis_uses_them(tmp_path, 
                                                                      emb_cache):
     path = write_config(tmp_path, cache_dir=emb_cache, n_queries=12, n_perms=10,
                         choice_probabilities=True)
-    res = run_audit(load_config(path), out_dir=tmp_path / "run", retriever=retriever)
+    res = run_audit(load_audit_config(path), out_dir=tmp_path / "run", retriever=retriever)
     df = pd.read_parquet(res.evaluations_path)
     # helpers.SIM_MODEL: p_bias 0.4, discard rate 0.05 (= the outside mass)
     assert df["choice_probs"].notna().all()

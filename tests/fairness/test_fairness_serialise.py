@@ -17,10 +17,10 @@ from recaudit._io import to_jsonable
 from recaudit.fairness import EvaluateOptions, FairnessEvaluation, evaluate
 from recaudit.fairness.study import (
     DatasetResult,
+    FairnessStudyResult,
     ModelResult,
-    StudyResult,
-    parse_config,
-    run_study,
+    parse_fairness_config,
+    run_fairness_study,
 )
 
 
@@ -144,7 +144,7 @@ def test_study_result_round_trip_built() -> None:
     recs, test, users = synthetic(n_users=60)
     ev = evaluate(recs, test, users, attribute="gender", protected="F",
                   options=EvaluateOptions(n=[5], n_boot=10, n_resamples=9), rng=0)
-    result = StudyResult(
+    result = FairnessStudyResult(
         output=Path("run"),
         config={"n": [5]},
         datasets={"toy": DatasetResult(
@@ -154,7 +154,7 @@ def test_study_result_round_trip_built() -> None:
                     "Stopped": ModelResult("Stopped", {"resumed": False}, None)},
         )},
     )
-    back = StudyResult.from_dict(json.loads(json.dumps(result.to_dict())))
+    back = FairnessStudyResult.from_dict(json.loads(json.dumps(result.to_dict())))
     assert _text(back.to_dict()) == _text(result.to_dict())
     assert back.datasets["toy"].models["Stopped"].evaluation is None
     assert back.datasets["toy"].models["MostPop"].evaluation is not None
@@ -165,15 +165,15 @@ def test_study_results_json_round_trip(tmp_path: Path) -> None:
     (tmp_path / "inter.csv").write_text("user_id,item_id\n" + "\n".join(rows) + "\n")
     genders = [f"{u},{'F' if u % 3 == 0 else 'M'}" for u in range(60)]
     (tmp_path / "users.csv").write_text("user_id,gender\n" + "\n".join(genders) + "\n")
-    config = parse_config({
+    config = parse_fairness_config({
         "study": {"output": str(tmp_path / "run"), "n_boot": 20, "n_resamples": 19},
         "datasets": [{"name": "toy", "path": str(tmp_path / "inter.csv"), "format": "table",
                       "users": str(tmp_path / "users.csv"), "attribute": "gender",
                       "protected": "F"}],
     })
-    result = run_study(config)
+    result = run_fairness_study(config)
     on_disk = json.loads((tmp_path / "run" / "results.json").read_text())
-    back = StudyResult.from_dict(on_disk, output=tmp_path / "run")
+    back = FairnessStudyResult.from_dict(on_disk, output=tmp_path / "run")
     assert _text(back.to_dict()) == _text(on_disk)
     assert _text(json.loads(json.dumps(result.to_dict(), default=str))) == _text(on_disk)
     ev = back.datasets["toy"].models["MostPop"].evaluation
@@ -182,7 +182,7 @@ def test_study_results_json_round_trip(tmp_path: Path) -> None:
 
 def test_study_result_needs_datasets() -> None:
     with pytest.raises(InputError, match="`datasets` is empty"):
-        StudyResult.from_dict({"datasets": {}})
+        FairnessStudyResult.from_dict({"datasets": {}})
 
 
 def test_popularity_bias_round_trip() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from recaudit import ConfigError
-from recaudit.fairness.study import default_config_path, load_config, parse_config
+from recaudit.fairness.study import default_config_path, load_fairness_config, parse_fairness_config
 
 
 def base() -> dict:
@@ -21,7 +21,7 @@ def base() -> dict:
 
 
 def test_parse_defaults():
-    config = parse_config(base())
+    config = parse_fairness_config(base())
     assert config.n == (5, 10, 15) and config.list_length == 20 and config.epochs == 20
     assert config.baselines == ("MostPop", "Random")
     (dataset,) = config.datasets
@@ -57,52 +57,52 @@ def test_unknown_keys_are_errors(where, key, pattern):
         table = table[part]
     table[key] = 1
     with pytest.raises(ConfigError, match=pattern):
-        parse_config(raw)
+        parse_fairness_config(raw)
 
 
 def test_bad_values():
     raw = base()
     raw["models"]["Wide"] = {}
     with pytest.raises(ConfigError, match=r"unknown model 'Wide'; choose one of ItemKNN, MF"):
-        parse_config(raw)
+        parse_fairness_config(raw)
     raw = base()
     raw["study"]["epochs"] = 0
     with pytest.raises(
         ConfigError, match=r"`epochs` in \[study\] of config must be a positive integer, got 0"
     ):
-        parse_config(raw)
+        parse_fairness_config(raw)
     raw = base()
     raw["study"]["n"] = [5, 30]
     with pytest.raises(
         ConfigError,
         match=r"`list_length` in \[study\] of config \(20\) must be >= the largest `n` \(30\)",
     ):
-        parse_config(raw)
+        parse_fairness_config(raw)
     raw = base()
     raw["datasets"][0]["format"] = "csv"
     with pytest.raises(
         ConfigError, match=r"`format` in \[\[datasets\]\] #1 of config must be one of recbole"
     ):
-        parse_config(raw)
+        parse_fairness_config(raw)
     raw = base()
     del raw["datasets"][0]["attribute"]
     with pytest.raises(ConfigError, match=r"missing key `attribute` in \[\[datasets\]\] #1"):
-        parse_config(raw)
+        parse_fairness_config(raw)
     raw = base()
     raw["models"]["MF"]["grid"]["learning_rate"] = 0.01
     with pytest.raises(
         ConfigError,
         match=r"`grid.learning_rate` in \[models.MF\] of config must be a non-empty list",
     ):
-        parse_config(raw)
+        parse_fairness_config(raw)
     raw = base()
     raw["study"]["baselines"] = ["Pop"]
     with pytest.raises(ConfigError, match=r"unknown baseline 'Pop'"):
-        parse_config(raw)
+        parse_fairness_config(raw)
 
 
 def test_packaged_default_config_parses():
-    config = load_config(default_config_path())
+    config = load_fairness_config(default_config_path())
     assert [m.name for m in config.models] == [
         "ItemKNN",
         "MF",
@@ -123,9 +123,9 @@ def test_bad_toml(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text("[study\n")
     with pytest.raises(ConfigError, match=r"is not valid TOML"):
-        load_config(path)
+        load_fairness_config(path)
     with pytest.raises(ConfigError, match=r"config file not found"):
-        load_config(tmp_path / "missing.toml")
+        load_fairness_config(tmp_path / "missing.toml")
 
 
 def test_import_does_not_load_recbole():
@@ -141,11 +141,11 @@ def test_import_does_not_load_recbole():
 
 
 def test_protocols_default_and_forms():
-    assert parse_config(base()).protocols == ("full",)
+    assert parse_fairness_config(base()).protocols == ("full",)
     raw = base()
     raw["study"]["protocols"] = ["full", "uni100", "pop100", "uni7"]
-    assert parse_config(raw).protocols == ("full", "uni100", "pop100", "uni7")
-    assert parse_config(raw).to_dict()["protocols"] == ["full", "uni100", "pop100", "uni7"]
+    assert parse_fairness_config(raw).protocols == ("full", "uni100", "pop100", "uni7")
+    assert parse_fairness_config(raw).to_dict()["protocols"] == ["full", "uni100", "pop100", "uni7"]
 
 
 @pytest.mark.parametrize(("value", "pattern"), [
@@ -161,18 +161,18 @@ def test_bad_protocols(value, pattern):
     raw = base()
     raw["study"]["protocols"] = value
     with pytest.raises(ConfigError, match=pattern):
-        parse_config(raw)
+        parse_fairness_config(raw)
 
 
 def test_popularity_groups_default_and_forms():
     from recaudit.fairness.study._run import _evaluate_options
 
-    config = parse_config(base())
+    config = parse_fairness_config(base())
     assert config.popularity_groups == "abdollahpouri"
     for name in ("abdollahpouri", "abdollahpouri:cumulative", "quantile:4"):
         raw = base()
         raw["study"]["popularity_groups"] = name
-        config = parse_config(raw)
+        config = parse_fairness_config(raw)
         assert config.popularity_groups == name
         assert config.to_dict()["popularity_groups"] == name
         options = _evaluate_options(config, config.datasets[0])
@@ -190,7 +190,7 @@ def test_bad_popularity_groups(value, pattern):
     raw = base()
     raw["study"]["popularity_groups"] = value
     with pytest.raises(ConfigError, match=pattern):
-        parse_config(raw)
+        parse_fairness_config(raw)
 
 
 @pytest.mark.parametrize(("where", "key", "value", "pattern"), [
@@ -208,4 +208,4 @@ def test_sizes_have_upper_bounds(where, key, value, pattern):
         table = table[part]
     table[key] = value
     with pytest.raises(ConfigError, match=pattern):
-        parse_config(raw)
+        parse_fairness_config(raw)

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from recaudit.fairness import EvaluateOptions, InteractionData, evaluate, split_per_user
-from recaudit.fairness.study import parse_config, run_study
+from recaudit.fairness.study import parse_fairness_config, run_fairness_study
 from recaudit.fairness.study.models import _candidates as cb
 from recaudit.fairness.study.models import _recbole as rb
 
@@ -125,7 +125,7 @@ def _study(tmp_path: Path, output: Path, protocols: list[str]) -> dict:
 
 
 def test_a_finished_model_gains_a_protocol_without_retraining(recbole, tmp_path, monkeypatch):
-    first = run_study(parse_config(_study(tmp_path, tmp_path / "run", ["full"])))
+    first = run_fairness_study(parse_fairness_config(_study(tmp_path, tmp_path / "run", ["full"])))
     assert "evaluations" not in first.to_dict()["datasets"]["toy"]["models"]["MF"]
 
     def boom(*args, **kwargs):
@@ -134,7 +134,8 @@ def test_a_finished_model_gains_a_protocol_without_retraining(recbole, tmp_path,
     monkeypatch.setattr("recaudit.fairness.study._run.train_model", boom)
     events: list[tuple[str, dict]] = []
     raw = _study(tmp_path, tmp_path / "run", ["full", "uni20"])
-    again = run_study(parse_config(raw), progress=lambda e, f: events.append((e, f)))
+    again = run_fairness_study(parse_fairness_config(raw),
+                               progress=lambda e, f: events.append((e, f)))
     assert ("rescore", {"name": "MF", "protocols": ["uni20"]}) in events
     entry = json.loads((tmp_path / "run" / "results.json").read_text())["datasets"]["toy"]
     mf = entry["models"]["MF"]
@@ -152,11 +153,12 @@ def test_a_finished_model_gains_a_protocol_without_retraining(recbole, tmp_path,
         map(tuple, cand.to_numpy()))
     # a third run finds every list: nothing is scored again
     events.clear()
-    run_study(parse_config(raw), progress=lambda e, f: events.append((e, f)))
+    run_fairness_study(parse_fairness_config(raw), progress=lambda e, f: events.append((e, f)))
     assert not [e for e, _ in events if e == "rescore"]
     # the checkpoint scores as the freshly trained model: same candidates, same lists
     monkeypatch.undo()
-    fresh = run_study(parse_config(_study(tmp_path, tmp_path / "fresh", ["full", "uni20"])))
+    fresh = run_fairness_study(
+        parse_fairness_config(_study(tmp_path, tmp_path / "fresh", ["full", "uni20"])))
     pd.testing.assert_frame_equal(
         pd.read_parquet(tmp_path / "fresh" / "toy" / "candidates" / "uni20.parquet"), cand)
     trained = pd.read_parquet(tmp_path / "fresh" / "toy" / "recs" / "uni20" / "MF.parquet")

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from recaudit import ConfigError
-from recaudit.fairness.study import load_recbole_atomic, parse_config, run_study
+from recaudit.fairness.study import load_recbole_atomic, parse_fairness_config, run_fairness_study
 from recaudit.fairness.study.models import MODELS
 
 # tiny settings: the point is that every model runs through our split, not accuracy
@@ -104,7 +104,8 @@ def study(ml100k_path, tmp_path_factory):
     raw = study_config(data, root / "run", SMALL)
     events: list[tuple[str, dict]] = []
     t0 = time.perf_counter()
-    result = run_study(parse_config(raw), progress=lambda e, f: events.append((e, f)))
+    result = run_fairness_study(parse_fairness_config(raw),
+                                progress=lambda e, f: events.append((e, f)))
     return {
         "raw": raw,
         "result": result,
@@ -183,7 +184,8 @@ def test_resume_skips_finished_models(study, monkeypatch):
 
     monkeypatch.setattr(rb, "train_model", boom)
     events: list[tuple[str, dict]] = []
-    again = run_study(parse_config(study["raw"]), progress=lambda e, f: events.append((e, f)))
+    again = run_fairness_study(parse_fairness_config(study["raw"]),
+                               progress=lambda e, f: events.append((e, f)))
     models = again.to_dict()["datasets"]["ml-small"]["models"]
     assert all(models[name]["resumed"] for name in MODELS)
     skipped = [f["name"] for e, f in events if e == "model" and f["skipped"]]
@@ -194,7 +196,7 @@ def test_changed_data_settings_refuse_the_run_folder(study):
     raw = json.loads(json.dumps(study["raw"]))
     raw["datasets"][0]["sample"] = 5000
     with pytest.raises(ConfigError, match=r"holds a run of a different config"):
-        run_study(parse_config(raw))
+        run_fairness_study(parse_fairness_config(raw))
 
 
 def test_unknown_hyperparameter_is_an_error(study):
@@ -204,7 +206,7 @@ def test_unknown_hyperparameter_is_an_error(study):
     with pytest.raises(
         ConfigError, match=r"hyperparameter 'embeding_size' is not a RecBole 1.2.1 setting of MF"
     ):
-        run_study(parse_config(raw))
+        run_fairness_study(parse_fairness_config(raw))
 
 
 def test_recommend_maps_integer_ids_back(study, tmp_path):

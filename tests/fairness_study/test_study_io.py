@@ -11,7 +11,7 @@ import pytest
 
 from recaudit import ConfigError
 from recaudit.fairness.study import _run as _study
-from recaudit.fairness.study import parse_config
+from recaudit.fairness.study import parse_fairness_config
 
 
 def test_write_table_writes_both_formats_or_the_ones_asked(tmp_path: Path) -> None:
@@ -31,7 +31,7 @@ def test_one_writer() -> None:
 
 
 def _config(tmp_path: Path, **study: object):  # noqa: ANN202
-    return parse_config({
+    return parse_fairness_config({
         "study": {"output": str(tmp_path / "run"), **study},
         "datasets": [{"path": "data/ml", "format": "recbole", "attribute": "gender",
                       "protected": "F"}],

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from helpers import write_config
-from recaudit.audit._config import load_config
+from recaudit.audit._config import load_audit_config
 from recaudit.audit._run import run_audit
 from recaudit.cli import app
 from recaudit.exceptions import MissingExtraError
@@ -21,7 +21,7 @@ from recaudit.exceptions import MissingExtraError
 def test_positional_run_joins_a_cluster_by_address(tmp_path, ray_cluster, retriever,
                                                    emb_cache):
     config = write_config(tmp_path, cache_dir=emb_cache, n_queries=4, n_perms=5)
-    local = run_audit(load_config(config), out_dir=tmp_path / "local", retriever=retriever)
+    local = run_audit(load_audit_config(config), out_dir=tmp_path / "local", retriever=retriever)
     proc = subprocess.run(
         [sys.executable, "-m", "recaudit.cli", "positional", "run", str(config),
          "--out", str(tmp_path / "ray"), "--executor", "ray", "--ray-address", ray_cluster,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from recaudit.fairness.study import parse_config, run_study
+from recaudit.fairness.study import parse_fairness_config, run_fairness_study
 
 pytest.importorskip("recbole")
 
@@ -43,9 +43,9 @@ def _summary(output: Path) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, ray_cluster):
     root = tmp_path_factory.mktemp("fair")
-    local = run_study(parse_config(toy_study(root, root / "local")))
+    local = run_fairness_study(parse_fairness_config(toy_study(root, root / "local")))
     events: list[tuple[str, dict]] = []
-    dist = run_study(parse_config(toy_study(root, root / "ray")), executor="ray",
+    dist = run_fairness_study(parse_fairness_config(toy_study(root, root / "ray")), executor="ray",
                      progress=lambda e, f: events.append((e, f)))
     return {"root": root, "local": local, "ray": dist, "events": events}
 
@@ -79,7 +79,7 @@ def test_ray_resume_skips_finished_models_and_grid_points(runs, monkeypatch):
 
     monkeypatch.setattr(fray, "_train_point", boom)
     events: list[tuple[str, dict]] = []
-    again = run_study(parse_config(raw), executor="ray",
+    again = run_fairness_study(parse_fairness_config(raw), executor="ray",
                       progress=lambda e, f: events.append((e, f)))
     models = again.to_dict()["datasets"]["toy"]["models"]
     assert models["ItemKNN"]["resumed"] is True and models["MF"]["resumed"] is False

@@ -14,21 +14,21 @@ import pytest
 
 from helpers import write_config
 from recaudit.audit import RunOptions
-from recaudit.audit._config import ModelConfig, OpenAIParams, load_config
+from recaudit.audit._config import EndpointConfig, OpenAIParams, load_audit_config
 from recaudit.audit._ray_executor import worker_config
 from recaudit.audit._run import run_audit
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _openai(url: str, rate: float | None, concurrency: int = 8) -> ModelConfig:
-    return ModelConfig(name="remote", backend="openai",
+def _openai(url: str, rate: float | None, concurrency: int = 8) -> EndpointConfig:
+    return EndpointConfig(name="remote", backend="openai",
                        params=OpenAIParams(base_url=url, model="fake", concurrency=concurrency,
                                            rate_limit_per_s=rate, max_retries=1))
 
 
 def test_worker_config_splits_rate_and_concurrency(tmp_path, emb_cache):
-    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache))
+    cfg = load_audit_config(write_config(tmp_path, cache_dir=emb_cache))
     cfg = replace(cfg, models=(*cfg.models, _openai("http://x.test/v1", 10.0, 5)),
                   concurrency=5)
     for n, rate, conc in ((1, 10.0, 5), (2, 5.0, 3), (4, 2.5, 2), (16, 0.625, 1)):
@@ -64,7 +64,7 @@ def fake_server():
 
 def test_openai_backend_on_ray_matches_local(tmp_path, ray_cluster, retriever, emb_cache,
                                              fake_server):
-    base = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=4, n_perms=5))
+    base = load_audit_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=4, n_perms=5))
     cfg = replace(base, models=(_openai(fake_server, 200.0),))
     local = run_audit(cfg, out_dir=tmp_path / "local", retriever=retriever)
     dist = run_audit(cfg, out_dir=tmp_path / "ray", retriever=retriever,

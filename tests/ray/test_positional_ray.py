@@ -11,7 +11,7 @@ import pytest
 
 from helpers import damage_journal, write_config
 from recaudit.audit import RunOptions
-from recaudit.audit._config import load_config
+from recaudit.audit._config import load_audit_config
 from recaudit.audit._run import run_audit
 
 KEY = ["model", "k", "temperature", "condition", "query_id", "perm_index", "sample_index"]
@@ -22,7 +22,7 @@ def _table(path):
 
 
 def test_simulated_audit_matches_local(tmp_path, ray_cluster, retriever, emb_cache):
-    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=6, n_perms=4,
+    cfg = load_audit_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=6, n_perms=4,
                                    conditions='["permutation", "decoding", "labels"]'))
     local = run_audit(cfg, out_dir=tmp_path / "local", retriever=retriever)
     dist = run_audit(cfg, out_dir=tmp_path / "ray", retriever=retriever,
@@ -61,7 +61,7 @@ class KillOneActor:
 
 def test_killed_worker_loses_nothing_and_duplicates_nothing(tmp_path, ray_cluster, retriever,
                                                             emb_cache):
-    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=10, n_perms=12,
+    cfg = load_audit_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=10, n_perms=12,
                                    delay_s=0.05, concurrency=2))
     local = run_audit(cfg, out_dir=tmp_path / "local", retriever=retriever)
     killer = KillOneActor(after=20)
@@ -98,7 +98,7 @@ def test_local_smollm2_constrained_matches_local(tmp_path, ray_cluster, retrieve
                                                  smollm2_path):
     """The packaged SmolLM2 on the transformers engine, constrained at T=0
     (deterministic): same answers on Ray."""
-    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=2, n_perms=2,
+    cfg = load_audit_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=2, n_perms=2,
                                    models=LOCAL_MODEL))
     local = run_audit(cfg, out_dir=tmp_path / "local",
                       retriever=retriever)
@@ -116,7 +116,7 @@ def test_local_smollm2_constrained_matches_local(tmp_path, ray_cluster, retrieve
 
 
 def test_ray_resumes_a_local_run_exactly(tmp_path, ray_cluster, retriever, emb_cache):
-    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=5, n_perms=6))
+    cfg = load_audit_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=5, n_perms=6))
     reference = run_audit(cfg, out_dir=tmp_path / "a", retriever=retriever)
     run_audit(cfg, out_dir=tmp_path / "b", retriever=retriever)
     # lose 11 rows and turn 4 into failures, as if the local process had died mid-run
@@ -138,7 +138,7 @@ def test_llamacpp_engine_on_ray_matches_local(tmp_path, ray_cluster, retriever, 
     near a tie may flip; docs/runner.md)."""
     model = LOCAL_MODEL.replace('engine = "transformers"\n', "").replace(
         "batch_size = 1", "batch_size = 4")
-    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=3, n_perms=4,
+    cfg = load_audit_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=3, n_perms=4,
                                    models=model))
     local = run_audit(cfg, out_dir=tmp_path / "local", retriever=retriever)
     dist = run_audit(cfg, out_dir=tmp_path / "ray", retriever=retriever,

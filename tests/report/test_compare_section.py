@@ -11,7 +11,7 @@ from report_synth import resolve, tagged_numbers
 
 from helpers import write_config
 from recaudit.audit._analysis import run_and_analyze
-from recaudit.audit._config import load_config
+from recaudit.audit._config import load_audit_config
 from recaudit.positional import RunComparisons
 from recaudit.report import build_report
 
@@ -23,7 +23,7 @@ MODELS = "".join(f'[[models]]\nname = "{n}"\nbackend = "simulated"\np_bias = {p}
 def three_models(tmp_path_factory: pytest.TempPathFactory, retriever: Any,
                  emb_cache: Path) -> Path:
     folder = tmp_path_factory.mktemp("compare")
-    cfg = load_config(write_config(folder, cache_dir=emb_cache, n_queries=30, n_perms=6,
+    cfg = load_audit_config(write_config(folder, cache_dir=emb_cache, n_queries=30, n_perms=6,
                                    models=MODELS))
     return run_and_analyze(cfg, out_dir=folder / "run", retriever=retriever).audit.run_dir
 

@@ -12,7 +12,7 @@ from report_synth import resolve, tagged_numbers
 from helpers import write_config
 from recaudit import InputError
 from recaudit.audit._analysis import run_and_analyze
-from recaudit.audit._config import load_config
+from recaudit.audit._config import load_audit_config
 from recaudit.report import build_report
 
 TWO_MODELS = ('[[models]]\nname = "biased"\nbackend = "simulated"\np_bias = 0.9\n\n'
@@ -24,7 +24,7 @@ TWO_MODELS = ('[[models]]\nname = "biased"\nbackend = "simulated"\np_bias = 0.9\
 def ranking_run(tmp_path_factory: pytest.TempPathFactory, retriever: Any,
                 emb_cache: Path) -> Path:
     folder = tmp_path_factory.mktemp("ranking")
-    cfg = load_config(write_config(folder, cache_dir=emb_cache, n_queries=12, n_perms=6,
+    cfg = load_audit_config(write_config(folder, cache_dir=emb_cache, n_queries=12, n_perms=6,
                                    models=TWO_MODELS,
                                    extra='\n[prompt]\nanswer = "ranking"\n'))
     return run_and_analyze(cfg, out_dir=folder / "run", retriever=retriever).audit.run_dir

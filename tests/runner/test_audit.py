@@ -10,7 +10,7 @@ from aiohttp import web
 
 from helpers import OPENAI_MODEL, damage_journal, write_config
 from recaudit.audit import RunOptions
-from recaudit.audit._config import load_config
+from recaudit.audit._config import load_audit_config
 from recaudit.audit._journal import EVALUATION_COLUMNS
 from recaudit.audit._run import run_audit
 from recaudit.exceptions import EndpointError, JournalError
@@ -18,7 +18,7 @@ from recaudit.positional import evaluations_from_table
 
 
 def test_simulated_audit_writes_the_run_folder(tmp_path, retriever, emb_cache):
-    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=6, n_perms=4,
+    cfg = load_audit_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=6, n_perms=4,
                                    conditions='["permutation", "decoding", "labels"]'))
     res = run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever)
     assert res.planned == res.ran_now == 6 * 4 * 3
@@ -50,7 +50,7 @@ def test_simulated_audit_writes_the_run_folder(tmp_path, retriever, emb_cache):
 
 
 def test_resume_runs_exactly_the_missing_keys(tmp_path, retriever, emb_cache):
-    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=5, n_perms=6))
+    cfg = load_audit_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=5, n_perms=6))
     full = run_audit(cfg, out_dir=tmp_path / "a", retriever=retriever)
     reference = pd.read_parquet(full.evaluations_path)
     run_audit(cfg, out_dir=tmp_path / "b", retriever=retriever)
@@ -66,7 +66,7 @@ def test_resume_runs_exactly_the_missing_keys(tmp_path, retriever, emb_cache):
 
 def test_resume_guards(tmp_path, retriever, emb_cache):
     path = write_config(tmp_path, cache_dir=emb_cache, n_queries=3, n_perms=2)
-    cfg = load_config(path)
+    cfg = load_audit_config(path)
     with pytest.raises(JournalError, match="nothing to resume"):
         run_audit(cfg, out_dir=tmp_path / "run", run=RunOptions(resume=True))
     assert not (tmp_path / "run").exists()
@@ -75,17 +75,18 @@ def test_resume_guards(tmp_path, retriever, emb_cache):
         run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever)
     path.write_text(path.read_text().replace("p_bias = 0.4", "p_bias = 0.5"))
     with pytest.raises(JournalError, match="different config.*config_hash"):
-        run_audit(load_config(path), out_dir=tmp_path / "run", run=RunOptions(resume=True))
+        run_audit(load_audit_config(path), out_dir=tmp_path / "run", run=RunOptions(resume=True))
     # operational keys (concurrency, delay) do not change the hash
     path.write_text(path.read_text().replace("p_bias = 0.5", "p_bias = 0.4")
                     .replace("concurrency = 4", "concurrency = 2"))
-    again = run_audit(load_config(path), out_dir=tmp_path / "run", run=RunOptions(resume=True))
+    again = run_audit(load_audit_config(path), out_dir=tmp_path / "run",
+                      run=RunOptions(resume=True))
     assert again.ran_now == 0
 
 
 def test_endpoint_down_then_resume(tmp_path, retriever, emb_cache, fault_server):
     url = fault_server.base_url
-    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=4, n_perms=3,
+    cfg = load_audit_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=4, n_perms=3,
                                    models=OPENAI_MODEL.format(url=url)))
     fault_server.script([], then="reset")  # every connection reset: the endpoint is down
     with pytest.raises(EndpointError, match=f"{url}/chat/completions.*--resume"):
@@ -124,7 +125,7 @@ constrained = true
 
 def test_local_constrained_audit_has_no_discards(tmp_path, retriever, emb_cache, smollm2_path):
     """The packaged SmolLM2 in constrained mode: every answer parses."""
-    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=2, n_perms=2,
+    cfg = load_audit_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=2, n_perms=2,
                                    models=LOCAL_MODEL))
     res = run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever)
     assert res.planned == res.ok == 4 and res.discarded == 0

@@ -21,7 +21,7 @@ from recaudit.audit._batch import (
     encode_custom_id,
     run_batch,
 )
-from recaudit.audit._config import config_backends, load_config
+from recaudit.audit._config import config_backends, load_audit_config
 from recaudit.audit._journal import EvalKey
 from recaudit.audit._plan import build_tasks, prepare_inputs
 from recaudit.audit._sequential_driver import SequentialOptions
@@ -113,7 +113,7 @@ def test_custom_id_refuses_what_does_not_decode(cid):
 
 def test_batch_file_lines_are_the_live_requests_without_the_key(tmp_path, emb_cache,
                                                                 retriever, key_env):
-    cfg = load_config(config(tmp_path, emb_cache, probs=True))
+    cfg = load_audit_config(config(tmp_path, emb_cache, probs=True))
     run_dir, batch = tmp_path / "run", tmp_path / "requests.jsonl"
     done = run_batch(cfg, out_dir=run_dir, batch_file=batch, retriever=retriever)
     assert done.written == done.planned == done.pending == N_KEYS and not done.complete
@@ -148,7 +148,7 @@ def test_batch_file_lines_are_the_live_requests_without_the_key(tmp_path, emb_ca
 
 
 def test_resend_pending_writes_a_lost_batch_again(tmp_path, emb_cache, retriever, key_env):
-    cfg = load_config(config(tmp_path, emb_cache))
+    cfg = load_audit_config(config(tmp_path, emb_cache))
     run_dir = tmp_path / "run"
     run_batch(cfg, out_dir=run_dir, batch_file=tmp_path / "b1.jsonl", retriever=retriever)
     again = run_batch(cfg, out_dir=run_dir, resume=True, batch_file=tmp_path / "b2.jsonl",
@@ -168,14 +168,14 @@ def test_resend_pending_writes_a_lost_batch_again(tmp_path, emb_cache, retriever
 def test_batch_refuses_an_existing_file_and_non_openai_models(tmp_path, emb_cache):
     batch = tmp_path / "requests.jsonl"
     batch.write_text("submitted\n")
-    cfg = load_config(config(tmp_path, emb_cache))
+    cfg = load_audit_config(config(tmp_path, emb_cache))
     with pytest.raises(InputError, match="already exists"):
         run_batch(cfg, out_dir=tmp_path / "run", batch_file=batch)
     assert batch.read_text() == "submitted\n" and not (tmp_path / "run").exists()
     with pytest.raises(ConfigError, match="add `--resume`"):
         run_batch(cfg, out_dir=tmp_path / "run", batch_results=[batch])
     (tmp_path / "s").mkdir()
-    sim = load_config(write_config(tmp_path / "s", cache_dir=emb_cache, k=3))
+    sim = load_audit_config(write_config(tmp_path / "s", cache_dir=emb_cache, k=3))
     with pytest.raises(ConfigError, match="backend = 'simulated'"):
         run_batch(sim, out_dir=tmp_path / "run2", batch_file=tmp_path / "new.jsonl")
 
@@ -185,7 +185,7 @@ def test_batch_refuses_an_existing_file_and_non_openai_models(tmp_path, emb_cach
 
 def test_hostile_results_are_counted_once_and_failures_planned_again(
         tmp_path, emb_cache, retriever, key_env):
-    cfg = load_config(config(tmp_path, emb_cache))
+    cfg = load_audit_config(config(tmp_path, emb_cache))
     run_dir, batch = tmp_path / "run", tmp_path / "requests.jsonl"
     run_batch(cfg, out_dir=run_dir, batch_file=batch, retriever=retriever)
     ids = [x["custom_id"] for x in read_lines(batch)]
@@ -261,7 +261,7 @@ def test_hostile_results_are_counted_once_and_failures_planned_again(
 
 def test_choice_probabilities_come_from_the_batch_logprobs(tmp_path, emb_cache, retriever,
                                                            key_env):
-    cfg = load_config(config(tmp_path, emb_cache, probs=True))
+    cfg = load_audit_config(config(tmp_path, emb_cache, probs=True))
     run_dir, batch = tmp_path / "run", tmp_path / "requests.jsonl"
     run_batch(cfg, out_dir=run_dir, batch_file=batch, retriever=retriever)
     tokens = [{"token": t, "logprob": -0.1, "top_logprobs": []}
@@ -297,7 +297,7 @@ def test_choice_probabilities_come_from_the_batch_logprobs(tmp_path, emb_cache, 
 
 def test_sequential_stopping_works_across_batch_rounds(tmp_path, emb_cache, retriever,
                                                        key_env):
-    cfg = load_config(config(tmp_path, emb_cache, n_queries=8, n_perms=3))
+    cfg = load_audit_config(config(tmp_path, emb_cache, n_queries=8, n_perms=3))
     seq = SequentialOptions(alpha=0.05, max_evaluations=24, round_evaluations=3)
     run_dir = tmp_path / "run"
     backend = batch_backends(cfg)[("remote", 3)]
@@ -338,7 +338,7 @@ def test_cli_batch_round_trip(tmp_path, emb_cache, retriever, key_env, monkeypat
     cfg_path = config(tmp_path, emb_cache)
     run_dir = tmp_path / "run"
     # prepare the run folder in process (no embedder load in the CLI)
-    run_batch(load_config(cfg_path), out_dir=run_dir, batch_file=tmp_path / "b0.jsonl",
+    run_batch(load_audit_config(cfg_path), out_dir=run_dir, batch_file=tmp_path / "b0.jsonl",
               retriever=retriever)
     lines = read_lines(tmp_path / "b0.jsonl")
     out = tmp_path / "out.jsonl"
@@ -365,7 +365,7 @@ def test_journals_without_batch_tables_gain_them_and_keep_opening(tmp_path, emb_
                                                                   retriever, key_env):
     from recaudit.audit._journal import Journal, read_meta
 
-    cfg = load_config(config(tmp_path, emb_cache))
+    cfg = load_audit_config(config(tmp_path, emb_cache))
     run_dir = tmp_path / "run"
     run_batch(cfg, out_dir=run_dir, batch_file=tmp_path / "b1.jsonl", retriever=retriever)
     ids = [x["custom_id"] for x in read_lines(tmp_path / "b1.jsonl")]
@@ -409,7 +409,7 @@ def test_batch_rounds_send_and_decide_what_the_live_sequential_run_does(
 
     path = config(tmp_path, emb_cache, n_queries=8, n_perms=3)
     path.write_text(path.read_text().replace("http://127.0.0.1:9/v1", fault_server.base_url))
-    cfg = load_config(path)
+    cfg = load_audit_config(path)
     seq = SequentialOptions(alpha=0.05, max_evaluations=24, round_evaluations=3)
     run_audit(cfg, out_dir=tmp_path / "live", run=RunOptions(sequential=seq), retriever=retriever)
     live_bodies = sorted(json.dumps(s.json, sort_keys=True) for s in fault_server.requests)
@@ -451,7 +451,7 @@ def test_cli_sequential_batch_rounds_print_the_verdict(tmp_path, emb_cache, retr
     cfg_path = config(tmp_path, emb_cache, n_queries=8, n_perms=3)
     run_dir = tmp_path / "run"
     seq = SequentialOptions(alpha=0.05, max_evaluations=24)  # the CLI's round size (20)
-    first = run_batch(load_config(cfg_path), out_dir=run_dir, sequential=seq,
+    first = run_batch(load_audit_config(cfg_path), out_dir=run_dir, sequential=seq,
                       batch_file=tmp_path / "b0.jsonl", retriever=retriever)
     assert first.written == 21  # whole query blocks of 3, >= 20
     out = tmp_path / "out0.jsonl"

@@ -16,7 +16,7 @@ from test_llamacpp_e2e import NEEDS_XLLAMACPP, llama_server  # noqa: F401 -- the
 
 from helpers import write_config
 from recaudit.audit._batch import decode_custom_id, run_batch
-from recaudit.audit._config import config_backends, load_config
+from recaudit.audit._config import config_backends, load_audit_config
 from recaudit.audit._plan import build_tasks, parse_position, prepare_inputs
 from recaudit.audit._runner import _evaluate
 
@@ -40,7 +40,7 @@ def test_llama_server_answers_a_batch_file_like_the_live_path(llama_server, tmp_
     text = cfg_path.read_text().replace("[prompt]\n", "[prompt]\nmax_tokens = 16\n"
                                         "constrained = true\n")
     cfg_path.write_text(text)
-    cfg = load_config(cfg_path)
+    cfg = load_audit_config(cfg_path)
     run_dir, batch = tmp_path / "run", tmp_path / "requests.jsonl"
     first = run_batch(cfg, out_dir=run_dir, batch_file=batch, retriever=retriever)
     assert first.written == first.planned == 6

@@ -13,7 +13,7 @@ from recaudit.audit._config import (
     OpenAIParams,
     SimulatedParams,
     config_hash,
-    load_config,
+    load_audit_config,
 )
 from recaudit.cli import app
 from recaudit.exceptions import ConfigError
@@ -28,7 +28,7 @@ def edit(path, old, new):
 
 
 def test_defaults_and_types(tmp_path, emb_cache):
-    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache))
+    cfg = load_audit_config(write_config(tmp_path, cache_dir=emb_cache))
     assert cfg.design == DesignConfig(kind="sampled", n_perms=5, samples_per_order=1)
     assert cfg.catalog.path == tmp_path / "catalog.csv"
     assert cfg.models[0].params == SimulatedParams(p_bias=0.4, discard_rate=0.05)
@@ -46,7 +46,7 @@ base_url = "https://api.example.com/v1"
 api_key_env = "MY_KEY"
 rate_limit_per_s = 2.5
 """)
-    p = load_config(path).models[0].params
+    p = load_audit_config(path).models[0].params
     assert p == OpenAIParams(base_url="https://api.example.com/v1", model="gpt",
                              api_key_env="MY_KEY", rate_limit_per_s=2.5)
 
@@ -62,25 +62,25 @@ model = "{model}"
 """
     for model in ("gemma3-270m", "smollm2-135m"):
         path = write_config(tmp_path, cache_dir=emb_cache, models=local.format(model=model))
-        assert load_config(path).models[0].params == LocalParams(model=model)
+        assert load_audit_config(path).models[0].params == LocalParams(model=model)
     (tmp_path / "my-model").mkdir()
     path = write_config(tmp_path, cache_dir=emb_cache, models=local.format(model="my-model"))
-    assert load_config(path).models[0].params == LocalParams(model=tmp_path / "my-model")
+    assert load_audit_config(path).models[0].params == LocalParams(model=tmp_path / "my-model")
     path = write_config(tmp_path, cache_dir=emb_cache, models=local.format(model="gemma3"))
     with pytest.raises(ConfigError, match=r"`models.m.model`: 'gemma3' is neither a packaged "
                                           r"model \(smollm2-135m, gemma3-270m\) nor an "
                                           r"existing path"):
-        load_config(path)
+        load_audit_config(path)
 
 
 def test_hash_ignores_operational_keys(tmp_path, emb_cache):
     path = write_config(tmp_path, cache_dir=emb_cache, delay_s=0.0)
-    h = config_hash(load_config(path))
+    h = config_hash(load_audit_config(path))
     edit(path, "concurrency = 4", "concurrency = 1")
     edit(path, "delay_s = 0.0", "delay_s = 0.5")
-    assert config_hash(load_config(path)) == h
+    assert config_hash(load_audit_config(path)) == h
     edit(path, "n_perms = 5", "n_perms = 6")
-    assert config_hash(load_config(path)) != h
+    assert config_hash(load_audit_config(path)) != h
 
 
 BAD = [
@@ -129,7 +129,7 @@ def test_bad_config_is_a_clear_error(tmp_path, emb_cache, old, new, message):
     path = write_config(tmp_path, cache_dir=emb_cache)
     edit(path, old, new)
     with pytest.raises(ConfigError, match=message):
-        load_config(path)
+        load_audit_config(path)
 
 
 LATE_BAD = [
@@ -167,15 +167,15 @@ def test_concurrency_is_one_rule_validated_once(tmp_path, emb_cache):
                         models=remote + "concurrency = 16\n")
     with pytest.raises(ConfigError, match=r"`models.remote.concurrency` = 16 can never be "
                        r"reached: the run's `concurrency` = 4 .* raise `concurrency`"):
-        load_config(path)
+        load_audit_config(path)
     path = write_config(tmp_path, cache_dir=emb_cache, concurrency=4,
                         models=remote + "concurrency = 2\n")
-    assert effective_concurrency(load_config(path)) == {"total": 4,
+    assert effective_concurrency(load_audit_config(path)) == {"total": 4,
                                                         "per_model": {"remote": 2}}
     # the per-model default (8) is capped by the run's total, and said so
     path = write_config(tmp_path, cache_dir=emb_cache, concurrency=4, models=remote)
-    assert effective_concurrency(load_config(path))["per_model"] == {"remote": 4}
+    assert effective_concurrency(load_audit_config(path))["per_model"] == {"remote": 4}
     local = '[[models]]\nname = "lm"\nbackend = "local"\nbatch_size = 8\n'
     path = write_config(tmp_path, cache_dir=emb_cache, concurrency=4, models=local)
     with pytest.raises(ConfigError, match=r"`models.lm.batch_size` = 8 can never be reached"):
-        load_config(path)
+        load_audit_config(path)

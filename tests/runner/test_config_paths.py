@@ -11,10 +11,10 @@ import pytest
 
 from helpers import write_config
 from recaudit.audit import demo_config as _demo_config
-from recaudit.audit._config import load_config as load_audit
+from recaudit.audit._config import load_audit_config as load_audit
 from recaudit.exceptions import ConfigError
 from recaudit.fairness.study import default_config_path
-from recaudit.fairness.study import load_config as load_study
+from recaudit.fairness.study import load_fairness_config as load_study
 
 STUDY = """\
 [study]

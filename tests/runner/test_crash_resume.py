@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from helpers import write_config
-from recaudit.audit._config import load_config
+from recaudit.audit._config import load_audit_config
 from recaudit.audit._run import run_audit
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -44,7 +44,7 @@ def journal_rows(path):
 def test_kill_9_then_resume_loses_and_duplicates_nothing(tmp_path, retriever, emb_cache):
     config = write_config(tmp_path, cache_dir=emb_cache, n_queries=10, n_perms=16,
                           delay_s=0.04, concurrency=2)
-    reference = run_audit(load_config(config), out_dir=tmp_path / "reference",
+    reference = run_audit(load_audit_config(config), out_dir=tmp_path / "reference",
                           retriever=retriever)
     # The killed run starts from the same prepared folder (queries, candidate sets,
     # journal meta) with an empty journal, so the subprocess needs no embedder.

@@ -27,13 +27,13 @@ class _Display:
 
 
 def test_a_fresh_catalog_reports_its_embedding_then_a_cached_one_does_not(tmp_path: Path):
-    from recaudit.audit import load_config, run_audit
+    from recaudit.audit import load_audit_config, run_audit
 
     config = write_config(tmp_path, cache_dir=tmp_path / "cache", n_queries=3, n_perms=2)
     first = _Display()
-    run_audit(load_config(config), out_dir=tmp_path / "a", progress=first)
+    run_audit(load_audit_config(config), out_dir=tmp_path / "a", progress=first)
     assert first.embedded and first.embedded[-1][0] == first.embedded[-1][1] == 30
     assert first.total == 6
     again = _Display()
-    run_audit(load_config(config), out_dir=tmp_path / "b", progress=again)
+    run_audit(load_audit_config(config), out_dir=tmp_path / "b", progress=again)
     assert again.embedded == []  # cached on disk: nothing to embed

@@ -20,7 +20,7 @@ from fault_server import MEGABYTES_ANSWER, NUL_ANSWER, SURROGATE_ANSWER
 
 from helpers import OPENAI_MODEL, write_config
 from recaudit.audit import RunOptions
-from recaudit.audit._config import load_config
+from recaudit.audit._config import load_audit_config
 from recaudit.audit._journal import MSG_REJECTED, EvalKey, EvalRecord, Journal, unescape_row
 from recaudit.audit._run import run_audit
 from recaudit.exceptions import JournalError
@@ -92,7 +92,7 @@ def test_hostile_answers_through_a_real_endpoint(tmp_path, retriever, emb_cache,
                                                  fault_server) -> None:
     """Lone surrogates, NUL and a 2 MB answer from a real socket: every evaluation is
     journaled and in the table, the surrogate ones escaped and exactly recoverable."""
-    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=4, n_perms=5,
+    cfg = load_audit_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=4, n_perms=5,
                                    models=OPENAI_MODEL.format(url=fault_server.base_url)))
     kinds = ["surrogate", "nul", "megabytes", "huge-usage", "ok"]
     fault_server.serve(lambda n, seen: kinds[n % len(kinds)])
@@ -142,7 +142,7 @@ def test_a_refused_record_is_reported_and_resume_continues(tmp_path, retriever,
         return {key: Poison(b) for key, b in backends.items()}
 
     with pytest.raises(JournalError) as info:
-        run_audit(load_config(config), out_dir=tmp_path / "run", retriever=retriever,
+        run_audit(load_audit_config(config), out_dir=tmp_path / "run", retriever=retriever,
                   wrap_backends=poison)
     message = str(info.value)
     assert message.startswith(MSG_REJECTED.split("{")[0]) and "OverflowError" in message
@@ -150,7 +150,7 @@ def test_a_refused_record_is_reported_and_resume_continues(tmp_path, retriever,
     kept = journal_keys(tmp_path / "run" / "journal.sqlite")
     assert len(kept) == 12 - n_refused >= 8
     assert not (tmp_path / "run" / "evaluations.parquet").exists()
-    res = run_audit(load_config(config), out_dir=tmp_path / "run",
+    res = run_audit(load_audit_config(config), out_dir=tmp_path / "run",
                     run=RunOptions(resume=True), retriever=retriever)
     assert res.ran_now == n_refused and res.ok + res.discarded == 12
     keys = journal_keys(tmp_path / "run" / "journal.sqlite")

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from helpers import write_config
-from recaudit.audit._config import config_hash, config_to_dict, load_config
+from recaudit.audit._config import config_hash, config_to_dict, load_audit_config
 from recaudit.audit._journal import EVALUATION_COLUMNS
 from recaudit.audit._run import run_audit
 from recaudit.cli import app
@@ -21,12 +21,12 @@ RANKING = '\n[prompt]\nanswer = "ranking"\n'
 
 
 def test_pick_is_the_default_and_leaves_the_hash_unchanged(tmp_path, emb_cache):
-    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache))
+    cfg = load_audit_config(write_config(tmp_path, cache_dir=emb_cache))
     assert cfg.prompt.answer == "pick"
     assert "answer" not in config_to_dict(cfg)["prompt"]  # configs older than the key
-    explicit = load_config(write_config(tmp_path, cache_dir=emb_cache, name="b.toml",
+    explicit = load_audit_config(write_config(tmp_path, cache_dir=emb_cache, name="b.toml",
                                         extra='\n[prompt]\nanswer = "pick"\n'))
-    ranking = load_config(write_config(tmp_path, cache_dir=emb_cache, name="c.toml",
+    ranking = load_audit_config(write_config(tmp_path, cache_dir=emb_cache, name="c.toml",
                                        extra=RANKING))
     assert config_hash(explicit) == config_hash(cfg) != config_hash(ranking)
     assert config_to_dict(ranking)["prompt"]["answer"] == "ranking"
@@ -38,7 +38,8 @@ def test_pick_is_the_default_and_leaves_the_hash_unchanged(tmp_path, emb_cache):
 ])
 def test_bad_answer_settings_are_refused(tmp_path, emb_cache, prompt, match):
     with pytest.raises(ConfigError, match=match):
-        load_config(write_config(tmp_path, cache_dir=emb_cache, extra=f"\n[prompt]\n{prompt}\n"))
+        load_audit_config(write_config(tmp_path, cache_dir=emb_cache,
+                                       extra=f"\n[prompt]\n{prompt}\n"))
 
 
 def test_constrained_ranking_needs_a_schema_engine(tmp_path, emb_cache, monkeypatch):
@@ -52,12 +53,12 @@ def test_constrained_ranking_needs_a_schema_engine(tmp_path, emb_cache, monkeypa
     hf = (f'[[models]]\nname = "m"\nbackend = "local"\nmodel = "{folder}"\n'
           'engine = "transformers"\n')
     with pytest.raises(ConfigError, match="transformers engine"):
-        load_config(write_config(tmp_path, cache_dir=emb_cache, models=hf, extra=constrained))
+        load_audit_config(write_config(tmp_path, cache_dir=emb_cache, models=hf, extra=constrained))
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF")
-    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, name="b.toml", extra=constrained,
-                                   models=f'[[models]]\nname = "m"\nbackend = "local"\n'
-                                          f'model = "{gguf}"\n'))
+    models = f'[[models]]\nname = "m"\nbackend = "local"\nmodel = "{gguf}"\n'
+    cfg = load_audit_config(write_config(tmp_path, cache_dir=emb_cache, name="b.toml",
+                                         extra=constrained, models=models))
     assert cfg.models[0].params.resolved_engine() == "llamacpp"
     from recaudit.llm.backends import _llamacpp
 
@@ -74,7 +75,7 @@ def test_constrained_ranking_needs_a_schema_engine(tmp_path, emb_cache, monkeypa
 
 
 def test_a_ranking_run_journals_every_ranking(tmp_path, retriever, emb_cache):
-    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=8, n_perms=6,
+    cfg = load_audit_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=8, n_perms=6,
                                    extra=RANKING))
     res = run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever)
     df = pd.read_parquet(res.evaluations_path)
@@ -95,7 +96,7 @@ def test_a_ranking_run_journals_every_ranking(tmp_path, retriever, emb_cache):
 def test_the_ranking_prompt_is_the_default_template(tmp_path, retriever, emb_cache):
     from recaudit.audit._plan import build_tasks, prepare_inputs
 
-    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=2, n_perms=2,
+    cfg = load_audit_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=2, n_perms=2,
                                    extra='\n[prompt]\nanswer = "ranking"\nconstrained = true\n'))
     inputs = prepare_inputs(cfg, run_dir=tmp_path / "run", resume=False,
                             retriever=retriever, say=lambda _m: None)
@@ -109,7 +110,7 @@ def test_the_ranking_prompt_is_the_default_template(tmp_path, retriever, emb_cac
 
 
 def test_topn_and_analyze_read_the_run_folder(tmp_path, retriever, emb_cache):
-    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=10, n_perms=6,
+    cfg = load_audit_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=10, n_perms=6,
                                    extra=RANKING))
     run = run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever).run_dir
     cli = CliRunner()
@@ -131,7 +132,7 @@ def test_topn_and_analyze_read_the_run_folder(tmp_path, retriever, emb_cache):
 
 
 def test_topn_on_a_pick_run_says_what_to_do(tmp_path, retriever, emb_cache):
-    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=3, n_perms=2))
+    cfg = load_audit_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=3, n_perms=2))
     run = run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever).run_dir
     res = CliRunner().invoke(app, ["positional", "topn", str(run)])
     assert res.exit_code == 2 and "answer = \"ranking\"" in res.output

@@ -22,7 +22,7 @@ from fault_server import BOMB_BYTES, gzip_bomb
 from runner_helpers import make_task
 
 from helpers import write_config
-from recaudit.audit._config import load_config
+from recaudit.audit._config import load_audit_config
 from recaudit.audit._run import run_audit
 from recaudit.exceptions import EndpointError
 from recaudit.llm.backends import _http
@@ -114,7 +114,7 @@ def test_the_backend_fails_the_call_at_once_and_the_run_counts_it(
     fault_server.serve(lambda n, seen: "gzip-bomb" if n % 4 == 1 else "ok")
     model = (f'[[models]]\nname = "remote"\nbackend = "openai"\nbase_url = '
              f'"{fault_server.base_url}"\nmax_retries = 2\n')
-    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=3, n_perms=4,
+    cfg = load_audit_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=3, n_perms=4,
                                    models=model, concurrency=1))
     with pytest.raises(EndpointError, match=r"^3 evaluations failed .*--resume"):
         run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever)

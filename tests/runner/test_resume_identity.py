@@ -19,7 +19,7 @@ import pytest
 
 from helpers import damage_journal, write_config
 from recaudit.audit import RunOptions
-from recaudit.audit._config import config_hash, legacy_config_hash, load_config
+from recaudit.audit._config import config_hash, legacy_config_hash, load_audit_config
 from recaudit.audit._journal import CONFIG_META, MSG_NO_META, Journal
 from recaudit.audit._run import run_audit
 from recaudit.exceptions import JournalError
@@ -44,7 +44,7 @@ def started(tmp_path, retriever, emb_cache):
     config = write_config(src, cache_dir=emb_cache, n_perms=4)
     config.write_text(config.read_text().replace("n = 8", 'file = "queries.csv"'))
     run = tmp_path / "run"
-    run_audit(load_config(config), out_dir=run, retriever=retriever)
+    run_audit(load_audit_config(config), out_dir=run, retriever=retriever)
     damage_journal(run, lose=7, fail=0)
     (run / "evaluations.parquet").unlink()
     return config, run
@@ -54,10 +54,10 @@ def test_a_copied_config_resumes(started, tmp_path) -> None:
     config, run = started
     elsewhere = tmp_path / "elsewhere" / "deeper"
     shutil.copytree(config.parent, elsewhere)
-    copied = load_config(elsewhere / config.name)
-    assert copied.catalog.path != load_config(config).catalog.path
-    assert config_hash(copied) == config_hash(load_config(config))
-    assert legacy_config_hash(copied) != legacy_config_hash(load_config(config))
+    copied = load_audit_config(elsewhere / config.name)
+    assert copied.catalog.path != load_audit_config(config).catalog.path
+    assert config_hash(copied) == config_hash(load_audit_config(config))
+    assert legacy_config_hash(copied) != legacy_config_hash(load_audit_config(config))
     res = run_audit(copied, out_dir=run, run=RunOptions(resume=True))
     assert res.ran_now == 7 and res.ok + res.discarded == 12
 
@@ -69,7 +69,8 @@ def test_absolute_paths_resume(started) -> None:
         text = text.replace(f'"{name}"', f'"{config.parent / name}"')
     absolute = config.with_name("absolute.toml")
     absolute.write_text(text)
-    assert run_audit(load_config(absolute), out_dir=run, run=RunOptions(resume=True)).ran_now == 7
+    again = run_audit(load_audit_config(absolute), out_dir=run, run=RunOptions(resume=True))
+    assert again.ran_now == 7
 
 
 @pytest.mark.parametrize(("old", "new", "setting"), [
@@ -83,7 +84,7 @@ def test_a_mismatch_names_the_setting_and_adds_no_session(started, old, new, set
     before = sessions(run)
     config.write_text(config.read_text().replace(old, new))
     with pytest.raises(JournalError, match="different config.*config_hash") as info:
-        run_audit(load_config(config), out_dir=run, run=RunOptions(resume=True))
+        run_audit(load_audit_config(config), out_dir=run, run=RunOptions(resume=True))
     assert setting in str(info.value)
     assert sessions(run) == before
 
@@ -93,7 +94,7 @@ def test_changed_file_content_is_named(started) -> None:
     queries = config.parent / "queries.csv"
     queries.write_text(queries.read_text().replace("red jeans", "green jeans"))
     with pytest.raises(JournalError, match=r"`queries\.file\.sha256`: journal has"):
-        run_audit(load_config(config), out_dir=run, run=RunOptions(resume=True))
+        run_audit(load_audit_config(config), out_dir=run, run=RunOptions(resume=True))
     assert sessions(run) == 1
 
 
@@ -102,7 +103,7 @@ def test_another_k_is_refused_before_the_folder_is_read(started) -> None:
     config.write_text(config.read_text().replace("k = [4]", "k = [4, 5]"))
     with pytest.raises(JournalError, match=r"`retrieval\.k`: journal has \[4\], this "
                                            r"config gives \[4, 5\]"):
-        run_audit(load_config(config), out_dir=run, run=RunOptions(resume=True))
+        run_audit(load_audit_config(config), out_dir=run, run=RunOptions(resume=True))
 
 
 def test_a_held_journal_adds_no_session(started) -> None:
@@ -110,11 +111,12 @@ def test_a_held_journal_adds_no_session(started) -> None:
     holder = Journal(run / "journal.sqlite", meta={}, resume=True)
     try:
         with pytest.raises(JournalError, match="in use by another running process"):
-            run_audit(load_config(config), out_dir=run, run=RunOptions(resume=True))
+            run_audit(load_audit_config(config), out_dir=run, run=RunOptions(resume=True))
     finally:
         holder.close()
     assert sessions(run) == 1
-    assert run_audit(load_config(config), out_dir=run, run=RunOptions(resume=True)).ran_now == 7
+    again = run_audit(load_audit_config(config), out_dir=run, run=RunOptions(resume=True))
+    assert again.ran_now == 7
     assert sessions(run) == 2
 
 
@@ -124,10 +126,10 @@ def test_a_journal_without_meta_rows_is_initialised(started) -> None:
         conn.execute("DELETE FROM meta")
     # rows but no identity: nothing can tell which config wrote them
     with pytest.raises(JournalError, match=MSG_NO_META.split("{")[0]):
-        run_audit(load_config(config), out_dir=run, run=RunOptions(resume=True))
+        run_audit(load_audit_config(config), out_dir=run, run=RunOptions(resume=True))
     with closing(sqlite3.connect(run / "journal.sqlite")) as conn, conn:
         conn.execute("DELETE FROM evaluations")  # as left by a kill before any result
-    res = run_audit(load_config(config), out_dir=run, run=RunOptions(resume=True))
+    res = run_audit(load_audit_config(config), out_dir=run, run=RunOptions(resume=True))
     assert res.ran_now == 12 and res.ok + res.discarded == 12
     assert set(meta(run)) == {"catalog_sha256", "config_hash", CONFIG_META}
 
@@ -163,7 +165,7 @@ def test_a_new_journal_is_created_in_one_transaction(tmp_path, monkeypatch) -> N
 
 def test_journals_of_the_previous_hash_still_resume(started) -> None:
     config, run = started
-    cfg = load_config(config)
+    cfg = load_audit_config(config)
     with closing(sqlite3.connect(run / "journal.sqlite")) as conn, conn:
         conn.execute("UPDATE meta SET value = ? WHERE key = 'config_hash'",
                      (legacy_config_hash(cfg),))

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from helpers import write_config
-from recaudit.audit import apply_plan, choose_design, load_config, run_audit
+from recaudit.audit import apply_plan, choose_design, load_audit_config, run_audit
 from recaudit.cli import app
 from recaudit.exceptions import ConfigError
 
@@ -24,7 +24,7 @@ def _plan(*args: str) -> list[dict]:
 
 def test_the_chosen_design_sizes_the_run(tmp_path, retriever, emb_cache):
     plan = _plan("--k", "3", "--orders", "2", "--p-bias", "0.3", "--queries", "4")
-    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=8, n_perms=5))
+    cfg = load_audit_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=8, n_perms=5))
     sized, seq = apply_plan(cfg, choose_design(plan, "fixed"))
     assert seq is None and sized.retrieval.k == (3,) and sized.queries.n == 4
     assert sized.design.n_perms == 2 and sized.models == cfg.models
@@ -34,7 +34,7 @@ def test_the_chosen_design_sizes_the_run(tmp_path, retriever, emb_cache):
 
 def test_sequential_and_exact_designs_turn_their_levers_on(tmp_path, emb_cache):
     plan = _plan("--k", "3", "--orders", "2", "--p-bias", "0.3", "--queries", "4")
-    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache))
+    cfg = load_audit_config(write_config(tmp_path, cache_dir=emb_cache))
     _, seq = apply_plan(cfg, choose_design(plan, "sequential"))
     assert seq is not None and seq.alpha == pytest.approx(0.05)
     assert seq.max_evaluations >= 4 * 2

@@ -24,7 +24,7 @@ from aiohttp import web
 from typer.testing import CliRunner
 
 from helpers import prepared_run, write_catalog
-from recaudit.audit._config import load_config
+from recaudit.audit._config import load_audit_config
 from recaudit.cli import app
 
 SECRET = f"sk-PLANTED-{uuid.uuid4().hex}"
@@ -167,7 +167,7 @@ def test_the_full_config_is_valid(folder: Path, fault_server, monkeypatch) -> No
     monkeypatch.setenv(ENV, SECRET)
     path = folder / "audit.toml"
     path.write_text(config_text(valid(fault_server.base_url)))
-    cfg = load_config(path)
+    cfg = load_audit_config(path)
     assert {m.backend for m in cfg.models} == {"openai", "local", "simulated"}
     assert cfg.catalog.columns and cfg.queries.file and cfg.prompt.template
 

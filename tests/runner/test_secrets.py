@@ -13,7 +13,7 @@ from aiohttp import web
 from typer.testing import CliRunner
 
 from helpers import write_config
-from recaudit.audit._config import load_config
+from recaudit.audit._config import load_audit_config
 from recaudit.audit._run import run_audit
 from recaudit.cli import app
 from recaudit.exceptions import EndpointError
@@ -57,7 +57,7 @@ def test_key_never_leaks_in_process(tmp_path, retriever, emb_cache, monkeypatch,
                                     fault_server):
     monkeypatch.setenv("RECAUDIT_TEST_SECRET", SECRET)
     caplog.set_level(logging.DEBUG)
-    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=3, n_perms=3,
+    cfg = load_audit_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=3, n_perms=3,
                                    models=MODEL.format(url=fault_server.base_url)))
     fault_server.serve(echoing_handler())
     res = run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever)
@@ -65,7 +65,7 @@ def test_key_never_leaks_in_process(tmp_path, retriever, emb_cache, monkeypatch,
     assert len(seen) == 18 and all(s == f"Bearer {SECRET}" for s in seen)  # the key is sent
     assert res.ok + res.discarded == 9
     # an endpoint that rejects the request and echoes the key in its error body
-    cfg2 = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=3, n_perms=3,
+    cfg2 = load_audit_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=3, n_perms=3,
                                     models=MODEL.format(url=fault_server.base_url)))
     fault_server.serve(lambda n, seen: web.Response(
         status=401, text=f"bad key {seen.headers['Authorization']}"))
@@ -84,7 +84,7 @@ def test_key_never_leaks_through_the_cli(tmp_path, retriever, emb_cache, monkeyp
     path = write_config(tmp_path, cache_dir=emb_cache, n_queries=3, n_perms=4,
                         models=MODEL.format(url=fault_server.base_url))
     # prepare the run folder in process (no embedder in the CLI), empty its journal
-    run_audit(load_config(path), out_dir=tmp_path / "run", retriever=retriever)
+    run_audit(load_audit_config(path), out_dir=tmp_path / "run", retriever=retriever)
     with sqlite3.connect(tmp_path / "run" / "journal.sqlite") as conn:
         conn.execute("DELETE FROM evaluations")
     fault_server.reset()

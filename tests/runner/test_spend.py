@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from helpers import write_config
-from recaudit.audit import RunOptions, load_config, run_audit
+from recaudit.audit import RunOptions, load_audit_config, run_audit
 from recaudit.audit._spend import spend_by_cell
 from recaudit.exceptions import ConfigError
 
@@ -32,7 +32,7 @@ def test_spend_sums_the_table_per_cell_and_prices_it():
 
 
 def test_a_run_records_its_spend_and_a_resume_adds_a_session(tmp_path, retriever, emb_cache):
-    cfg = load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=3, n_perms=2))
+    cfg = load_audit_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=3, n_perms=2))
     run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever)
     run_audit(cfg, out_dir=tmp_path / "run", retriever=retriever, run=RunOptions(resume=True))
     manifest = json.loads((tmp_path / "run" / "run.json").read_text())
@@ -53,4 +53,4 @@ base_url = "http://127.0.0.1:9/v1"
 price_per_mtok = {price}
 """
     with pytest.raises(ConfigError, match="price_per_mtok"):
-        load_config(write_config(tmp_path, cache_dir=emb_cache, models=models))
+        load_audit_config(write_config(tmp_path, cache_dir=emb_cache, models=models))

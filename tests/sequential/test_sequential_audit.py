@@ -12,7 +12,7 @@ import pytest
 
 from helpers import write_config
 from recaudit.audit import RunOptions
-from recaudit.audit._config import DesignConfig, load_config
+from recaudit.audit._config import DesignConfig, load_audit_config
 from recaudit.audit._run import run_audit
 from recaudit.audit._sequential_driver import SEQUENTIAL_FILE, SequentialOptions
 from recaudit.exceptions import ConfigError
@@ -32,7 +32,7 @@ p_bias = 0.0
 
 
 def _cfg(tmp_path, emb_cache, n_queries=30):
-    return load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=n_queries,
+    return load_audit_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=n_queries,
                                     n_perms=5, models=MODELS))
 
 
@@ -136,7 +136,7 @@ def test_sequential_refuses_the_ray_executor(tmp_path, emb_cache):
 
 
 def _exact_cfg(tmp_path, emb_cache):
-    return load_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=30, n_perms=5,
+    return load_audit_config(write_config(tmp_path, cache_dir=emb_cache, n_queries=30, n_perms=5,
                                     models=MODELS, choice_probabilities=True))
 
 
@@ -193,7 +193,7 @@ def test_exact_mode_configuration_errors(tmp_path, emb_cache, opts, prompt, msg)
     path = write_config(tmp_path, cache_dir=emb_cache, n_queries=10, n_perms=5,
                         models=MODELS, choice_probabilities=prompt)
     with pytest.raises(ConfigError, match=msg):
-        run_audit(load_config(path), out_dir=tmp_path / "run",
+        run_audit(load_audit_config(path), out_dir=tmp_path / "run",
                   run=RunOptions(sequential=SequentialOptions(**opts)))
 
 

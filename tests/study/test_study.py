@@ -164,13 +164,13 @@ def test_save_and_report_every_number_resolves(grid, tmp_path):
 def test_cli_study_resumes_a_positional_run_folder_and_reanalyses(
     tmp_path, retriever, emb_cache
 ):
-    from recaudit.audit._config import load_config
+    from recaudit.audit._config import load_audit_config
     from recaudit.audit._run import run_audit
 
     path = study_config(tmp_path, "study-sim.toml", cache_dir=emb_cache)
     run = tmp_path / "run"
     # the folder `recaudit positional run` would make (in process: the embedder is loaded)
-    first = run_audit(load_config(path), out_dir=run, retriever=retriever)
+    first = run_audit(load_audit_config(path), out_dir=run, retriever=retriever)
     assert first.ran_now == first.planned == 2 * 5 * 2 * 4 * 3
     runner = CliRunner()
     res = runner.invoke(app, ["positional", "study", str(path), "--out", str(run), "--resume",
@@ -194,11 +194,11 @@ def test_cli_study_resumes_a_positional_run_folder_and_reanalyses(
 @pytest.mark.slow
 def test_local_model_study(tmp_path, retriever, emb_cache, smollm2_path):
     """The packaged SmolLM2 (constrained) through the whole study: 8 evaluations."""
-    from recaudit.audit._config import load_config
-    from recaudit.audit._study_driver import run_study
+    from recaudit.audit._config import load_audit_config
+    from recaudit.audit._study_driver import run_positional_study
 
-    cfg = load_config(study_config(tmp_path, "study-local.toml", cache_dir=emb_cache))
-    result = run_study(cfg, out_dir=tmp_path / "run", retriever=retriever,
+    cfg = load_audit_config(study_config(tmp_path, "study-local.toml", cache_dir=emb_cache))
+    result = run_positional_study(cfg, out_dir=tmp_path / "run", retriever=retriever,
                        options=AnalysisOptions(n_boot=100, n_resamples=99))
     assert result.audit.planned == result.audit.ok == 8
     table = result.study.table
@@ -211,12 +211,12 @@ def test_local_model_study(tmp_path, retriever, emb_cache, smollm2_path):
 def test_packaged_study_config_is_the_paper_grid():
     import importlib.resources
 
-    from recaudit.audit._config import load_config
+    from recaudit.audit._config import load_audit_config
     from recaudit.exceptions import ConfigError
 
     path = importlib.resources.files("recaudit.llm").joinpath("configs", "study-smollm2.toml")
     try:
-        cfg = load_config(str(path))
+        cfg = load_audit_config(str(path))
     except ConfigError as exc:
         pytest.skip(f"Myntra catalog absent: {exc}")
     assert cfg.retrieval.k == (5, 10) and cfg.temperatures == (0.0, 0.2, 0.4, 0.6)

@@ -1,11 +1,11 @@
 """recaudit.audit: running audits of the system under test (:mod:`recaudit.llm`).
 
-Config (one TOML file, :func:`load_config`) -> plan (every evaluation key with its
+Config (one TOML file, :func:`load_audit_config`) -> plan (every evaluation key with its
 rendered request, :func:`build_tasks`) -> run on an executor (``local`` asyncio runner,
 ``sequential`` anytime-valid rounds, ``ray`` actors) with every result journaled in
 SQLite (:class:`Journal`; resumable, exactly-once) -> the evaluations table -> the
 statistics (:func:`run_and_analyze`, the one place the audit hands its table to
-:mod:`recaudit.positional`). Also the study driver (:func:`run_study`) and the
+:mod:`recaudit.positional`). Also the study driver (:func:`run_positional_study`) and the
 mitigation driver (:func:`mitigate`), and the permutation designs the plan draws
 orders from.
 """
@@ -27,8 +27,8 @@ from ._config import (
     RetrievalConfig,
     config_hash,
     config_to_dict,
-    load_config,
-    parse_config,
+    load_audit_config,
+    parse_audit_config,
 )
 from ._demo import demo_config
 from ._designs import (
@@ -62,7 +62,7 @@ from ._run_options import RunOptions
 from ._runner import EmbeddingProgress, EvalTask, RunProgress, RunSummary, run_tasks
 from ._sequential_driver import SequentialOptions
 from ._spend import BATCH_DISCOUNT
-from ._study_driver import StudyRun, run_study
+from ._study_driver import StudyRun, run_positional_study
 
 __all__ = [
     "BATCH_DISCOUNT",
@@ -77,8 +77,8 @@ __all__ = [
     "config_hash",
     "config_to_dict",
     "demo_config",
-    "load_config",
-    "parse_config",
+    "load_audit_config",
+    "parse_audit_config",
     # plan: designs and tasks
     "Design",
     "answer_schema",
@@ -131,7 +131,7 @@ __all__ = [
     "parse_mitigation",
     "run_and_analyze",
     "run_mitigation",
-    "run_study",
+    "run_positional_study",
     "apply_plan",
     "choose_design",
 ]

@@ -24,7 +24,7 @@ from ..exceptions import RecauditError, RecauditWarning
 from ..llm import CandidateSource
 from ..positional import (
     AnalysisOptions,
-    StudyResult,
+    PositionalStudyResult,
     analyze_groups,
     analyze_study_folder,
     compare_cells,
@@ -153,7 +153,7 @@ class AnalysedRun:
         The run.
     analysis : RunAnalysis or None
         The grouped analysis (``analysis="groups"``).
-    study : StudyResult or None
+    study : PositionalStudyResult or None
         The study's analyses (``analysis="study"``).
     paths : dict of str to Path
         The files the study analysis wrote.
@@ -163,7 +163,7 @@ class AnalysedRun:
 
     audit: AuditResult
     analysis: RunAnalysis | None = None
-    study: StudyResult | None = None
+    study: PositionalStudyResult | None = None
     paths: dict[str, Path] = field(default_factory=dict)
     sequential: dict[str, Any] | None = None
 

@@ -64,7 +64,7 @@ from urllib.parse import quote, unquote
 from .._io import write_atomic, write_text_atomic
 from ..exceptions import ConfigError, EndpointError, InputError
 from ..llm import Backend, CandidateSource
-from ..llm.backends import ModelConfig, OpenAIBackend, OpenAIParams, build_backends
+from ..llm.backends import EndpointConfig, OpenAIBackend, OpenAIParams, build_backends
 from ._config import AuditConfig
 from ._journal import EvalKey, EvalRecord, Journal
 from ._journal_columns import KEY_FIELDS, UPSERT
@@ -284,7 +284,7 @@ def batch_backends(cfg: AuditConfig) -> dict[tuple[str, int], OpenAIBackend]:
 
     Raises :class:`ConfigError` for a model that is not ``backend = "openai"``.
     """
-    models: list[ModelConfig] = []
+    models: list[EndpointConfig] = []
     for m in cfg.models:
         if not isinstance(m.params, OpenAIParams):
             raise ConfigError(MSG_NOT_OPENAI.format(name=m.name, backend=m.backend))

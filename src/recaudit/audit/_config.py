@@ -44,8 +44,8 @@ from ..exceptions import ConfigError, InputError
 from ..llm import Backend
 from ..llm.backends import (
     LOCAL_ENGINES,
+    EndpointConfig,
     LocalParams,
-    ModelConfig,
     OpenAIParams,
     SimulatedParams,
     build_backends,
@@ -60,7 +60,7 @@ __all__ = [
     "CatalogConfig",
     "DesignConfig",
     "LocalParams",
-    "ModelConfig",
+    "EndpointConfig",
     "OpenAIParams",
     "PromptConfig",
     "QueriesConfig",
@@ -73,8 +73,8 @@ __all__ = [
     "config_identity",
     "config_to_dict",
     "legacy_config_hash",
-    "load_config",
-    "parse_config",
+    "load_audit_config",
+    "parse_audit_config",
 ]
 
 DESIGN_KINDS = ("sampled", "shared", "exhaustive", "cyclic", "williams")
@@ -172,7 +172,7 @@ class AuditConfig:
 
     catalog: CatalogConfig
     queries: QueriesConfig
-    models: tuple[ModelConfig, ...]
+    models: tuple[EndpointConfig, ...]
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     prompt: PromptConfig = field(default_factory=PromptConfig)
     design: DesignConfig = field(default_factory=DesignConfig)
@@ -202,7 +202,7 @@ def effective_concurrency(cfg: AuditConfig) -> dict[str, Any]:
     return {"total": cfg.concurrency, "per_model": per_model}
 
 
-def config_backends(cfg: AuditConfig, models: tuple[ModelConfig, ...] | None = None
+def config_backends(cfg: AuditConfig, models: tuple[EndpointConfig, ...] | None = None
                     ) -> dict[tuple[str, int], Backend]:
     """The backends of ``cfg`` (or of some of its ``models``): one per (model, k), from
     :func:`recaudit.llm.build_backends`."""
@@ -223,7 +223,7 @@ _TOP = ("catalog", "queries", "retrieval", "prompt", "design", "models", "temper
 _PARAMS = {"openai": OpenAIParams, "local": LocalParams, "simulated": SimulatedParams}
 
 
-def load_config(path: str | Path) -> AuditConfig:
+def load_audit_config(path: str | Path) -> AuditConfig:
     """Read and validate an audit config file.
 
     Parameters
@@ -242,10 +242,10 @@ def load_config(path: str | Path) -> AuditConfig:
         files that do not exist.
     """
     path = Path(path)
-    return parse_config(read_toml(path), base_dir=path.resolve().parent)
+    return parse_audit_config(read_toml(path), base_dir=path.resolve().parent)
 
 
-def parse_config(data: Mapping[str, Any], *, base_dir: Path) -> AuditConfig:
+def parse_audit_config(data: Mapping[str, Any], *, base_dir: Path) -> AuditConfig:
     """Validate a config mapping (as parsed from TOML).
 
     Parameters
@@ -528,7 +528,7 @@ def _design(t: Mapping[str, Any]) -> DesignConfig:
     )
 
 
-def _models(value: Any, base_dir: Path, run_concurrency: int) -> tuple[ModelConfig, ...]:
+def _models(value: Any, base_dir: Path, run_concurrency: int) -> tuple[EndpointConfig, ...]:
     if not isinstance(value, list) or not value:
         raise ConfigError("`models` must be a non-empty array of tables (`[[models]]`)")
     out = []
@@ -543,7 +543,7 @@ def _models(value: Any, base_dir: Path, run_concurrency: int) -> tuple[ModelConf
                               "(openai|local|simulated)")
         where = Where(f"models.{name}")
         check_keys(t, ("name", "backend", *(f.name for f in fields(_PARAMS[backend]))), where)
-        out.append(ModelConfig(name=name, backend=backend,
+        out.append(EndpointConfig(name=name, backend=backend,
                                params=_params(backend, t, where, base_dir, run_concurrency)))
     names = [m.name for m in out]
     if len(set(names)) != len(names):

@@ -8,7 +8,7 @@ import tomllib
 from pathlib import Path
 
 from ..exceptions import ConfigError
-from ._config import AuditConfig, parse_config
+from ._config import AuditConfig, parse_audit_config
 
 __all__ = ["MSG_DEMO_CATALOG", "demo_config"]
 
@@ -40,4 +40,4 @@ def demo_config(catalog: Path | None = None, queries: int | None = None,
     path = Path(data["catalog"]["path"])
     if not path.is_file():
         raise ConfigError(MSG_DEMO_CATALOG.format(path=path))
-    return parse_config(data, base_dir=Path.cwd())
+    return parse_audit_config(data, base_dir=Path.cwd())

@@ -29,7 +29,7 @@ from .._config_schema import Where, check_keys, choice, get_int
 from .._stats import DEFAULT_N_BOOT
 from .._toml import read_toml
 from ..exceptions import ConfigError
-from ._config import AuditConfig, parse_config
+from ._config import AuditConfig, parse_audit_config
 
 __all__ = ["METHODS", "MitigationConfig", "load_mitigation_config", "parse_mitigation"]
 
@@ -78,7 +78,7 @@ def load_mitigation_config(path: str | Path) -> tuple[AuditConfig, MitigationCon
     path = Path(path)
     data = dict(read_toml(path))
     table = data.pop("mitigation", {})
-    audit = parse_config(data, base_dir=path.resolve().parent)
+    audit = parse_audit_config(data, base_dir=path.resolve().parent)
     return audit, parse_mitigation(table)
 
 

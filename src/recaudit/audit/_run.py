@@ -245,7 +245,7 @@ def run_audit(
     Parameters
     ----------
     cfg : AuditConfig
-        From :func:`~recaudit.audit.load_config`.
+        From :func:`~recaudit.audit.load_audit_config`.
     out_dir : path-like
         The run folder (created after everything validated).
     run : RunOptions, optional

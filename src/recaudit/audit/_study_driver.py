@@ -17,22 +17,22 @@ from pathlib import Path
 from typing import Any
 
 from ..llm import CandidateSource
-from ..positional import AnalysisOptions, StudyResult
+from ..positional import AnalysisOptions, PositionalStudyResult
 from ._analysis import run_and_analyze
 from ._config import AuditConfig
 from ._run import AuditResult
 from ._run_options import RunOptions
 from ._runner import RunProgress
 
-__all__ = ["StudyRun", "run_study"]
+__all__ = ["StudyRun", "run_positional_study"]
 
 
 @dataclass(frozen=True)
 class StudyRun:
-    """What :func:`run_study` did: the run, the analyses and the files written."""
+    """What :func:`run_positional_study` did: the run, the analyses and the files written."""
 
     audit: AuditResult
-    study: StudyResult
+    study: PositionalStudyResult
     paths: dict[str, Path]
 
     def to_dict(self) -> dict[str, Any]:
@@ -46,7 +46,7 @@ class StudyRun:
         }
 
 
-def run_study(
+def run_positional_study(
     cfg: AuditConfig,
     *,
     out_dir: str | os.PathLike[str],

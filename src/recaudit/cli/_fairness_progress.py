@@ -62,7 +62,8 @@ class StudyProgress:
         self.bars.__exit__(exc_type, exc, tb)
 
     def __call__(self, event: str, fields: dict[str, Any]) -> None:
-        """Draw one event of :func:`~recaudit.fairness.study.run_study` (others are ignored)."""
+        """Draw one event of :func:`~recaudit.fairness.study.run_fairness_study` (others
+        are ignored)."""
         handler = self._handlers.get(event)
         if handler is not None:
             handler(fields)

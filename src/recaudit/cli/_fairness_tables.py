@@ -114,7 +114,7 @@ def popularity_bias_table(result: FairnessEvaluation) -> Table | None:
 def protocol_shift_table(rows: Sequence[Mapping[str, Any]]) -> Table:
     """How each model's NDCG, RD-NDCG and IB-NDCG move between protocols.
 
-    ``rows`` from :meth:`~recaudit.fairness.study.StudyResult.protocol_shifts`; the change
+    ``rows`` from :meth:`~recaudit.fairness.study.FairnessStudyResult.protocol_shifts`; the change
     is from the config's first protocol, the rank is by NDCG among the models.
     """
     c = rows[0]["n"] if rows else 10

@@ -2,7 +2,7 @@
 
 ``evaluate`` reads the tables and calls :func:`recaudit.fairness.evaluate` with one
 :class:`~recaudit.fairness.EvaluateOptions`; ``run`` calls
-:func:`recaudit.fairness.study.run_study`. The tables are drawn by
+:func:`recaudit.fairness.study.run_fairness_study`. The tables are drawn by
 :mod:`._fairness_tables`, the progress bars by :mod:`._fairness_progress`.
 """
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pandas and the library are imported by the commands: `--hel
     import pandas as pd
 
     from ..fairness import FairnessEvaluation
-    from ..fairness.study import StudyConfig
+    from ..fairness.study import FairnessStudyConfig
 
 __all__ = ["app"]
 
@@ -119,7 +119,9 @@ def _parse_n(values: list[str] | None, extra: list[str]) -> list[int]:
         raise InputError(N_VALUES_MSG.format(value=bad[0] if bad else tokens)) from None
 
 
-def _override(study: StudyConfig, data: Path | None, output: Path | None) -> StudyConfig:
+def _override(
+    study: FairnessStudyConfig, data: Path | None, output: Path | None
+) -> FairnessStudyConfig:
     """The config with ``--data`` (its single dataset's path) and ``--output`` applied."""
     if data is not None:
         if len(study.datasets) != 1:
@@ -303,12 +305,13 @@ def run(
     With more than one `[study] protocols`, a table of how each model's NDCG@10,
     RD-NDCG@10 and IB-NDCG@10 move between them (`protocol_shifts` in --json).
     """
-    from ..fairness.study import default_config_path, load_config, run_study
+    from ..fairness.study import default_config_path, load_fairness_config, run_fairness_study
 
-    study = _override(load_config(config or default_config_path()), data, output)
+    study = _override(load_fairness_config(config or default_config_path()), data, output)
     n_models = len(study.models) + len(study.baselines)
     with StudyProgress(err_console, n_models=n_models, disable=quiet) as progress:
-        result = run_study(study, progress=progress, executor=executor, ray_address=ray_address)
+        result = run_fairness_study(study, progress=progress, executor=executor,
+                                    ray_address=ray_address)
     shifts = result.protocol_shifts()
     if json_output:
         print_json(result.to_dict() | ({"protocol_shifts": shifts} if shifts else {}))

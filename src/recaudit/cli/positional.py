@@ -372,11 +372,11 @@ def run_command(
     Writes RUN_DIR/evaluations.parquet and prints the positional statistics; with
     --sequential also RUN_DIR/sequential.json (decision and evidence per cell).
     """
-    from ..audit import SequentialOptions, apply_plan, choose_design, load_config
+    from ..audit import SequentialOptions, apply_plan, choose_design, load_audit_config
 
     options = analysis_options(alpha=alpha, tau=tau, spb_repeats=spb_repeats,
                                n_resamples=n_resamples, n_boot=n_boot)
-    cfg = load_config(config)
+    cfg = load_audit_config(config)
     if ci_width is not None and not sequential:
         raise InputError("--ci-width stops a --sequential run: add --sequential")
     seq = SequentialOptions(alpha=options.alpha, max_evaluations=max_evaluations,
@@ -507,18 +507,18 @@ def study_command(
     else:
         if config is None:
             raise InputError("give the study CONFIG (TOML), or `--analyze-only RUN_DIR`")
-        from ..audit import load_config, run_study
+        from ..audit import load_audit_config, run_positional_study
 
-        cfg = load_config(config)
+        cfg = load_audit_config(config)
         _design_notes(cfg, live)
         settings: dict[str, Any] = {"out_dir": out or Path("runs") / config.stem,
                                     "resume": resume, "seed": seed, "options": options}
         if live:
             with progress_display() as display:
-                result = run_study(cfg, progress=RichProgress(display),
+                result = run_positional_study(cfg, progress=RichProgress(display),
                                    on_phase=phase_printer(live), **settings)
         else:
-            result = run_study(cfg, **settings)
+            result = run_positional_study(cfg, **settings)
         study, summary = result.study, result.to_dict()
     if as_json:
         print_json(summary)

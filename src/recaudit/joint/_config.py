@@ -30,7 +30,7 @@ def _write_inputs(testbed: MovieLensTestbed, inputs: Path) -> tuple[Path, Path]:
 
 
 def run_config(testbed: MovieLensTestbed, options: JointOptions, inputs: Path) -> dict[str, Any]:
-    """The audit config (as :func:`recaudit.audit.parse_config` takes it) of the joint
+    """The audit config (as :func:`recaudit.audit.parse_audit_config` takes it) of the joint
     audit's positional run, after writing its inputs into ``inputs``."""
     catalog, queries = _write_inputs(testbed, inputs)
     return {

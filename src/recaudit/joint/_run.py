@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .._io import write_text_atomic
-from ..audit import RunOptions, RunProgress, parse_config, run_and_analyze
+from ..audit import RunOptions, RunProgress, parse_audit_config, run_and_analyze
 from ..exceptions import InputError
 from ..llm import ItemKNNRetriever, movielens_testbed
 from ..positional import PositionalAnalysis
@@ -60,7 +60,7 @@ def run_joint_audit(options: JointOptions, out_dir: str | Path, *,
                                 rng=options.seed)
     user_attributes(testbed, options)  # a wrong attribute fails before the model runs
     retriever = ItemKNNRetriever(testbed.train, testbed.history)
-    cfg = parse_config(run_config(testbed, options, out / "inputs"), base_dir=out)
+    cfg = parse_audit_config(run_config(testbed, options, out / "inputs"), base_dir=out)
     done = run_and_analyze(cfg, out_dir=out / "run", retriever=retriever, progress=progress,
                            on_phase=on_phase,
                            run=RunOptions(resume=(out / "run" / "journal.sqlite").exists()))

@@ -29,8 +29,8 @@ from .backends import LocalBackend
 # -- the backends and their factory ----------------------------------------------------
 from .backends._batching import BatchingBackend
 from .backends._factory import (
+    EndpointConfig,
     LocalParams,
-    ModelConfig,
     OpenAIParams,
     SimulatedParams,
     build_backends,
@@ -91,7 +91,7 @@ __all__ = [
     # the backends and their factory
     "BatchingBackend",
     "LocalParams",
-    "ModelConfig",
+    "EndpointConfig",
     "OpenAIBackend",
     "OpenAIParams",
     "SimulatedBackend",

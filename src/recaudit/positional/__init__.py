@@ -81,7 +81,7 @@ from ._counterfactual import (
     score_dispersion,
     set_iou,
 )
-from ._study import STUDY_COLUMNS, StudyResult, analyze_study, analyze_study_folder
+from ._study import STUDY_COLUMNS, PositionalStudyResult, analyze_study, analyze_study_folder
 
 __all__ = [
     "DEFAULT_SEQUENTIAL_METHOD",
@@ -163,7 +163,7 @@ __all__ = [
     "DispersionResult",
     "InstanceSpb",
     "IoUResult",
-    "StudyResult",
+    "PositionalStudyResult",
     "WilcoxonResult",
     "analyze_study",
     "analyze_study_folder",

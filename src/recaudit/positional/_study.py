@@ -13,7 +13,7 @@ the full table and for the complete cases side by side:
   slopes).
 
 It reads files only (:func:`analyze_study_folder`); running the LLM is
-:func:`recaudit.audit.run_study`'s job. Results: one tidy table (a row per model, k,
+:func:`recaudit.audit.run_positional_study`'s job. Results: one tidy table (a row per model, k,
 temperature, condition, analysis, metric) and the JSON of the report.
 """
 
@@ -52,7 +52,7 @@ from ._options import AnalysisOptions
 
 __all__ = [
     "STUDY_COLUMNS",
-    "StudyResult",
+    "PositionalStudyResult",
     "analyze_study",
     "analyze_study_folder",
 ]
@@ -116,7 +116,7 @@ SPB_FOLDS = 5
 
 
 @dataclass(frozen=True, eq=False)
-class StudyResult:
+class PositionalStudyResult:
     """The study's analyses: the tidy table, the detailed JSON and the grouped analysis.
 
     Attributes
@@ -190,7 +190,7 @@ def analyze_study_folder(
     *,
     rng: np.random.Generator | int | None = None,
     progress: Callable[[str], None] | None = None,
-) -> StudyResult:
+) -> PositionalStudyResult:
     """Analyse a finished run folder (``evaluations.parquet`` [+ ``candidates.parquet``]).
 
     Nothing is run; see :func:`analyze_study` for the analyses. The seed defaults to the
@@ -225,7 +225,7 @@ def analyze_study(
     candidates: pd.DataFrame | None = None,
     rng: np.random.Generator | int | None = None,
     progress: Callable[[str], None] | None = None,
-) -> StudyResult:
+) -> PositionalStudyResult:
     r"""Analyse every cell of the study grid and the comparisons it allows.
 
     Per cell (model, k, temperature, condition): the grouped analysis of
@@ -313,7 +313,7 @@ def analyze_study(
         "n_queries_with_discards": cc.n_queries_dropped,
         "complete_case_by": list(cc.by),
     }
-    return StudyResult(
+    return PositionalStudyResult(
         table=frame,
         comparisons=tuple(comparisons),
         dispersion=tuple(dispersion),

@@ -3,7 +3,8 @@
 ``recaudit fairness evaluate --json`` (one model or ``{model: result}``) is read with
 :meth:`FairnessEvaluation.from_dict <recaudit.fairness.FairnessEvaluation.from_dict>`;
 the nested ``results.json`` of ``recaudit fairness run`` (alone or in its run folder)
-with :meth:`StudyResult.from_dict <recaudit.fairness.study.StudyResult.from_dict>`. Both
+with :meth:`FairnessStudyResult.from_dict
+<recaudit.fairness.study.FairnessStudyResult.from_dict>`. Both
 are as lenient as the report always was (metric aliases, ``NDCG@10`` /
 ``ndcg_10``, bare numbers, ``null``).
 
@@ -27,7 +28,7 @@ from .._stats import Estimate
 from ..exceptions import InputError
 from ..fairness import FairnessEvaluation
 from ..fairness import _from_json as js
-from ..fairness.study import ModelResult, StudyResult
+from ..fairness.study import FairnessStudyResult, ModelResult
 from ._lookup import first_file, norm, read_table_file
 
 __all__ = ["FAIRNESS_CMD", "FULL", "METRIC_ORDER", "UNNAMED", "FairnessRun", "HeadItem",
@@ -167,7 +168,7 @@ def _from_study(results: Mapping[str, Any], folder: Path | None) -> tuple[
     """The evaluated models of the first dataset of a ``results.json`` (its folder
     holds the long-tail table), each with its raw evaluation JSON (and the model's
     ``evaluations`` under every protocol, when it has them)."""
-    study = StudyResult.from_dict(results, output=folder)
+    study = FairnessStudyResult.from_dict(results, output=folder)
     name, dataset = next(iter(study.datasets.items()))
     raw_models = js.find(next(iter(results["datasets"].values())), "models") or {}
     models: list[tuple[ModelResult, Mapping[str, Any]]] = [

@@ -1,12 +1,12 @@
 """The inter-bias study runner: config, data loaders, models, the run and its results.
 
-``recaudit fairness run CONFIG.toml`` calls :func:`run_study`: for every dataset of the
-typed config (:func:`load_config`, :class:`StudyConfig`; the packaged ML-100K config at
-:func:`default_config_path`) it loads the data (:func:`load_dataset` and the format
-loaders), splits it, trains and tunes the RecBole models of :mod:`.models` (locally or
-on Ray), ranks their top-N lists and evaluates them with
-:func:`recaudit.fairness.evaluate`, into one resumable run folder whose
-``results.json`` reads back as :class:`StudyResult`.
+``recaudit fairness run CONFIG.toml`` calls :func:`run_fairness_study`: for every
+dataset of the typed config (:func:`load_fairness_config`, :class:`FairnessStudyConfig`;
+the packaged ML-100K config at :func:`default_config_path`) it loads the data
+(:func:`load_dataset` and the format loaders), splits it, trains and tunes the RecBole
+models of :mod:`.models` (locally or on Ray), ranks their top-N lists and evaluates
+them with :func:`recaudit.fairness.evaluate`, into one resumable run folder whose
+``results.json`` reads back as :class:`FairnessStudyResult`.
 
 The statistics (:mod:`recaudit.fairness`, its ``popularity`` and ``simulation``
 packages) never import this package; only the command line and the report do.
@@ -14,11 +14,11 @@ packages) never import this package; only the command line and the report do.
 
 from ._config import (
     DatasetConfig,
-    ModelConfig,
-    StudyConfig,
+    FairnessStudyConfig,
+    GridModel,
     default_config_path,
-    load_config,
-    parse_config,
+    load_fairness_config,
+    parse_fairness_config,
 )
 from ._loaders import (
     FORMATS,
@@ -29,26 +29,26 @@ from ._loaders import (
     load_recbole_atomic,
     load_table,
 )
-from ._results import DatasetResult, ModelResult, StudyResult
-from ._run import Progress, run_study
+from ._results import DatasetResult, FairnessStudyResult, ModelResult
+from ._run import Progress, run_fairness_study
 
 __all__ = [
     "FORMATS",
     "DatasetConfig",
     "DatasetResult",
-    "ModelConfig",
+    "GridModel",
     "ModelResult",
     "Progress",
-    "StudyConfig",
-    "StudyResult",
+    "FairnessStudyConfig",
+    "FairnessStudyResult",
     "default_config_path",
-    "load_config",
+    "load_fairness_config",
     "load_dataset",
     "load_lastfm_1k",
     "load_lastfm_360k",
     "load_movielens",
     "load_recbole_atomic",
     "load_table",
-    "parse_config",
-    "run_study",
+    "parse_fairness_config",
+    "run_fairness_study",
 ]

@@ -27,11 +27,11 @@ from .models._recbole import recbole_class
 
 __all__ = [
     "DatasetConfig",
-    "ModelConfig",
-    "StudyConfig",
+    "GridModel",
+    "FairnessStudyConfig",
     "default_config_path",
-    "load_config",
-    "parse_config",
+    "load_fairness_config",
+    "parse_fairness_config",
 ]
 
 
@@ -54,7 +54,7 @@ class DatasetConfig:
 
 
 @dataclass(frozen=True)
-class ModelConfig:
+class GridModel:
     """One model of the study (TOML table ``[models.NAME]``)."""
 
     name: str
@@ -64,12 +64,12 @@ class ModelConfig:
 
 
 @dataclass(frozen=True)
-class StudyConfig:
+class FairnessStudyConfig:
     """The whole study: datasets, models, baselines, list lengths, output folder."""
 
     output: Path
     datasets: tuple[DatasetConfig, ...]
-    models: tuple[ModelConfig, ...]
+    models: tuple[GridModel, ...]
     baselines: tuple[str, ...] = BASELINES
     n: tuple[int, ...] = (5, 10, 15)
     list_length: int = 20
@@ -108,7 +108,7 @@ def _where(label: str) -> Where:
 
 
 def _study(study: Any, where: Where, under: Resolve) -> dict[str, Any]:
-    """The ``[study]`` table's settings, as :class:`StudyConfig` keyword arguments."""
+    """The ``[study]`` table's settings, as :class:`FairnessStudyConfig` keyword arguments."""
     check_keys(study, _STUDY_KEYS, where)
     out: dict[str, Any] = {"output": under(get_typed(study, "output", where, str, "a path"))}
     baselines = tuple(get_typed(study, "baselines", where, list, "a list of names",
@@ -217,7 +217,7 @@ def _datasets(raw: Mapping[str, Any], source: str, under: Resolve,
     return datasets
 
 
-def _model(name: str, table: Any, where: Where) -> ModelConfig:
+def _model(name: str, table: Any, where: Where) -> GridModel:
     """One ``[models.NAME]`` table."""
     recbole_class(name)
     if not isinstance(table, dict):
@@ -228,7 +228,7 @@ def _model(name: str, table: Any, where: Where) -> ModelConfig:
         if not isinstance(values, list) or not values:
             raise ConfigError(MSG_VALUE.format(name=where.name(f"grid.{key}"),
                                                kind="a non-empty list", value=values))
-    return ModelConfig(
+    return GridModel(
         name=name,
         grid={k: tuple(v) for k, v in grid.items()},
         epochs=get_int(table, "epochs", where, default=None, minimum=1,
@@ -237,9 +237,9 @@ def _model(name: str, table: Any, where: Where) -> ModelConfig:
     )
 
 
-def parse_config(raw: Mapping[str, Any], *, source: str = "config",
-                 base_dir: Path | None = None) -> StudyConfig:
-    """Build a :class:`StudyConfig` from parsed TOML; unknown keys are errors.
+def parse_fairness_config(raw: Mapping[str, Any], *, source: str = "config",
+                 base_dir: Path | None = None) -> FairnessStudyConfig:
+    """Build a :class:`FairnessStudyConfig` from parsed TOML; unknown keys are errors.
 
     Parameters
     ----------
@@ -249,12 +249,12 @@ def parse_config(raw: Mapping[str, Any], *, source: str = "config",
         Where it came from, for messages.
     base_dir : path, optional
         Folder that relative paths (``output``, dataset ``path`` and ``users``) are
-        resolved against (:func:`load_config` passes the config file's folder);
+        resolved against (:func:`load_fairness_config` passes the config file's folder);
         ``None`` leaves them relative (to the working directory).
 
     Returns
     -------
-    StudyConfig
+    FairnessStudyConfig
 
     Raises
     ------
@@ -275,7 +275,7 @@ def parse_config(raw: Mapping[str, Any], *, source: str = "config",
                    for name, table in models_raw.items())
     if not models and not settings["baselines"]:
         raise ConfigError(f"{source} names no [models.NAME] and no baselines: nothing to run")
-    return StudyConfig(datasets=datasets, models=models, **settings)
+    return FairnessStudyConfig(datasets=datasets, models=models, **settings)
 
 
 def default_config_path() -> Path:
@@ -283,7 +283,7 @@ def default_config_path() -> Path:
     return Path(str(resources.files("recaudit.fairness.study") / "configs" / "ml-100k.toml"))
 
 
-def load_config(path: str | Path) -> StudyConfig:
+def load_fairness_config(path: str | Path) -> FairnessStudyConfig:
     """Read and validate a study TOML file.
 
     Relative paths in it are resolved against the config file's folder, as in
@@ -294,6 +294,6 @@ def load_config(path: str | Path) -> StudyConfig:
     path = Path(path)
     packaged = path.resolve() == default_config_path().resolve()
     base_dir = Path.cwd() if packaged else path.resolve().parent
-    return parse_config(read_toml(path), source=str(path), base_dir=base_dir)
+    return parse_fairness_config(read_toml(path), source=str(path), base_dir=base_dir)
 
 

@@ -1,7 +1,7 @@
 """Run the inter-bias study's grid search on a Ray cluster.
 
 ``recaudit fairness run CONFIG.toml --executor ray`` trains every (dataset, model, grid
-point) as one ``ray.remote(num_cpus=1)`` task. :func:`~._study.run_study` still prepares
+point) as one ``ray.remote(num_cpus=1)`` task. :func:`~._study.run_fairness_study` still prepares
 each dataset (load, sample, split) and evaluates in the driver; for a dataset it first
 submits the grid points of every model that is not finished, then collects them model
 by model, so all the cluster's CPUs train at once.

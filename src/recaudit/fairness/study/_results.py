@@ -1,6 +1,6 @@
-"""What :func:`~recaudit.fairness.study.run_study` returns, and its ``results.json``.
+"""What :func:`~recaudit.fairness.study.run_fairness_study` returns, and its ``results.json``.
 
-:class:`StudyResult` holds one :class:`DatasetResult` per dataset, each with one
+:class:`FairnessStudyResult` holds one :class:`DatasetResult` per dataset, each with one
 :class:`ModelResult` per model and baseline (its training record and its
 :class:`~recaudit.fairness.FairnessEvaluation`). ``to_dict()`` is the study folder's
 ``results.json``; ``from_dict()`` reads it back.
@@ -17,7 +17,7 @@ from ...exceptions import InputError
 from .. import _from_json as js
 from .._results import FairnessEvaluation
 
-__all__ = ["DatasetResult", "ModelResult", "StudyResult"]
+__all__ = ["DatasetResult", "ModelResult", "FairnessStudyResult"]
 
 RERUN = "rerun `recaudit fairness run`"
 DATASETS_MSG = "results.json: `datasets` is empty or not a JSON object; " + RERUN
@@ -148,15 +148,15 @@ class DatasetResult:
 
 
 @dataclass(frozen=True)
-class StudyResult:
-    """What :func:`~recaudit.fairness.study.run_study` did.
+class FairnessStudyResult:
+    """What :func:`~recaudit.fairness.study.run_fairness_study` did.
 
     Attributes
     ----------
     output : pathlib.Path or None
         The run folder (``None`` when read from a JSON without saying where).
     config : Mapping[str, Any]
-        The resolved config (:meth:`~recaudit.fairness.study.StudyConfig.to_dict`).
+        The resolved config (:meth:`~recaudit.fairness.study.FairnessStudyConfig.to_dict`).
     datasets : Mapping[str, DatasetResult]
         One entry per dataset, in config order.
     """
@@ -190,7 +190,9 @@ class StudyResult:
         }
 
     @classmethod
-    def from_dict(cls, obj: Mapping[str, Any], *, output: Path | None = None) -> StudyResult:
+    def from_dict(
+        cls, obj: Mapping[str, Any], *, output: Path | None = None
+    ) -> FairnessStudyResult:
         """Read a ``results.json`` back (``output``: the folder it came from, if known).
 
         Accepts what the HTML report reads: ``datasets`` (a non-empty object) whose
@@ -214,7 +216,7 @@ class StudyResult:
 
 
 def _shift_rows(dataset: str, models: list[ModelResult], n: int) -> list[dict[str, Any]]:
-    """:meth:`StudyResult.protocol_shifts` of one dataset."""
+    """:meth:`FairnessStudyResult.protocol_shifts` of one dataset."""
     rows: list[dict[str, Any]] = []
     for model in models:
         first: dict[str, float] | None = None

@@ -1,6 +1,6 @@
 """The inter-bias study runner: one typed TOML config, one resumable run folder.
 
-``recaudit fairness run CONFIG.toml`` calls :func:`run_study`, which for every
+``recaudit fairness run CONFIG.toml`` calls :func:`run_fairness_study`, which for every
 dataset of the config does
 
     load -> implicit feedback -> sample N -> protected groups -> per-user split
@@ -70,11 +70,11 @@ from .._results import FairnessEvaluation
 from ..popularity._user_groups import parse_popularity_groups
 from ._config import (
     DatasetConfig,
-    ModelConfig,
-    StudyConfig,
+    FairnessStudyConfig,
+    GridModel,
 )
 from ._loaders import load_dataset
-from ._results import DatasetResult, ModelResult, StudyResult
+from ._results import DatasetResult, FairnessStudyResult, ModelResult
 from .models._baselines import (
     most_popular,
     most_popular_candidates,
@@ -84,7 +84,7 @@ from .models._baselines import (
 from .models._candidates import load_model, recommend_candidates
 from .models._recbole import recommend, train_model, write_atomic_split
 
-__all__ = ["run_study"]
+__all__ = ["run_fairness_study"]
 
 MSG_OTHER_RUN = (
     "output folder {path} holds a run of a different config (study.json differs); "
@@ -119,9 +119,9 @@ def _write_table(
 Progress = Callable[[str, dict[str, Any]], None]
 
 
-def _run_iv(config: StudyConfig) -> Path:
-    if not isinstance(config, StudyConfig):
-        raise ConfigError(f"`config` must be a StudyConfig, got {type(config).__name__}")
+def _run_iv(config: FairnessStudyConfig) -> Path:
+    if not isinstance(config, FairnessStudyConfig):
+        raise ConfigError(f"`config` must be a FairnessStudyConfig, got {type(config).__name__}")
     output = Path(config.output)
     output.mkdir(parents=True, exist_ok=True)
     resolved = config.to_dict()
@@ -143,14 +143,14 @@ def _run_iv(config: StudyConfig) -> Path:
     return output
 
 
-def run_study(config: StudyConfig, *, progress: Progress | None = None,
-              executor: str = "local", ray_address: str | None = None) -> StudyResult:
+def run_fairness_study(config: FairnessStudyConfig, *, progress: Progress | None = None,
+              executor: str = "local", ray_address: str | None = None) -> FairnessStudyResult:
     """Run (or resume) the study described by ``config``.
 
     Parameters
     ----------
-    config : StudyConfig
-        From :func:`load_config` or :func:`parse_config`.
+    config : FairnessStudyConfig
+        From :func:`load_fairness_config` or :func:`parse_fairness_config`.
     progress : callable, optional
         Receives progress events (the CLI draws rich progress bars from them).
     executor : {"local", "ray"}
@@ -161,7 +161,7 @@ def run_study(config: StudyConfig, *, progress: Progress | None = None,
 
     Returns
     -------
-    StudyResult
+    FairnessStudyResult
     """
     from ..._ray_session import check_executor, ray_session
 
@@ -179,7 +179,7 @@ def run_study(config: StudyConfig, *, progress: Progress | None = None,
             report("dataset", {"name": dconf.name})
             datasets[dconf.name] = _run_dataset(
                 config, dconf, output / dconf.name, report, trainer)
-    result = StudyResult(output=output, config=config.to_dict(), datasets=datasets)
+    result = FairnessStudyResult(output=output, config=config.to_dict(), datasets=datasets)
     text = json.dumps(result.to_dict(), indent=2, default=str)
     write_text_atomic(output / "results.json", text)
     return result
@@ -208,7 +208,7 @@ class _Prepared:
 
 
 def _run_dataset(
-    config: StudyConfig, dconf: DatasetConfig, folder: Path, report: Progress,
+    config: FairnessStudyConfig, dconf: DatasetConfig, folder: Path, report: Progress,
     trainer: Any = None,
 ) -> DatasetResult:
     """Prepare one dataset, train its models, run the baselines, evaluate them all."""
@@ -277,7 +277,7 @@ def _candidates_rng(dconf: DatasetConfig, protocol: Protocol) -> np.random.Gener
 
 
 def _with_candidates(
-    prepared: _Prepared, config: StudyConfig, dconf: DatasetConfig, folder: Path
+    prepared: _Prepared, config: FairnessStudyConfig, dconf: DatasetConfig, folder: Path
 ) -> _Prepared:
     """``prepared`` with the config's protocols and every sampled one's candidates.
 
@@ -325,7 +325,7 @@ def _write_sampled(
 
 
 def _rescored(
-    config: StudyConfig, mconf: ModelConfig, prepared: _Prepared, folder: Path,
+    config: FairnessStudyConfig, mconf: GridModel, prepared: _Prepared, folder: Path,
     info: dict[str, Any], report: Progress,
 ) -> dict[str, Any] | None:
     """A finished model's record with the lists of every protocol, scoring the missing
@@ -353,7 +353,7 @@ def _rescored(
 
 
 def _train_models(
-    config: StudyConfig, prepared: _Prepared, folder: Path, report: Progress, trainer: Any
+    config: FairnessStudyConfig, prepared: _Prepared, folder: Path, report: Progress, trainer: Any
 ) -> dict[str, dict[str, Any]]:
     """Train (or resume) every model; each one's ``results.json`` record."""
     data_path = folder / "recbole"
@@ -378,7 +378,9 @@ def _train_models(
     return records
 
 
-def _resumable(config: StudyConfig, mconf: ModelConfig, folder: Path) -> dict[str, Any] | None:
+def _resumable(
+    config: FairnessStudyConfig, mconf: GridModel, folder: Path
+) -> dict[str, Any] | None:
     """The ``done.json`` of a model finished with these settings, else ``None``."""
     stamp = _fingerprint(_model_settings(config, mconf))
     return _finished(folder / "models" / mconf.name / "done.json", stamp,
@@ -386,7 +388,7 @@ def _resumable(config: StudyConfig, mconf: ModelConfig, folder: Path) -> dict[st
 
 
 def _train_one(
-    config: StudyConfig, mconf: ModelConfig, prepared: _Prepared, folder: Path,
+    config: FairnessStudyConfig, mconf: GridModel, prepared: _Prepared, folder: Path,
     report: Progress, train: Any,
 ) -> dict[str, Any]:
     """Grid-search, train and recommend one model; write its lists and ``done.json``."""
@@ -423,7 +425,7 @@ def _train_one(
 
 
 def _run_baselines(
-    config: StudyConfig, prepared: _Prepared, recs_dir: Path, report: Progress
+    config: FairnessStudyConfig, prepared: _Prepared, recs_dir: Path, report: Progress
 ) -> dict[str, dict[str, Any]]:
     """The baselines' top-N lists; each one's ``results.json`` record."""
     known, test_users = prepared.split.known, prepared.test_users
@@ -468,7 +470,7 @@ def _baseline_ranker(
         candidates, n=n, rng=np.random.default_rng(prepared.random_seed))
 
 
-def _evaluate_options(config: StudyConfig, dconf: DatasetConfig) -> EvaluateOptions:
+def _evaluate_options(config: FairnessStudyConfig, dconf: DatasetConfig) -> EvaluateOptions:
     """The :class:`EvaluateOptions` of every model of dataset ``dconf``.
 
     Cut-offs, resamples and popularity groups from ``[study]``, the minimum group
@@ -490,7 +492,7 @@ def _evaluation_rng(dconf: DatasetConfig) -> np.random.Generator:
 
 
 def _evaluate_models(
-    config: StudyConfig, dconf: DatasetConfig, prepared: _Prepared,
+    config: FairnessStudyConfig, dconf: DatasetConfig, prepared: _Prepared,
     records: dict[str, dict[str, Any]], report: Progress,
 ) -> dict[str, ModelResult]:
     """Evaluate every model's lists on the test split (:func:`evaluate`)."""
@@ -523,7 +525,7 @@ def _evaluate_models(
     return out
 
 
-def _model_settings(config: StudyConfig, mconf: ModelConfig) -> dict[str, Any]:
+def _model_settings(config: FairnessStudyConfig, mconf: GridModel) -> dict[str, Any]:
     """What a finished model's ``done.json`` fingerprint covers."""
     return {
         "grid": {k: list(v) for k, v in mconf.grid.items()},
@@ -544,7 +546,7 @@ def _finished(done: Path, stamp: str, recs: Path) -> dict[str, Any] | None:
     return info if info.get("fingerprint") == stamp and recs.exists() else None
 
 
-def _train_kwargs(config: StudyConfig, mconf: ModelConfig, folder: Path) -> dict[str, Any]:
+def _train_kwargs(config: FairnessStudyConfig, mconf: GridModel, folder: Path) -> dict[str, Any]:
     """Keyword arguments of ``train_model`` for one model of one dataset."""
     return {
         "workdir": folder / "models" / mconf.name,

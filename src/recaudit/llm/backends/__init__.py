@@ -18,8 +18,8 @@ from ._packaged import gguf_quantization
 from ._batching import describe_backend
 from ._factory import (
     LOCAL_ENGINES,
+    EndpointConfig,
     LocalParams,
-    ModelConfig,
     OpenAIParams,
     SimulatedParams,
     build_backends,
@@ -41,7 +41,7 @@ __all__ = [
     # llm-runner
     "LOCAL_ENGINES",
     "LocalParams",
-    "ModelConfig",
+    "EndpointConfig",
     "OpenAIBackend",
     "OpenAIParams",
     "SimulatedBackend",

@@ -2,7 +2,7 @@
 from it.
 
 The audit config (:mod:`recaudit.audit`) parses each ``[[models]]`` table into a
-:class:`ModelConfig` whose ``params`` are one of :class:`OpenAIParams`,
+:class:`EndpointConfig` whose ``params`` are one of :class:`OpenAIParams`,
 :class:`LocalParams`, :class:`SimulatedParams`; :func:`build_backends` turns them into
 one :class:`~recaudit.llm.Backend` per (model name, k). The factory lives with the
 backends (the system under test), so the audit's executors -- local, sequential, Ray --
@@ -30,7 +30,7 @@ __all__ = [
     "LOCAL_ENGINES",
     "LocalEngine",
     "LocalParams",
-    "ModelConfig",
+    "EndpointConfig",
     "OpenAIParams",
     "SimulatedParams",
     "build_backends",
@@ -103,7 +103,7 @@ class SimulatedParams:
 
 
 @dataclass(frozen=True)
-class ModelConfig:
+class EndpointConfig:
     """One ``[[models]]`` entry: a ``name``, a ``backend`` kind and its params."""
 
     name: str
@@ -111,7 +111,7 @@ class ModelConfig:
     params: OpenAIParams | LocalParams | SimulatedParams
 
 
-def _shared_backend(m: ModelConfig, *, seed: int, constrained: bool) -> Backend | None:
+def _shared_backend(m: EndpointConfig, *, seed: int, constrained: bool) -> Backend | None:
     """The one instance serving every k of an ``openai`` or ``local`` model."""
     p = m.params
     if isinstance(p, OpenAIParams):
@@ -137,14 +137,14 @@ def _shared_backend(m: ModelConfig, *, seed: int, constrained: bool) -> Backend 
     return None
 
 
-def build_backends(models: Iterable[ModelConfig], *, k: Sequence[int], seed: int,
+def build_backends(models: Iterable[EndpointConfig], *, k: Sequence[int], seed: int,
                    constrained: bool = False, answer: str = "pick"
                    ) -> dict[tuple[str, int], Backend]:
     """One backend per (model name, k) (instances are shared across k when they can).
 
     Parameters
     ----------
-    models : iterable of ModelConfig
+    models : iterable of EndpointConfig
         The ``[[models]]`` entries.
     k : sequence of int
         The candidate-set sizes (a simulated model has one instance per k).
