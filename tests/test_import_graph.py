@@ -183,16 +183,6 @@ def _top(module: str) -> str:
     return ".".join(module.split(".")[:2])
 
 
-#: Private doors still open, each with why (none should be added).
-PRIVATE_DOORS = {
-    # the fairness package's face is being rebuilt (issue 36, item 1); its protocol
-    # check gets a public name there
-    "recaudit.cli.fairness -> recaudit.fairness._protocol",
-    # the fairness JSON readers' alias layer, to go with one number rule (issue 36, item 2)
-    "recaudit.report._load_fairness -> recaudit.fairness._from_json",
-}
-
-
 def test_packages_meet_at_their_faces():
     """No module imports another package's private module (issue 36, item 4): the
     packages meet at their ``__init__`` faces; the shared root modules are allowed."""
@@ -200,5 +190,4 @@ def test_packages_meet_at_their_faces():
                    if t.count(".") >= 2 and not t.split(".")[1].startswith("_")
                    and _top(t) != _top(m)
                    and any(part.startswith("_") for part in t.split(".")[2:]))
-    assert set(doors) <= PRIVATE_DOORS, sorted(set(doors) - PRIVATE_DOORS)
-    assert len(doors) == len(PRIVATE_DOORS)
+    assert doors == []

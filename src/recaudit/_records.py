@@ -1,9 +1,13 @@
 """Reading result JSON back: the helpers every result type's ``from_dict`` shares.
 
-Two kinds: strict readers of a result's own JSON (``need``, ``number``, ...), and
-tolerant key lookup for JSON written by other tools or older versions (``norm_key``,
-``find_key``, ``need_key``, ``json_float``: case- and separator-insensitive keys,
-aliases), used by the fairness results' ``from_dict`` and the report's loaders.
+One number rule for every reader: a number is a JSON number (never ``true``, never a
+string such as ``"0.5"`` or ``"inf"``), ``null`` an undefined one (``nan``), a whole
+number a JSON number without a fraction (``to_float``, ``to_int``, ``to_bool``; by key:
+``number``, ``integer``, ``text``, ...); a value of another kind is an
+:class:`~recaudit.InputError` naming the file or result (``what``) and the key. Key
+*names* may be looked up tolerantly for JSON written by other tools or older versions
+(``norm_key``, ``find_key``, ``need_key``: case- and separator-insensitive, aliases),
+never their values.
 
 A result's ``to_dict()`` gives plain JSON values (``nan`` becomes ``null`` once written
 with :func:`recaudit._io.to_jsonable`); ``from_dict`` reads either form back. A missing
@@ -26,19 +30,16 @@ from .exceptions import InputError
 
 __all__ = [
     "MSG_MISSING",
+    "MSG_NOT_FLAG",
     "MSG_NOT_NUMBER",
     "MSG_NOT_OBJECT",
     "MSG_KEY_WRITTEN_BY",
-    "MSG_NOT_A_NUMBER",
-    "MSG_NOT_A_WHOLE_NUMBER",
     "MSG_NOT_INTEGER",
     "MSG_NOT_NUMBERS",
     "MSG_NOT_POSITIONS",
     "as_mapping",
     "integer",
-    "json_int",
     "find_key",
-    "json_float",
     "need_key",
     "norm_key",
     "float_array",
@@ -47,6 +48,7 @@ __all__ = [
     "optional_number",
     "positions",
     "text",
+    "to_bool",
     "to_float",
     "to_int",
 ]
@@ -59,8 +61,7 @@ MSG_NOT_INTEGER = "{what}: `{key}` must be a whole number, got {value}"
 MSG_NOT_NUMBERS = ("{what}: `{key}` must be a list of numbers (null for undefined), "
                    "got {value}")
 MSG_NOT_POSITIONS = "{what}: `{key}` must be a list of whole numbers or null, got {value}"
-MSG_NOT_A_NUMBER = "expected a number, got {value!r}"
-MSG_NOT_A_WHOLE_NUMBER = "expected a whole number, got {value!r}"
+MSG_NOT_FLAG = "{what}: `{key}` must be true or false, got {value}"
 
 _REPR = reprlib.Repr()
 _REPR.maxstring = _REPR.maxother = 40
@@ -92,40 +93,6 @@ def need_key(obj: Mapping[str, Any], where: str, command: str, *aliases: str) ->
         raise InputError(MSG_KEY_WRITTEN_BY.format(where=where, key=aliases[0],
                                                    command=command))
     return find_key(obj, *aliases)
-
-
-def json_float(value: Any, key: str | None = None, where: str | None = None) -> float:
-    """A JSON number or ``null`` (-> ``nan``) as a float (a numeric string too).
-
-    ``key`` and ``where`` name the value in the error when given.
-    """
-    if value is None:
-        return math.nan
-    try:
-        return float(value)
-    except (TypeError, ValueError) as exc:
-        raise InputError(_tolerant_message(MSG_NOT_A_NUMBER, value, key, where)) from exc
-
-
-def json_int(value: Any, key: str | None = None, where: str | None = None) -> int:
-    """A whole JSON number as an int (``4``, ``4.0`` or ``"4"``; not ``null``).
-
-    ``key`` and ``where`` name the value in the error when given.
-    """
-    try:
-        number = json_float(value)
-    except InputError:
-        number = math.nan
-    if not math.isfinite(number) or number != int(number):
-        raise InputError(_tolerant_message(MSG_NOT_A_WHOLE_NUMBER, value, key, where))
-    return int(number)
-
-
-def _tolerant_message(template: str, value: Any, key: str | None, where: str | None) -> str:
-    text = template.format(value=value)
-    if key is not None:
-        text = f"`{key}`: {text}"
-    return text if where is None else f"{where}: {text}"
 
 
 def as_mapping(obj: Any, what: str) -> Mapping[str, Any]:
@@ -176,6 +143,13 @@ def text(obj: Mapping[str, Any], key: str, what: str) -> str:
     if not isinstance(value, str):
         raise InputError(f"{what}: `{key}` must be text, got {value!r}")
     return value
+
+
+def to_bool(value: Any, key: str, what: str) -> bool:
+    """A JSON ``true`` / ``false`` as a bool (never ``1`` or ``"false"`` read as one)."""
+    if not isinstance(value, bool | np.bool_):
+        raise InputError(MSG_NOT_FLAG.format(what=what, key=key, value=_quote(value)))
+    return bool(value)
 
 
 def _is_number(value: Any) -> bool:

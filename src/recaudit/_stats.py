@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._records import as_mapping, need, number
+from ._records import as_mapping, number, text
 from .exceptions import InputError
 
 __all__ = [
@@ -80,7 +80,7 @@ class ConfidenceInterval:
         what = "ConfidenceInterval"
         obj = as_mapping(obj, what)
         return cls(number(obj, "low", what), number(obj, "high", what),
-                   number(obj, "confidence_level", what), str(need(obj, "method", what)))
+                   number(obj, "confidence_level", what), text(obj, "method", what))
 
 
 #: The method of an interval read back from ``{"value", "ci_low", "ci_high"}`` JSON,

@@ -90,18 +90,18 @@ def test_a_damaged_field_of_the_library_readers(analysis: dict[str, Any], tmp_pa
 
 
 @pytest.mark.parametrize(("key", "value", "message"), [
-    ("k", "uto", "`k`: expected a whole number, got 'uto'"),
-    ("n_queries", None, "`n_queries`: expected a whole number, got None"),
+    ("k", "uto", "`k` must be a whole number, got 'uto'"),
+    ("n_queries", None, "`n_queries` must be a whole number, got None"),
     ("selection_rate_matrix", 3, "`selection_rate_matrix` must be a JSON list, got int"),
     ("position_distribution", None,
      "`position_distribution` and its CIs must have k=4 entries, got 0/4/4"),
     ("position_distribution_ci", "uto", "`position_distribution_ci` must be a JSON list, got str"),
     ("position_distribution_ci", [{}, {}, {}, {}],
      "`position_distribution_ci` must be a list of [low, high] pairs"),
-    ("temperature", "hot", "`temperature`: expected a number, got 'hot'"),
+    ("temperature", "hot", "`temperature` must be a number or null, got 'hot'"),
 ])
 def test_a_damaged_field_of_the_report_reader(analysis: dict[str, Any], tmp_path: Path,
                                               key: str, value: Any, message: str) -> None:
     doc = {**analysis, key: value}
     line = _one_error_line(_report(tmp_path, json.dumps(doc)))
-    assert line == f"error: positional result #0: {message}"
+    assert line == f"error: {tmp_path / 'analysis.json'}, positional result #0: {message}"

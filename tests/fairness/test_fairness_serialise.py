@@ -213,3 +213,35 @@ def test_popularity_bias_absent_reads_back_as_none() -> None:
     r = FairnessEvaluation.from_dict(old)
     assert r.popularity_bias is None and r.popularity_bias_reason is None
     assert FairnessEvaluation.from_dict(_report_form()).popularity_bias is None
+
+
+def _evaluation_json() -> dict[str, Any]:
+    recs, test, users = synthetic(n_users=80, gap=0.5, seed=3)
+    x = evaluate(recs, test, users, attribute="gender", protected="F", train=_train(),
+                 options=EvaluateOptions(n=[5], n_boot=20, n_resamples=19), rng=0)
+    return json.loads(json.dumps(to_jsonable(x.to_dict())))
+
+
+@pytest.mark.parametrize(("path", "value", "message"), [
+    (("groups", "F", "n_users"), "40", r"groups\.F: `n_users` must be a whole number, got '40'"),
+    (("groups", "F", "n_users"), True, r"`n_users` must be a whole number, got True"),
+    (("rd", "ndcg@5", "pvalue"), "0.5", r"rd\.ndcg@5: `pvalue` must be a number or null"),
+    (("overall", "ndcg@5", "value"), True, r"`value` must be a number or null, got True"),
+    (("overall", "ndcg@5", "ci_low"), "inf", r"`ci_low` must be a number or null, got 'inf'"),
+    (("item_coverage@5", "value"), "0.3", r"`value` must be a number or null"),
+    (("settings", "resample_coverage"), "false", r"`resample_coverage` must be true or false"),
+    (("settings", "n_boot"), 20.5, r"`n_boot` must be a whole number, got 20.5"),
+    (("popularity_bias", "n_head_items"), "12", r"`n_head_items` must be a whole number"),
+    (("popularity", "gini"), "0.4", r"popularity: `gini` must be a number or null"),
+])
+def test_one_number_rule(path: tuple[str, ...], value: Any, message: str) -> None:
+    """A fairness JSON with ``true`` or ``"0.5"`` where a number belongs is refused,
+    naming the key, as a positional one is (issue 36: one number rule)."""
+    doc = _evaluation_json()
+    node = doc
+    for key in path[:-1]:
+        node = node[key]
+    assert path[-1] in node, path
+    node[path[-1]] = value
+    with pytest.raises(InputError, match=message):
+        FairnessEvaluation.from_dict(doc)

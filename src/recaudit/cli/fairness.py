@@ -194,8 +194,7 @@ def evaluate_command(
     within each user's candidates; the sampled-metrics warning goes to stderr and to
     `warnings` in --json. --per-user FILE writes the per-user rows.
     """
-    from ..fairness import EvaluateOptions, evaluate, parse_popularity_groups, parse_protocol
-    from ..fairness._protocol import _protocol_iv
+    from ..fairness import EvaluateOptions, evaluate, parse_popularity_groups, resolve_protocol
 
     options = EvaluateOptions(
         n=tuple(_parse_n(n, list(ctx.args))),
@@ -218,8 +217,7 @@ def evaluate_command(
         from .._io import check_output
 
         check_output(per_user, what="`--per-user` file", example="per_user.csv")
-    used_protocol = _protocol_iv(None if protocol is None else parse_protocol(protocol),
-                                 candidates)
+    used_protocol = resolve_protocol(protocol, candidates)
     attributes = [a.strip() for a in attribute.split(",")]
     users_table = _read_table(users, "users")
     needs_train = POPULARITY_GROUP_COLUMN in attributes

@@ -54,6 +54,7 @@ from ._exposure import (
     item_coverage,
     popularity_profile,
 )
+from ._from_json import FAIRNESS_CMD, METRIC_ORDER
 from ._interbias import (
     UNDEFINED_RD_REASON,
     inter_bias,
@@ -62,7 +63,7 @@ from ._interbias import (
 )
 from ._metrics import METRICS, per_user_metrics, ranking_metrics
 from ._options import EvaluateOptions
-from ._protocol import FULL, Protocol, parse_protocol, sample_candidates
+from ._protocol import FULL, Protocol, parse_protocol, resolve_protocol, sample_candidates
 from ._results import FairnessEvaluation, GroupMetrics, InterBias
 from .popularity import (
     POPULARITY_METRICS,
@@ -91,7 +92,9 @@ __all__ = [
     "split_per_user",
     "to_implicit",
     # metrics (_metrics, _exposure, _interbias, _evaluate, _options, _results)
+    "FAIRNESS_CMD",
     "METRICS",
+    "METRIC_ORDER",
     "UNDEFINED_RD_REASON",
     "EvaluateOptions",
     "FairnessEvaluation",
@@ -104,6 +107,7 @@ __all__ = [
     "FULL",
     "Protocol",
     "parse_protocol",
+    "resolve_protocol",
     "sample_candidates",
     "exposure_gini",
     "gini_index",

@@ -16,8 +16,8 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
+from .._records import as_mapping, integer, number
 from ..exceptions import InputError
-from ._from_json import number
 from ._metrics import _n_iv
 
 __all__ = [
@@ -228,16 +228,17 @@ class PopularityProfile:
         }
 
     @classmethod
-    def from_dict(cls, obj: Mapping[str, Any]) -> PopularityProfile:
+    def from_dict(cls, obj: Mapping[str, Any], *, where: str = "popularity") -> PopularityProfile:
         """Read :meth:`to_dict`'s scalars back; the per-item arrays come back empty."""
+        obj = as_mapping(obj, where)
         return cls(
-            n_items=int(obj["n_items"]),
-            n_interactions=int(obj["n_interactions"]),
-            gini=number(obj["gini"]),
-            head_share=number(obj["head_share"]),
-            n_head_items=int(obj["n_head_items"]),
-            head_item_fraction=number(obj["head_item_fraction"]),
-            top20_interaction_share=number(obj["top20_interaction_share"]),
+            n_items=integer(obj, "n_items", where),
+            n_interactions=integer(obj, "n_interactions", where),
+            gini=number(obj, "gini", where),
+            head_share=number(obj, "head_share", where),
+            n_head_items=integer(obj, "n_head_items", where),
+            head_item_fraction=number(obj, "head_item_fraction", where),
+            top20_interaction_share=number(obj, "top20_interaction_share", where),
             is_head=np.zeros(0, dtype=bool),
             counts_sorted=np.zeros(0, dtype=np.float64),
         )

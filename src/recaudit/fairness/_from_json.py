@@ -1,11 +1,13 @@
-"""Reading fairness JSON back: key aliases, ``<metric>@<N>`` keys, estimates.
+"""Reading fairness JSON back: ``<metric>@<N>`` keys, their aliases, estimates.
 
 The primitives behind :meth:`FairnessEvaluation.from_dict
 <recaudit.fairness.FairnessEvaluation.from_dict>`. They accept what the HTML report
 has always read: key names compared case- and separator-insensitively
 (``"NDCG@10"``, ``"hit_rate_10"``), metric aliases (``hr``, ``hit_rate``,
 ``prec``), an estimate as ``{value, ci_low, ci_high}``, ``{estimate, ci: [low,
-high]}``, ``{value, low, high}`` or a bare number, and ``null`` for ``nan``.
+high]}``, ``{value, low, high}`` or a bare number, and ``null`` for ``nan``. Key names
+are looked up tolerantly (:func:`recaudit._records.find_key`); values follow the one
+number rule of :mod:`recaudit._records` (a JSON number, never ``true`` or ``"0.5"``).
 """
 
 from __future__ import annotations
@@ -15,12 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._records import (
-    find_key,
-    json_float,
-    need_key,
-    norm_key,
-)
+from .._records import find_key, need_key, norm_key, to_float, to_int
 from .._stats import Estimate
 from ..exceptions import InputError
 
@@ -36,20 +33,15 @@ SECTION_MSG = "{where} must be a JSON object of `<metric>@<N>` entries"
 NO_METRIC_MSG = "{where}: no `<metric>@<N>` entry; it is written by {command}"
 
 
-#: Case- and separator-insensitive lookup and JSON numbers, shared with the report.
-norm = norm_key
-find = find_key
-number = json_float
-
-
-def need(obj: Mapping[str, Any], where: str, *aliases: str) -> Any:
-    """Like :func:`find`, but a key absent under every alias is an error."""
-    return need_key(obj, where, FAIRNESS_CMD, *aliases)
+def whole(obj: Mapping[str, Any], key: str, where: str) -> int:
+    """A required whole number (``n_users``, ...): absent is an error naming the command
+    that writes it, anything but a whole JSON number one naming the key."""
+    return to_int(need_key(obj, where, FAIRNESS_CMD, key), key, where)
 
 
 def metric_key(key: str) -> tuple[str, int] | None:
     """``("ndcg", 10)`` from ``"ndcg@10"``, ``"NDCG_10"``, ``"hr10"``...; else ``None``."""
-    match = _METRIC_KEY.match(norm(key))
+    match = _METRIC_KEY.match(norm_key(key))
     if match is None:
         return None
     name = METRIC_ALIASES.get(match.group(1), match.group(1))
@@ -74,7 +66,7 @@ def metric_items(obj: Any, where: str) -> list[tuple[tuple[str, int], Any]]:
 
 def by_n(obj: Mapping[str, Any], *names: str) -> dict[int, Any]:
     """Entries ``<name>@<N>`` of ``obj`` (any alias in ``names``), keyed by N."""
-    wanted = {norm(n) for n in names}
+    wanted = {norm_key(n) for n in names}
     out = {}
     for key, value in obj.items():
         parsed = metric_key(key)
@@ -84,16 +76,17 @@ def by_n(obj: Mapping[str, Any], *names: str) -> dict[int, Any]:
 
 
 def bounds(obj: Any, where: str) -> tuple[float, float, float]:
-    """``(value, low, high)`` of an estimate (a bare number has no bounds)."""
+    """``(value, low, high)`` of an estimate (a bare number has no bounds); every one a
+    JSON number or ``null`` (:func:`recaudit._records.to_float`)."""
     if not isinstance(obj, Mapping):
-        return number(obj), math.nan, math.nan
-    value = need(obj, where, "value", "estimate")
-    ci = find(obj, "ci")
+        return to_float(obj, "value", where), math.nan, math.nan
+    value = to_float(need_key(obj, where, FAIRNESS_CMD, "value", "estimate"), "value", where)
+    ci = find_key(obj, "ci")
     if isinstance(ci, Sequence) and not isinstance(ci, str) and len(ci) == 2:
-        return number(value), number(ci[0]), number(ci[1])
-    low = find(obj, "ci_low", "low", "lower")
-    high = find(obj, "ci_high", "high", "upper")
-    return number(value), number(low), number(high)
+        return value, to_float(ci[0], "ci", where), to_float(ci[1], "ci", where)
+    low = find_key(obj, "ci_low", "low", "lower")
+    high = find_key(obj, "ci_high", "high", "upper")
+    return value, to_float(low, "ci_low", where), to_float(high, "ci_high", where)
 
 
 def estimate(

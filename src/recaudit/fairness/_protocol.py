@@ -39,6 +39,7 @@ __all__ = [
     "SAMPLED_WARNINGS",
     "Protocol",
     "parse_protocol",
+    "resolve_protocol",
     "sample_candidates",
 ]
 
@@ -287,8 +288,26 @@ TEST_OUTSIDE_MSG = (
 )
 
 
-def _protocol_iv(protocol: Any, candidates: Any) -> Protocol:
-    """The evaluation's protocol: ``candidates`` are given exactly when it is sampled."""
+def resolve_protocol(protocol: Any, candidates: Any) -> Protocol:
+    """The evaluation's protocol, checked against the candidates' presence.
+
+    Parameters
+    ----------
+    protocol : str, Protocol or None
+        The protocol named (``None``: full ranking).
+    candidates : object or None
+        The candidates (a table, or a path to one), or ``None``: they must be given
+        exactly when the protocol is sampled.
+
+    Returns
+    -------
+    Protocol
+
+    Raises
+    ------
+    InputError
+        A sampled protocol without candidates, or candidates without one.
+    """
     if protocol is None:
         if candidates is not None:
             raise InputError(CANDIDATES_NEED_PROTOCOL_MSG)
@@ -314,7 +333,7 @@ def _candidates_iv(
 
     Every recommended item and every test item must be among its user's candidates.
     """
-    parsed = _protocol_iv(protocol, candidates)
+    parsed = resolve_protocol(protocol, candidates)
     if candidates is None:
         return parsed
     allowed = pd.MultiIndex.from_frame(_pairs_iv(candidates, "candidates"))

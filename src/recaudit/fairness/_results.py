@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._records import find_key, need_key, to_bool, to_float, to_int
 from .._stats import Estimate
 from ..exceptions import InputError
 from . import _from_json as js
@@ -84,11 +85,11 @@ class GroupMetrics:
         where = f"{where}.groups.{name}"
         if not isinstance(obj, Mapping):
             raise InputError(OBJECT_MSG.format(where=where))
-        flag = js.find(obj, "protected")
+        flag = find_key(obj, "protected")
         return cls(
             name=str(name),
-            n_users=int(js.need(obj, where, "n_users")),
-            protected=protected if flag is None else bool(flag),
+            n_users=js.whole(obj, "n_users", where),
+            protected=protected if flag is None else to_bool(flag, "protected", where),
             metrics=_metric_section(obj, where, level, missing),
         )
 
@@ -174,31 +175,34 @@ class InterBias:
         metric, n = key
         where = f"{where}.rd.{metric}@{n}"
         entry = rd if isinstance(rd, Mapping) else {}
-        pvalue = js.number(js.need(entry, where, "pvalue")) if rd is not None else np.nan
+        pvalue = (to_float(need_key(entry, where, js.FAIRNESS_CMD, "pvalue"), "pvalue", where)
+                  if rd is not None else np.nan)
         flags = next((e for e in (rd, nrd, ib) if isinstance(e, Mapping)), {})
-        reason = js.find(flags, "undefined")
-        replicates = js.find(flags, "n_undefined_replicates")
+        reason = find_key(flags, "undefined")
+        replicates = find_key(flags, "n_undefined_replicates")
 
         def est(obj: Any) -> Estimate:
             return js.estimate(np.nan if obj is None else obj, where, level, missing,
                                method=method)
 
         def corrected(obj: Any) -> float:
-            return js.number(js.find(obj, "value_bias_corrected")) if isinstance(
-                obj, Mapping) else np.nan
+            return to_float(find_key(obj, "value_bias_corrected"), "value_bias_corrected",
+                            where) if isinstance(obj, Mapping) else np.nan
 
         return cls(
             metric=metric,
             n=n,
-            protected_mean=js.number(js.find(entry, "protected_mean")),
-            unprotected_mean=js.number(js.find(entry, "unprotected_mean")),
+            protected_mean=to_float(find_key(entry, "protected_mean"), "protected_mean", where),
+            unprotected_mean=to_float(find_key(entry, "unprotected_mean"), "unprotected_mean",
+                                      where),
             rd=est(rd),
             nrd=est(nrd),
             ib=est(ib),
             pvalue=pvalue,
-            pvalue_holm=js.number(js.find(entry, "pvalue_holm")),
+            pvalue_holm=to_float(find_key(entry, "pvalue_holm"), "pvalue_holm", where),
             undefined_reason=None if reason is None else str(reason),
-            n_undefined_replicates=0 if replicates is None else int(replicates),
+            n_undefined_replicates=(0 if replicates is None else
+                                    to_int(replicates, "n_undefined_replicates", where)),
             rd_bias_corrected=corrected(rd),
             nrd_bias_corrected=corrected(nrd),
             ib_bias_corrected=corrected(ib),
@@ -409,30 +413,30 @@ class FairnessEvaluation:
         """
         if not isinstance(obj, Mapping):
             raise InputError(OBJECT_MSG.format(where=where))
-        settings = _settings_from(obj)
+        settings = _settings_from(obj, where)
         missing = NO_BOOT if settings["n_boot"] == 0 else "percentile bootstrap"
         level = settings["confidence_level"]
-        named = js.find(obj, "protected", "protected_group", "minority")
+        named = find_key(obj, "protected", "protected_group", "minority")
         groups = _groups_from(obj, where, None if named is None else str(named), level, missing)
         protected = (str(named) if named is not None
                      else next((g.name for g in groups.values() if g.protected), ""))
-        overall_raw = js.need(obj, where, "overall")
+        overall_raw = need_key(obj, where, js.FAIRNESS_CMD, "overall")
         overall = _metric_section(overall_raw, f"{where}.overall", level, missing)
         coverage = _coverage_from(obj, overall_raw, where, level,
                                   missing if settings["resample_coverage"] else COVERAGE_FIXED)
-        popularity = js.find(obj, "popularity")
-        bias = js.find(obj, "popularity_bias")
-        reason = js.find(obj, "popularity_bias_reason")
-        unprotected = js.find(obj, "unprotected")
-        n_users = js.find(obj, "n_users")
+        popularity = find_key(obj, "popularity")
+        bias = find_key(obj, "popularity_bias")
+        reason = find_key(obj, "popularity_bias_reason")
+        unprotected = find_key(obj, "unprotected")
+        n_users = find_key(obj, "n_users")
         return cls(
-            attributes=_attributes_from(js.find(obj, "attribute", "attributes")),
+            attributes=_attributes_from(find_key(obj, "attribute", "attributes")),
             protected=protected,
             unprotected=tuple(
                 str(g) for g in (unprotected if isinstance(unprotected, list)
                                  else [g for g in groups if g != protected])
             ),
-            n=_cutoffs_from(obj, overall, coverage),
+            n=_cutoffs_from(obj, overall, coverage, where),
             groups=groups,
             overall=overall,
             inter_bias=_inter_bias_from(
@@ -440,23 +444,24 @@ class FairnessEvaluation:
                 interbias_method(settings["inter_bias_ci_rule"],
                                  f"{where}.settings.inter_bias_ci_rule")),
             item_coverage=coverage,
-            exposure_gini={n: js.number(v) for n, v in js.by_n(obj, "gini_exposure").items()},
+            exposure_gini={n: to_float(v, f"gini_exposure@{n}", where)
+                           for n, v in js.by_n(obj, "gini_exposure").items()},
             avg_popularity=_floats_by_n(obj, overall_raw, js.POPULARITY_ALIASES),
             avg_popularity_normalized=_floats_by_n(obj, {}, ("avg_popularity_normalized",)),
             long_tail_share=_floats_by_n(obj, {}, ("long_tail_share",)),
-            popularity=(PopularityProfile.from_dict(popularity)
+            popularity=(PopularityProfile.from_dict(popularity, where=f"{where}.popularity")
                         if isinstance(popularity, Mapping) else None),
             popularity_bias=(None if bias is None else PopularityBias.from_dict(
                 bias, level=level, missing=missing, where=f"{where}.popularity_bias")),
             popularity_bias_reason=None if reason is None else str(reason),
             n_users=(sum(g.n_users for g in groups.values()) if n_users is None
-                     else int(n_users)),
-            n_users_excluded=int(js.find(obj, "n_users_excluded") or 0),
-            n_users_without_recs=int(js.find(obj, "n_users_without_recs") or 0),
-            n_items=int(js.find(obj, "n_items") or 0),
-            catalog_source=str(js.find(obj, "catalog_source") or "unknown"),
+                     else to_int(n_users, "n_users", where)),
+            n_users_excluded=_count(obj, "n_users_excluded", where),
+            n_users_without_recs=_count(obj, "n_users_without_recs", where),
+            n_items=_count(obj, "n_items", where),
+            catalog_source=str(find_key(obj, "catalog_source") or "unknown"),
             per_user=None,
-            protocol=str(js.find(obj, "protocol") or "full"),
+            protocol=str(find_key(obj, "protocol") or "full"),
             warnings=_warnings_from(obj, where),
             **settings,
         )
@@ -519,7 +524,7 @@ class FairnessEvaluation:
 
 def _warnings_from(obj: Mapping[str, Any], where: str) -> tuple[str, ...]:
     """The ``warnings`` list of the JSON (absent: none)."""
-    raw = js.find(obj, "warnings")
+    raw = find_key(obj, "warnings")
     if raw is None:
         return ()
     if not isinstance(raw, list) or not all(isinstance(w, str) for w in raw):
@@ -574,21 +579,29 @@ def _metric_section(obj: Any, where: str, level: float, missing: str) -> dict[st
     }
 
 
-def _settings_from(obj: Mapping[str, Any]) -> dict[str, Any]:
+def _count(obj: Mapping[str, Any], key: str, where: str) -> int:
+    """A whole number the JSON may leave out (0 when absent or ``null``)."""
+    value = find_key(obj, key)
+    return 0 if value is None else to_int(value, key, where)
+
+
+def _settings_from(obj: Mapping[str, Any], where: str) -> dict[str, Any]:
     """The evaluation settings recorded in ``settings`` (defaults when absent)."""
-    raw = js.find(obj, "settings")
+    raw = find_key(obj, "settings")
     settings = raw if isinstance(raw, Mapping) else {}
+    where = f"{where}.settings"
 
     def get(key: str, default: Any) -> Any:
-        value = js.find(settings, key)
+        value = find_key(settings, key)
         return default if value is None else value
 
     return {
-        "n_boot": int(get("n_boot", 0)),
-        "n_resamples": int(get("n_resamples", 0)),
-        "confidence_level": float(get("confidence_level", 0.95)),
-        "min_group_size": int(get("min_group_size", 1)),
-        "resample_coverage": bool(get("resample_coverage", False)),
+        "n_boot": to_int(get("n_boot", 0), "n_boot", where),
+        "n_resamples": to_int(get("n_resamples", 0), "n_resamples", where),
+        "confidence_level": to_float(get("confidence_level", 0.95), "confidence_level", where),
+        "min_group_size": to_int(get("min_group_size", 1), "min_group_size", where),
+        "resample_coverage": to_bool(get("resample_coverage", False), "resample_coverage",
+                                     where),
         "inter_bias_ci_rule": get("inter_bias_ci_rule", OLDER_INTER_BIAS_CI_RULE),
     }
 
@@ -596,7 +609,7 @@ def _settings_from(obj: Mapping[str, Any]) -> dict[str, Any]:
 def _groups_from(
     obj: Mapping[str, Any], where: str, protected: str | None, level: float, missing: str
 ) -> dict[str, GroupMetrics]:
-    raw = js.need(obj, where, "groups")
+    raw = need_key(obj, where, js.FAIRNESS_CMD, "groups")
     if not isinstance(raw, Mapping) or len(raw) < 2:
         raise InputError(GROUPS_MSG.format(where=where))
     return {
@@ -637,7 +650,7 @@ def _inter_bias_from(
     obj: Mapping[str, Any], where: str, level: float, missing: str, method: str
 ) -> dict[str, InterBias]:
     sections = {
-        name: dict(js.metric_items(js.need(obj, where, name), f"{where}.{name}"))
+        name: dict(js.metric_items(need_key(obj, where, js.FAIRNESS_CMD, name), f"{where}.{name}"))
         for name in ("rd", "nrd", "ib")
     }
     keys = list(dict.fromkeys([*sections["rd"], *sections["nrd"], *sections["ib"]]))
@@ -657,11 +670,12 @@ def _attributes_from(value: Any) -> tuple[str, ...]:
 
 
 def _cutoffs_from(
-    obj: Mapping[str, Any], overall: Mapping[str, Estimate], coverage: Mapping[int, Estimate]
+    obj: Mapping[str, Any], overall: Mapping[str, Estimate], coverage: Mapping[int, Estimate],
+    where: str,
 ) -> tuple[int, ...]:
     """The ``n`` list of the JSON, else every N of ``overall`` and the coverage."""
-    listed = js.find(obj, "n")
+    listed = find_key(obj, "n")
     if isinstance(listed, list):
-        return tuple(int(c) for c in listed)
+        return tuple(to_int(c, "n", where) for c in listed)
     seen = {int(key.split("@")[1]) for key in overall} | set(coverage)
     return tuple(sorted(seen))

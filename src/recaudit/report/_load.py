@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._read import check_file
+from .._records import find_key
 from ..exceptions import InputError
+from ._files import first_file, read_json_file
 from ._load_fairness import FAIRNESS_CMD, FairnessRun, load_fairness
 from ._load_positional import POSITIONAL_CMD, PositionalRun, load_positional
-from ._lookup import find, first_file, read_json_file
 
 __all__ = ["FairnessRun", "Kind", "PositionalRun", "load"]
 
@@ -33,15 +34,15 @@ def _detect(obj: Any) -> Kind | None:
     for item in items:
         if not isinstance(item, Mapping):
             return None
-        if find(item, "pob_unbp", "pob_icm", "unbp", "icm") is not None:
+        if find_key(item, "pob_unbp", "pob_icm", "unbp", "icm") is not None:
             return "positional"
-        if isinstance(find(item, "groups", "results"), list):
-            return _detect(find(item, "groups", "results"))
-        if find(item, "groups") is not None and find(item, "ib", "nrd") is not None:
+        if isinstance(find_key(item, "groups", "results"), list):
+            return _detect(find_key(item, "groups", "results"))
+        if find_key(item, "groups") is not None and find_key(item, "ib", "nrd") is not None:
             return "fairness"
         if isinstance(item.get("datasets"), Mapping):
             return "fairness"
-        if all(isinstance(v, Mapping) and find(v, "groups") is not None for v in item.values()):
+        if all(isinstance(v, Mapping) and find_key(v, "groups") is not None for v in item.values()):
             return "fairness" if item else None
         return None
     return None

@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from .._read import read_json, read_text, read_toml
+from .._records import find_key, need_key, to_float, to_int
 from .._stats import Estimate
 from ..exceptions import InputError
 from ..positional import (
@@ -33,16 +34,8 @@ from ..positional import (
     RunComparisons,
     TopNGroups,
 )
+from ._files import first_file, read_json_file, read_table_file
 from ._load_manifest import engines, spend
-from ._lookup import (
-    find,
-    first_file,
-    need,
-    read_json_file,
-    read_table_file,
-    to_float,
-    to_int,
-)
 from ._page import NAN_ESTIMATE, HasCI
 
 __all__ = [
@@ -289,12 +282,13 @@ def _estimate(obj: Any, where: str) -> dict[str, Any]:
     """``{value, ci_low, ci_high}`` from any accepted spelling (a bare number: no CI)."""
     if not isinstance(obj, Mapping):
         return {"value": to_float(obj, "value", where), "ci_low": None, "ci_high": None}
-    value = need(obj, where, POSITIONAL_CMD, "value", "estimate")
-    ci = find(obj, "ci")
+    value = need_key(obj, where, POSITIONAL_CMD, "value", "estimate")
+    ci = find_key(obj, "ci")
     if isinstance(ci, Sequence) and len(ci) == 2:
         low, high = ci
     else:
-        low, high = find(obj, "ci_low", "low", "lower"), find(obj, "ci_high", "high", "upper")
+        low = find_key(obj, "ci_low", "low", "lower")
+        high = find_key(obj, "ci_high", "high", "upper")
     return {"value": value, "ci_low": low, "ci_high": high}
 
 
@@ -306,11 +300,11 @@ def _covered(obj: Any, fields: dict[str, Any]) -> dict[str, Any]:
 
 def _distribution(obj: Mapping[str, Any], where: str, k: int) -> dict[str, list[Any]]:
     key = "position_distribution"
-    raw = need(obj, where, POSITIONAL_CMD, key, "position_shares")
+    raw = need_key(obj, where, POSITIONAL_CMD, key, "position_shares")
     if isinstance(raw, Mapping):  # {"value": [...], "ci_low": [...], "ci_high": [...]}
-        values = _list(need(raw, f"{where}.{key}", POSITIONAL_CMD, "value"), key, where)
-        lows = _list(find(raw, "ci_low", "low"), key, where) or [None] * len(values)
-        highs = _list(find(raw, "ci_high", "high"), key, where) or [None] * len(values)
+        values = _list(need_key(raw, f"{where}.{key}", POSITIONAL_CMD, "value"), key, where)
+        lows = _list(find_key(raw, "ci_low", "low"), key, where) or [None] * len(values)
+        highs = _list(find_key(raw, "ci_high", "high"), key, where) or [None] * len(values)
     elif _list(raw, key, where) and isinstance(raw[0], Mapping):  # [{"value", ...}, ...]
         ests = [_estimate(p, where) for p in raw]
         values = [e["value"] for e in ests]
@@ -333,13 +327,13 @@ def _distribution_cis(obj: Mapping[str, Any], where: str, k: int) -> tuple[list,
     """The distribution's lower and upper bounds: ``[[low, high], ...]``, else two lists
     (``null`` bounds when there are none)."""
     key = "position_distribution_ci"
-    pairs = _list(find(obj, key), key, where)
+    pairs = _list(find_key(obj, key), key, where)
     if pairs:
         if not all(isinstance(p, list) and len(p) == 2 for p in pairs):
             raise InputError(MSG_PAIRS.format(where=where, key=key))
         return [p[0] for p in pairs], [p[1] for p in pairs]
-    lows = _list(find(obj, f"{key}_low", "position_distribution_low"), f"{key}_low", where)
-    highs = _list(find(obj, f"{key}_high", "position_distribution_high"), f"{key}_high",
+    lows = _list(find_key(obj, f"{key}_low", "position_distribution_low"), f"{key}_low", where)
+    highs = _list(find_key(obj, f"{key}_high", "position_distribution_high"), f"{key}_high",
                   where)
     return lows or [None] * k, highs or [None] * k
 
@@ -355,30 +349,30 @@ def _list(value: Any, key: str, where: str) -> list[Any]:
 
 def _icm(icm: Mapping[str, Any], where: str) -> dict[str, Any]:
     w, cmd = f"{where}.pob_icm", POSITIONAL_CMD
-    pvalue = need(icm, w, cmd, "pvalue")
+    pvalue = need_key(icm, w, cmd, "pvalue")
     # the current shape says "not run" with a null `df`; an older one by a null p-value
     ran = icm["df"] is not None if "df" in icm else pvalue is not None
     details = {key: (icm.get(key) or 0) if ran else None for key in (
         "df", "n_rows", "n_columns", "n_resamples", "n_in_repeated_columns")}
-    return _covered(icm, {"statistic": need(icm, w, cmd, "statistic"), "pvalue": pvalue,
-                          "pvalue_asymptotic": find(icm, "pvalue_asymptotic"), **details,
-                          "pvalue_holm": find(icm, "pvalue_holm")})
+    return _covered(icm, {"statistic": need_key(icm, w, cmd, "statistic"), "pvalue": pvalue,
+                          "pvalue_asymptotic": find_key(icm, "pvalue_asymptotic"), **details,
+                          "pvalue_holm": find_key(icm, "pvalue_holm")})
 
 
 def _unbp(unbp: Mapping[str, Any], where: str) -> dict[str, Any]:
     w, cmd = f"{where}.pob_unbp", POSITIONAL_CMD
     return _covered(unbp, {
-        "L": need(unbp, w, cmd, "L", "lower_bound"), "L_under": unbp.get("L_under"),
+        "L": need_key(unbp, w, cmd, "L", "lower_bound"), "L_under": unbp.get("L_under"),
         "L_over": unbp.get("L_over"), "epsilon": unbp.get("epsilon", 0.0),
-        "pvalue": need(unbp, w, cmd, "pvalue"),
-        "reject": need(unbp, w, cmd, "reject"),  # null: the test was not run
-        "pvalue_holm": find(unbp, "pvalue_holm"),
+        "pvalue": need_key(unbp, w, cmd, "pvalue"),
+        "reject": need_key(unbp, w, cmd, "reject"),  # null: the test was not run
+        "pvalue_holm": find_key(unbp, "pvalue_holm"),
     })
 
 
 def _optional(obj: Mapping[str, Any], name: str, where: str) -> dict[str, Any]:
     """An estimate older analysis files do not have (null when absent)."""
-    found = find(obj, name)
+    found = find_key(obj, name)
     est = {"value": None, "ci_low": None, "ci_high": None} if found is None \
         else _estimate(found, f"{where}.{name}")
     return _covered(found, est)
@@ -386,11 +380,11 @@ def _optional(obj: Mapping[str, Any], name: str, where: str) -> dict[str, Any]:
 
 def _spb(obj: Mapping[str, Any], where: str) -> dict[str, Any]:
     """The ``spb`` / ``spb_soft`` / ``positional_share`` / ``spb_paper`` objects."""
-    raw = need(obj, where, POSITIONAL_CMD, "spb", "strong_positional_bias")
+    raw = need_key(obj, where, POSITIONAL_CMD, "spb", "strong_positional_bias")
     spb = raw if isinstance(raw, Mapping) else {}
     # the current shape says "not computed" with a null `method`; an older one has none
     method = spb["method"] if "method" in spb else _OLDER_FILE
-    paper = find(obj, "spb_paper")
+    paper = find_key(obj, "spb_paper")
     paper = paper if isinstance(paper, Mapping) else {}
     ran = bool(paper) and paper.get("n_folds", 0) is not None
     return {
@@ -412,37 +406,39 @@ def _spb(obj: Mapping[str, Any], where: str) -> dict[str, Any]:
     }
 
 
-def canonical(obj: Any, index: int, alpha: float | None = None) -> dict[str, Any]:
+def canonical(obj: Any, index: int, alpha: float | None = None, *,
+              source: str = "analysis") -> dict[str, Any]:
     """One group's JSON in the current ``analyze --json`` shape (what
     :meth:`PositionalAnalysis.from_dict` reads), from any spelling the report accepts.
 
-    Essentials missing raise :class:`InputError` naming the key, the group and the
-    command that writes it.
+    Essentials missing raise :class:`InputError` naming the file (``source``), the
+    group, the key and the command that writes it.
     """
     if not isinstance(obj, Mapping):
-        raise InputError(f"positional result #{index} must be a JSON object")
-    name = find(obj, "model")
-    where = f"positional result #{index}" + (f" (model {name!r})" if name is not None else "")
+        raise InputError(f"{source}, positional result #{index} must be a JSON object")
+    name = find_key(obj, "model")
+    where = (f"{source}, positional result #{index}"
+             + (f" (model {name!r})" if name is not None else ""))
     cmd = POSITIONAL_CMD
-    k = to_int(need(obj, where, cmd, "k"), "k", where)
-    icm = need(obj, where, cmd, "pob_icm", "icm")
-    unbp = need(obj, where, cmd, "pob_unbp", "unbp")
+    k = to_int(need_key(obj, where, cmd, "k"), "k", where)
+    icm = need_key(obj, where, cmd, "pob_icm", "icm")
+    unbp = need_key(obj, where, cmd, "pob_unbp", "unbp")
     if not isinstance(icm, Mapping) or not isinstance(unbp, Mapping):
         raise InputError(f"{where}: `pob_icm` and `pob_unbp` must be JSON objects")
-    matrix = _list(need(obj, where, cmd, "selection_rate_matrix", "selection_rates"),
+    matrix = _list(need_key(obj, where, cmd, "selection_rate_matrix", "selection_rates"),
                    "selection_rate_matrix", where)
     if len(matrix) != k or any(not isinstance(row, list) or len(row) != k for row in matrix):
         raise InputError(f"{where}: `selection_rate_matrix` must be {k} x {k}")
-    pb = need(obj, where, cmd, "pb", "positional_bias")
-    ps = need(obj, where, cmd, "ps", "permutation_sensitivity")
+    pb = need_key(obj, where, cmd, "pb", "positional_bias")
+    ps = need_key(obj, where, cmd, "ps", "permutation_sensitivity")
     group = {key: value for key in ("model", "temperature", "condition")
-             if (value := find(obj, key)) is not None}
+             if (value := find_key(obj, key)) is not None}
     if "temperature" in group:  # a number: the report prints it as one
         group["temperature"] = to_float(group["temperature"], "temperature", where)
-    counts = {key: to_int(need(obj, where, cmd, key), key, where)
+    counts = {key: to_int(need_key(obj, where, cmd, key), key, where)
               for key in ("n_queries", "n_evaluations", "n_discarded")}
-    own_alpha = find(obj, "alpha")
-    ps_modal = find(obj, "ps_modal")
+    own_alpha = find_key(obj, "alpha")
+    ps_modal = find_key(obj, "ps_modal")
     return {
         **group, "k": k, **counts,
         "n_queries_all_discarded": obj.get("n_queries_all_discarded", 0),
@@ -455,8 +451,8 @@ def canonical(obj: Any, index: int, alpha: float | None = None) -> dict[str, Any
         "ps_modal": _covered(ps_modal, {"value": None, "ci_low": None, "ci_high": None}
                              if ps_modal is None else _estimate(ps_modal, f"{where}.ps_modal")),
         "pb": _covered(pb, {**_estimate(pb, f"{where}.pb"),
-                            "plugin": find(pb, "plugin") if isinstance(pb, Mapping) else None,
-                            "favoured_positions": (find(pb, "favoured_positions")
+                            "plugin": find_key(pb, "plugin") if isinstance(pb, Mapping) else None,
+                            "favoured_positions": (find_key(pb, "favoured_positions")
                                                    if isinstance(pb, Mapping) else None)}),
         **_spb(obj, where),
         **_distribution(obj, where, k),
@@ -468,16 +464,16 @@ def canonical(obj: Any, index: int, alpha: float | None = None) -> dict[str, Any
 def read_analysis(analysis: Any, source: str) -> tuple[Mapping[str, Any], GroupedAnalysis]:
     """The source's metadata (``{"alpha", "groups"}`` wrapper, or empty) and analysis."""
     meta: Mapping[str, Any] = {}
-    if isinstance(analysis, Mapping) and isinstance(find(analysis, "groups", "results"), list):
-        meta, analysis = analysis, find(analysis, "groups", "results")
+    if isinstance(analysis, Mapping) and isinstance(find_key(analysis, "groups", "results"), list):
+        meta, analysis = analysis, find_key(analysis, "groups", "results")
     items = analysis if isinstance(analysis, list) else [analysis]
     if not items:
         raise InputError(
             f"{source}: the positional analysis holds no result; rerun {POSITIONAL_CMD}"
         )
-    alpha = find(meta, "alpha")
+    alpha = find_key(meta, "alpha")
     alpha = None if alpha is None else to_float(alpha, "alpha", source)
-    rows = [canonical(obj, i, alpha) for i, obj in enumerate(items)]
+    rows = [canonical(obj, i, alpha, source=source) for i, obj in enumerate(items)]
     for i, row in enumerate(rows):  # the library's readers name the field, not the file
         try:
             PositionalAnalysis.from_dict(row)
@@ -492,7 +488,7 @@ def _simulation(rows: Any, where: str) -> tuple[PowerRow, ...]:
     """``simulation.json``: the rows of `recaudit positional simulate --json` (a list,
     or an object holding it under ``rows``), each read by :meth:`PowerRow.from_dict`."""
     if isinstance(rows, Mapping):
-        rows = need(rows, where, "`recaudit positional simulate --json`", "rows")
+        rows = need_key(rows, where, "`recaudit positional simulate --json`", "rows")
     if not isinstance(rows, list):
         raise InputError(f"{where}: expected a list of rows of "
                          "`recaudit positional simulate --json`")
@@ -560,8 +556,8 @@ def _sequential(path: Path) -> Mapping[str, Any]:
     where = str(path)
     if not isinstance(doc, Mapping):
         raise InputError(f"{where}: expected a JSON object; it is written by {SEQUENTIAL_CMD}")
-    cells = need(doc, where, SEQUENTIAL_CMD, "cells")
-    need(doc, where, SEQUENTIAL_CMD, "alpha_per_cell")
+    cells = need_key(doc, where, SEQUENTIAL_CMD, "cells")
+    need_key(doc, where, SEQUENTIAL_CMD, "alpha_per_cell")
     if not isinstance(cells, list):
         raise InputError(f"{where}: `cells` must be a list; it is written by {SEQUENTIAL_CMD}")
     for i, cell in enumerate(cells):
@@ -641,7 +637,7 @@ def load_positional(analysis: Any, *, source: str, folder: Path | None = None) -
     groups = configurations(grouped)
     if not found.generations:
         _discards_from_counts(groups, found)
-    alpha = find(meta, "alpha")
+    alpha = find_key(meta, "alpha")
     return PositionalRun(
         source=source,
         alpha=grouped.groups[0].alpha if alpha is None else to_float(alpha, "alpha", source),
@@ -652,8 +648,8 @@ def load_positional(analysis: Any, *, source: str, folder: Path | None = None) -
         simulation=found.simulation,
         config_name=found.config[0],
         config_text=found.config[1],
-        seed=found.config[2] or str(find(meta, "seed") or ""),
-        versions={str(k): str(v) for k, v in (find(meta, "versions", "environment")
+        seed=found.config[2] or str(find_key(meta, "seed") or ""),
+        versions={str(k): str(v) for k, v in (find_key(meta, "versions", "environment")
                                                or {}).items()},
         missing=tuple(missing),
         study=read_json_file(folder / "study.json")

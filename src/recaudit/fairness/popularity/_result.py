@@ -39,6 +39,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from ..._records import find_key, need_key
 from ..._stats import CI_RULES, RULE_METHOD, UNBOUNDED, Estimate
 from ...exceptions import InputError
 from .. import _from_json as js
@@ -395,7 +396,7 @@ class UserPopularityGroup:
             raise InputError(js.SECTION_MSG.format(where=where))
         read = _Reader(level, missing, ci_rule)
         return cls(
-            n_users=int(js.need(obj, where, "n_users")),
+            n_users=js.whole(obj, "n_users", where),
             profile=read.profile(obj, where),
             metrics=read.section(obj, where),
         )
@@ -487,23 +488,24 @@ class PopularityBias:
         ``ci_rule``."""
         if not isinstance(obj, Mapping):
             raise InputError(f"{where} must be a JSON object or null")
-        groups = _object(js.need(obj, where, "groups"), f"{where}.groups")
-        profile = _object(js.find(obj, "profile") or {}, f"{where}.profile")
+        groups = _object(need_key(obj, where, js.FAIRNESS_CMD, "groups"), f"{where}.groups")
+        profile = _object(find_key(obj, "profile") or {}, f"{where}.profile")
         profile_groups = _object(profile.get("groups") or {}, f"{where}.profile.groups")
         user_groups = _object(
-            js.find(obj, "user_popularity_groups") or {}, f"{where}.user_popularity_groups"
+            find_key(obj, "user_popularity_groups") or {}, f"{where}.user_popularity_groups"
         )
-        method = js.find(obj, "user_popularity_method")
-        rules = _ci_rule(js.find(obj, "ci_rule"), f"{where}.ci_rule")
+        method = find_key(obj, "user_popularity_method")
+        rules = _ci_rule(find_key(obj, "ci_rule"), f"{where}.ci_rule")
         read = _Reader(level, missing, rules)
         return cls(
-            overall=read.section(js.need(obj, where, "overall"), f"{where}.overall"),
+            overall=read.section(need_key(obj, where, js.FAIRNESS_CMD, "overall"),
+                                 f"{where}.overall"),
             groups={
                 str(name): read.section(table, f"{where}.groups.{name}")
                 for name, table in groups.items()
             },
-            n_head_items=int(js.need(obj, where, "n_head_items")),
-            n_train_users=int(js.need(obj, where, "n_train_users")),
+            n_head_items=js.whole(obj, "n_head_items", where),
+            n_train_users=js.whole(obj, "n_train_users", where),
             profile_overall=read.profile(profile.get("overall") or {},
                                          f"{where}.profile.overall"),
             profile_groups={

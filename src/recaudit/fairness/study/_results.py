@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..._records import find_key, norm_key
 from ...exceptions import InputError
-from .. import _from_json as js
 from .._results import FairnessEvaluation
 
 __all__ = ["DatasetResult", "ModelResult", "FairnessStudyResult"]
@@ -71,14 +71,14 @@ class ModelResult:
     def from_dict(cls, name: str, obj: Mapping[str, Any], *, where: str) -> ModelResult:
         """Read :meth:`to_dict`'s JSON back (``where`` names it in messages)."""
         where = f"{where}, model {name!r}"
-        evaluation = js.find(obj, "evaluation")
-        by_protocol = js.find(obj, "evaluations") or {}
+        evaluation = find_key(obj, "evaluation")
+        by_protocol = find_key(obj, "evaluations") or {}
         if not isinstance(by_protocol, Mapping):
             raise InputError(f"{where}: `evaluations` must map protocol names to evaluations")
         return cls(
             name=str(name),
             record={k: v for k, v in obj.items()
-                    if js.norm(k) not in (js.norm("evaluation"), js.norm("evaluations"))},
+                    if norm_key(k) not in (norm_key("evaluation"), norm_key("evaluations"))},
             evaluation=None if evaluation is None else FairnessEvaluation.from_dict(
                 evaluation, where=where
             ),
@@ -130,13 +130,13 @@ class DatasetResult:
         where = f"results.json: dataset {name!r}"
         if not isinstance(obj, Mapping):
             raise InputError(f"{where} must be a JSON object")
-        models = js.find(obj, "models") or {}
+        models = find_key(obj, "models") or {}
         if not isinstance(models, Mapping):
             raise InputError(f"{where}: `models` must be a JSON object")
         for model, entry in models.items():
             if not isinstance(entry, Mapping):
                 raise InputError(MODEL_MSG.format(model=model, dataset=name))
-        sections = {key: js.find(obj, key) or {} for key in DATASET_SECTIONS}
+        sections = {key: find_key(obj, key) or {} for key in DATASET_SECTIONS}
         return cls(
             name=str(name),
             models={

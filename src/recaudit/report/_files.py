@@ -1,9 +1,8 @@
-"""Tolerant key lookup and file helpers shared by the report's loaders.
+"""The files the report's loaders open: a results JSON, a table, the first that exists.
 
-The loaders accept small naming variations (``sPB`` / ``spb``, ``pob-icm`` /
-``pob_icm``) and are strict about essentials: a missing key raises
-:class:`~recaudit.InputError` naming the key, where it was expected and the command
-that writes it.
+Every read goes through :mod:`recaudit._read`, so a damaged file is an
+:class:`~recaudit.InputError` naming it; the JSON's values are then read by the one
+number rule of :mod:`recaudit._records`.
 """
 
 from __future__ import annotations
@@ -14,18 +13,8 @@ from typing import Any
 import pandas as pd
 
 from .._read import read_json, read_table
-from .._records import find_key, json_float, json_int, need_key, norm_key
 
-__all__ = ["find", "first_file", "need", "norm", "read_json_file", "read_table_file", "to_float",
-           "to_int"]
-
-
-#: The tolerant readers are shared with the fairness results' ``from_dict``.
-norm = norm_key
-find = find_key
-need = need_key
-to_float = json_float
-to_int = json_int
+__all__ = ["first_file", "read_json_file", "read_table_file"]
 
 
 def first_file(folder: Path, *names: str) -> Path | None:
