@@ -518,3 +518,18 @@ def test_basic_intervals_stay_in_the_figures_range() -> None:
                                            bias.user_popularity_groups.values())):
         for f in ("profile_tail_share", "test_tail_share"):
             assert 0.0 <= profile[f].ci.low <= profile[f].ci.high <= 1.0, f
+
+
+def test_one_head_for_every_popularity_figure_of_the_lists() -> None:
+    """``long_tail_share@N`` and APLT@N read the same head (issue 36: one head), so over
+    users who all have a list they are the same number; the data's own profile keeps its
+    short head (the items holding 20 % of the interactions), which is a different set."""
+    recs, test, train, users = _data(seed=4)
+    result = _evaluate(recs, test, train, users, n_boot=0)
+    bias = result.popularity_bias
+    assert bias is not None and result.long_tail_share is not None
+    for c in CUTS:
+        assert result.long_tail_share[c] == pytest.approx(bias.overall[f"aplt@{c}"].value,
+                                                          rel=1e-12)
+    assert bias.n_head_items == math.ceil(0.2 * N_ITEMS)
+    assert result.popularity is not None and result.popularity.n_head_items != bias.n_head_items

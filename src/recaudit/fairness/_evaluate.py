@@ -223,7 +223,7 @@ def evaluate(
     order = [int(np.flatnonzero(names == inp.protected)[0])] + [
         g for g in range(names.size) if names[g] != inp.protected
     ]
-    profile, arp, arp_norm, tail = _popularity_figures(lists, inp.popularity, ns)
+    profile, arp, arp_norm, tail = _popularity_figures(lists, inp.popularity, inp.head, ns)
     opts = inp.options
     return FairnessEvaluation(
         attributes=inp.attributes,
@@ -383,16 +383,18 @@ def _coverage_results(
 
 
 def _popularity_figures(
-    lists: TopNLists, pop: npt.NDArray[np.float64] | None, ns: tuple[int, ...]
+    lists: TopNLists, pop: npt.NDArray[np.float64] | None, head: npt.NDArray[np.bool_] | None,
+    ns: tuple[int, ...],
 ) -> tuple[PopularityProfile | None, dict[int, float] | None, dict[int, float] | None,
            dict[int, float] | None]:
-    """Profile, ARP@N, normalised ARP@N and long-tail share@N (all ``None`` without train)."""
-    if pop is None:
+    """Profile, ARP@N, normalised ARP@N and long-tail share@N (all ``None`` without
+    train); the long tail is everything outside ``head``, the popularity metrics' head."""
+    if pop is None or head is None:
         return None, None, None, None
     profile = popularity_profile(pop)
     top = pop.max()
     scaled = pop / top if top > 0 else pop
-    in_tail = (~profile.is_head).astype(np.float64)
+    in_tail = (~head).astype(np.float64)
     return (
         profile,
         _by_cutoff(ns, average_popularity(lists.items, pop, n=ns)),

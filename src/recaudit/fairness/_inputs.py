@@ -22,7 +22,8 @@ from .._stats import as_generator
 from ..exceptions import InputError
 from ._metrics import TopNLists, _columns_iv, _union_index, build_top_n
 from ._options import EvaluateOptions, _int_iv
-from .popularity._source import _popularity_source, _PopularitySource
+from .popularity._metrics import head_items
+from .popularity._source import _popularity_source, _PopularitySource, _sortable
 from .popularity._user_groups import GROUP_COLUMN, PopularityGrouping, add_popularity_groups
 
 GROUP_SEPARATOR = " & "
@@ -63,6 +64,7 @@ class _Inputs:
     n_items: int
     catalog_source: str
     popularity: npt.NDArray[np.float64] | None
+    head: npt.NDArray[np.bool_] | None
     popularity_source: _PopularitySource | None
     popularity_reason: str | None
     n_users_excluded: int
@@ -171,6 +173,23 @@ def _popularity_iv(
     return np.bincount(codes, minlength=size).astype(np.float64)
 
 
+def _head(
+    popularity: npt.NDArray[np.float64] | None, source: _PopularitySource | None,
+    item_index: pd.Index,
+) -> npt.NDArray[np.bool_] | None:
+    """The one head of every popularity figure of the lists, over the ``len(popularity)``
+    catalog: the popularity-bias metrics' (:func:`~recaudit.fairness.head_items` of the
+    distinct training users per item) when they are computed, else the same rule on the
+    training interactions per item (``train`` without ``user_id``)."""
+    if popularity is None:
+        return None
+    coded = len(item_index)
+    head = np.zeros(popularity.size, dtype=bool)
+    head[:coded] = (source.is_head if source is not None else head_items(
+        popularity[:coded], _sortable(item_index.to_numpy()), n_items=popularity.size))
+    return head
+
+
 def _popularity_group_iv(
     users: pd.DataFrame, attribute: str | Sequence[str], train: pd.DataFrame | None,
     grouping: PopularityGrouping, n_items: int,
@@ -259,6 +278,7 @@ def _evaluate_iv(
         n_items=size,
         catalog_source=source,
         popularity=popularity,
+        head=_head(popularity, pop_source, item_index),
         popularity_source=pop_source,
         popularity_reason=reason,
         n_users_excluded=int((~evaluated).sum()),
