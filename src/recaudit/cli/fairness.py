@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
+from .._stats import DEFAULT_N_BOOT, DEFAULT_N_PERMUTATIONS
 from ..exceptions import ConfigError, InputError, RecauditWarning
 from ._common import err_console, exit_on_error, print_json
 from ._fairness_progress import StudyProgress
@@ -160,9 +161,10 @@ def evaluate_command(
                                   "figures, popularity-bias metrics, popularity groups).")
     ] = None,
     n_boot: Annotated[int, typer.Option(
-        help="Bootstrap resamples of each CI (0 = no CIs).")] = 1000,
+        help="Bootstrap resamples of each CI (0 = no CIs).")] = DEFAULT_N_BOOT,
     n_resamples: Annotated[int, typer.Option(
-        help="Permutations of the protected labels for the gap test (0 = no p-values).")] = 999,
+        help="Permutations of the protected labels for the gap test (0 = no p-values).")]
+        = DEFAULT_N_PERMUTATIONS,
     seed: Annotated[int | None, typer.Option(min=0, help="Random seed (>= 0).")] = None,
     min_group_size: Annotated[int, typer.Option(help="Minimum users per group.")] = 20,
     confidence_level: Annotated[float, typer.Option(help="CI level.")] = 0.95,

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from .._stats import DEFAULT_N_BOOT
 from ._common import err_console, exit_on_error, print_json
 from ._positional_tables import console, print_analysis
 from ._run_display import RichProgress, phase_printer, progress_display
@@ -29,7 +30,8 @@ def joint_command(
         help="A packaged model (smollm2-135m, gemma3-270m) or a GGUF file.")] = "smollm2-135m",
     attribute: Annotated[str, typer.Option(help="The users' protected attribute.")] = "gender",
     protected: Annotated[str, typer.Option(help="Its protected value.")] = "F",
-    n_boot: Annotated[int, typer.Option(help="Bootstrap resamples per interval.")] = 1000,
+    n_boot: Annotated[int, typer.Option(help="Bootstrap resamples per interval.")]
+        = DEFAULT_N_BOOT,
     min_group_size: Annotated[int, typer.Option(
         help="Users a group needs for its metrics.")] = 20,
     seed: Annotated[int, typer.Option(help="Seeds the users, orders and resampling.")] = 2026,

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from .._limits import check_fairness_options
+from .._stats import DEFAULT_N_BOOT, DEFAULT_N_PERMUTATIONS
 from ..exceptions import InputError
 from ._metrics import _n_iv
 from .popularity._user_groups import DEFAULT_GROUPING, PopularityGrouping, parse_popularity_groups
@@ -70,8 +71,8 @@ class EvaluateOptions:
     """
 
     n: tuple[int, ...] = (5, 10, 15)
-    n_boot: int = 1000
-    n_resamples: int = 999
+    n_boot: int = DEFAULT_N_BOOT
+    n_resamples: int = DEFAULT_N_PERMUTATIONS
     min_group_size: int = 20
     confidence_level: float = 0.95
     resample_coverage: bool = False

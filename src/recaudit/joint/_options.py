@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._limits import max_threads
+from .._stats import DEFAULT_N_BOOT
 from ..exceptions import InputError
 
 __all__ = ["JointOptions"]
@@ -61,7 +62,7 @@ class JointOptions:
     model: str = "smollm2-135m"
     attribute: str = "gender"
     protected: str = "F"
-    n_boot: int = 1000
+    n_boot: int = DEFAULT_N_BOOT
     min_group_size: int = 20
     seed: int = 2026
     n_threads: int = 2

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..._config_schema import MSG_VALUE, Where, check_keys, get_int, get_typed, int_list
 from ..._limits import MAX_EPOCHS, check_fairness_study, max_threads
+from ..._stats import DEFAULT_N_BOOT, DEFAULT_N_PERMUTATIONS
 from ..._toml import read_toml
 from ...exceptions import ConfigError, InputError
 from .._protocol import parse_protocol
@@ -77,8 +78,8 @@ class FairnessStudyConfig:
     valid_metric: str = "NDCG@10"
     seed: int = 2020
     num_threads: int = 1
-    n_boot: int = 1000
-    n_resamples: int = 999
+    n_boot: int = DEFAULT_N_BOOT
+    n_resamples: int = DEFAULT_N_PERMUTATIONS
     protocols: tuple[str, ...] = ("full",)
     popularity_groups: str = "abdollahpouri"
 
@@ -130,7 +131,7 @@ def _study(study: Any, where: Where, under: Resolve) -> dict[str, Any]:
     out["seed"] = get_typed(study, "seed", where, int, "an integer", 2020)
     out["num_threads"] = get_int(study, "num_threads", where, default=1, minimum=1,
                                  kind="a positive integer", maximum=max_threads())
-    for key, default in (("n_boot", 1000), ("n_resamples", 999)):
+    for key, default in (("n_boot", DEFAULT_N_BOOT), ("n_resamples", DEFAULT_N_PERMUTATIONS)):
         out[key] = value = get_typed(study, key, where, int, "a non-negative integer", default)
         if value < 0:
             raise ConfigError(MSG_VALUE.format(name=where.name(key),
