@@ -154,6 +154,17 @@ def test_only_the_command_line_and_the_report_import_the_fairness_study():
     assert users and all(_in(m, "recaudit.cli") or _in(m, "recaudit.report") for m in users), users
 
 
+def test_the_fairness_study_uses_the_statistics_through_their_face():
+    """The study runner sits above the statistics as the audit above
+    ``recaudit.positional``: it imports ``recaudit.fairness`` (its ``__all__``), never
+    the statistics' private modules."""
+    private = sorted(f"{m} -> {t}" for m, targets in GRAPH.items()
+                     if _in(m, "recaudit.fairness.study") for t in targets
+                     if _in(t, "recaudit.fairness") and not _in(t, "recaudit.fairness.study")
+                     and any(part.startswith("_") for part in t.split(".")[2:]))
+    assert private == []
+
+
 def test_nothing_in_the_package_imports_the_known_truth_generators():
     """``recaudit.fairness.simulation`` judges the statistics (benchmarks, tests): no
     module of the package computes with it."""

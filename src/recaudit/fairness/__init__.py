@@ -35,6 +35,8 @@ imports.
 from __future__ import annotations
 
 from ._dataset import (
+    ITEM_ID,
+    USER_ID,
     InteractionData,
     LongTailStats,
     ProtectedGroups,
@@ -82,6 +84,8 @@ from .popularity import (
 
 __all__ = [
     # data (_dataset)
+    "ITEM_ID",
+    "USER_ID",
     "InteractionData",
     "LongTailStats",
     "ProtectedGroups",

@@ -52,7 +52,7 @@ import pandas as pd
 from scipy import optimize
 
 from ...exceptions import InputError
-from .._dataset import ITEM_ID, USER_ID, InteractionData, split_per_user
+from .. import ITEM_ID, USER_ID, InteractionData, split_per_user
 from ._lists import RNG_MSG, _inclusion, _top_k_gumbel
 
 __all__ = [

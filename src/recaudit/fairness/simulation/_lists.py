@@ -62,9 +62,15 @@ import pandas as pd
 from scipy import optimize, special, stats
 
 from ...exceptions import InputError
-from .._metrics import METRICS, _n_iv
-from ..popularity._metrics import PopularityPerUser, per_user_popularity, popularity_parity
-from ..popularity._user_groups import parse_popularity_groups, user_popularity_groups
+from .. import (
+    METRICS,
+    PopularityPerUser,
+    parse_popularity_groups,
+    per_user_popularity,
+    popularity_parity,
+    user_popularity_groups,
+)
+from .._metrics import _n_iv
 
 __all__ = [
     "SyntheticData",

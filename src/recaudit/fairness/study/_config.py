@@ -20,8 +20,7 @@ from ..._limits import MAX_EPOCHS, check_fairness_study, max_threads
 from ..._stats import DEFAULT_N_BOOT, DEFAULT_N_PERMUTATIONS
 from ..._toml import read_toml
 from ...exceptions import ConfigError, InputError
-from .._protocol import parse_protocol
-from ..popularity._user_groups import parse_popularity_groups
+from .. import parse_popularity_groups, parse_protocol
 from ._loaders import FORMATS
 from .models._baselines import BASELINES
 from .models._recbole import recbole_class

@@ -41,7 +41,7 @@ import pandas as pd
 
 from ..._read import one_line, read_table
 from ...exceptions import InputError
-from .._dataset import ITEM_ID, USER_ID, InteractionData
+from .. import ITEM_ID, USER_ID, InteractionData
 
 __all__ = [
     "FORMATS",

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..._records import find_key, norm_key
 from ...exceptions import InputError
-from .._results import FairnessEvaluation
+from .. import FairnessEvaluation
 
 __all__ = ["DatasetResult", "ModelResult", "FairnessStudyResult"]
 

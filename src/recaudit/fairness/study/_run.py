@@ -52,22 +52,24 @@ import pandas as pd
 from ..._io import write_atomic, write_text_atomic
 from ..._read import read_json
 from ...exceptions import ConfigError, InputError
-from .._dataset import (
+from .. import (
     ITEM_ID,
     USER_ID,
+    EvaluateOptions,
+    FairnessEvaluation,
     ProtectedGroups,
+    Protocol,
     Split,
+    evaluate,
     long_tail_stats,
+    parse_popularity_groups,
+    parse_protocol,
     protected_groups,
+    sample_candidates,
     sample_interactions,
     split_per_user,
     to_implicit,
 )
-from .._evaluate import evaluate
-from .._options import EvaluateOptions
-from .._protocol import Protocol, parse_protocol, sample_candidates
-from .._results import FairnessEvaluation
-from ..popularity._user_groups import parse_popularity_groups
 from ._config import (
     DatasetConfig,
     FairnessStudyConfig,

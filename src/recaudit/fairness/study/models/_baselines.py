@@ -23,7 +23,7 @@ import pandas as pd
 
 from ...._stats import as_generator
 from ....exceptions import InputError
-from ..._dataset import ITEM_ID, USER_ID
+from ... import ITEM_ID, USER_ID
 
 __all__ = [
     "BASELINES",

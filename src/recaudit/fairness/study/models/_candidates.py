@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ....exceptions import InputError
-from ..._dataset import ITEM_ID, USER_ID
+from ... import ITEM_ID, USER_ID
 from . import _recbole
 from ._recbole import TrainedModel
 from ._recbole_compat import import_recbole, load_checkpoint, recbole_session

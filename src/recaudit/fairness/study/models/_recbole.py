@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ....exceptions import ConfigError, InputError
-from ..._dataset import ITEM_ID, USER_ID, Split
+from ... import ITEM_ID, USER_ID, Split
 from ._recbole_compat import import_recbole, load_checkpoint, recbole_session
 from ._resume import PointProgress
 
