@@ -11,10 +11,11 @@ import pytest
 from statsmodels.stats.multitest import multipletests
 from typer.testing import CliRunner
 
+from recaudit._multiplicity import adjust_pvalues
 from recaudit.cli import app
 from recaudit.exceptions import InputError
 from recaudit.positional import simulate_evaluations
-from recaudit.positional._compare import Comparison, adjust_pvalues, compare_systems
+from recaudit.positional._compare import Comparison, compare_systems
 from recaudit.positional._unbp import query_position_shares
 
 runner = CliRunner()

@@ -9,8 +9,9 @@ import math
 import numpy as np
 import pytest
 
+from recaudit._multiplicity import adjusted_level
 from recaudit.positional import evaluations_from_table, simulate_evaluations
-from recaudit.positional._compare import Comparison, adjusted_level, compare_systems
+from recaudit.positional._compare import Comparison, compare_systems
 
 
 def _systems(ps: list[float], seed: int = 0) -> dict[str, object]:

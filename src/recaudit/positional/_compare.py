@@ -19,13 +19,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._multiplicity import adjust_pvalues, adjusted_level, check_adjust
 from .._records import as_mapping, integer, need, number, text
 from .._stats import (
     DEFAULT_N_BOOT,
     as_generator,
     bootstrap_weights,
     expanded_level,
-    holm,
     percentile_interval,
 )
 from ..exceptions import InputError
@@ -34,11 +34,8 @@ from ._compare_split import SPLIT_MEASURES, split_differences
 from ._evaluations import Evaluations
 from ._unbp import query_position_shares
 
-__all__ = ["ADJUSTMENTS", "MEASURES", "Comparison", "Pair", "adjust_pvalues", "adjusted_level",
-           "compare_family", "compare_systems"]
+__all__ = ["MEASURES", "Comparison", "Pair", "compare_family", "compare_systems"]
 
-ADJUSTMENTS = ("holm", "bh", "none")
-MSG_ADJUST = "`adjust` must be one of holm, bh, none, got {value!r}"
 MSG_TWO = "comparing needs >= 2 systems, got {n}; pass two runs or tables, or --by COLUMN"
 MSG_K = "systems {a!r} and {b!r} have different k ({ka} vs {kb}); compare equal list lengths"
 
@@ -120,34 +117,6 @@ class Comparison:
                 value = number(obj, f.name, what)
             values[f.name] = value
         return cls(**values)
-
-
-def adjust_pvalues(pvalues: Sequence[float] | npt.ArrayLike,
-                   method: str) -> npt.NDArray[np.float64]:
-    r"""Adjust a family of p-values: Holm (FWER), Benjamini-Hochberg (FDR) or none.
-
-    BH: :math:`\tilde p_{(i)} = \min_{j \ge i} \min\{1, m\, p_{(j)} / j\}`.
-
-    References
-    ----------
-    Holm, S. (1979). Scandinavian Journal of Statistics 6(2), 65-70.
-    Benjamini, Y. & Hochberg, Y. (1995). JRSS B 57(1), 289-300.
-    """
-    p = np.asarray(pvalues, dtype=float)
-    if method == "holm":
-        return holm(p)
-    if method == "none":
-        return p.copy()
-    if method != "bh":
-        raise InputError(MSG_ADJUST.format(value=method))
-    out = np.full(p.shape, np.nan)
-    ok = np.flatnonzero(np.isfinite(p))
-    if ok.size:
-        order = ok[np.argsort(p[ok], kind="stable")]
-        m = order.size
-        stepped = np.minimum(1.0, m * p[order] / np.arange(1, m + 1))
-        out[order] = np.minimum.accumulate(stepped[::-1])[::-1]
-    return out
 
 
 def _keys(evals: Evaluations) -> Counter[tuple[Any, tuple[int, ...]]]:
@@ -259,8 +228,7 @@ def compare_systems(
     Davison, A. C. & Hinkley, D. V. (1997). Bootstrap Methods and their Application, 4.4.
     """
     n_boot, confidence_level = check_bootstrap_args(n_boot, confidence_level)
-    if adjust not in ADJUSTMENTS:
-        raise InputError(MSG_ADJUST.format(value=adjust))
+    check_adjust(adjust)
     if len(systems) < 2:
         raise InputError(MSG_TWO.format(n=len(systems)))
     pairs = [(str(a), systems[a], str(b), systems[b]) for a, b in combinations(systems, 2)]
@@ -295,34 +263,3 @@ def compare_family(pairs: Sequence[Pair], *, adjust: str, n_boot: int,
                            ci_low_adjusted=math.nan if ci is None else ci.low,
                            ci_high_adjusted=math.nan if ci is None else ci.high)
     return rows
-
-
-def adjusted_level(adjusted: npt.ArrayLike, adjust: str, confidence_level: float) -> float:
-    r"""The level of each interval of a family of m comparisons, so that the family's
-    intervals keep ``confidence_level`` jointly (``holm``) or on average over the
-    selected ones (``bh``).
-
-    - ``holm``: Bonferroni's simultaneous level :math:`1 - \alpha/m` (the intervals
-      that match Holm's family-wise guarantee; Holm's step-down has no interval of
-      its own);
-    - ``bh``: Benjamini & Yekutieli's false-coverage-rate level
-      :math:`1 - R\alpha/m`, with R the comparisons BH rejects at
-      :math:`\alpha` (at least 1);
-    - ``none``: ``confidence_level``.
-
-    with :math:`\alpha = 1 -` ``confidence_level`` and m the finite p-values.
-
-    References
-    ----------
-    Benjamini, Y. & Yekutieli, D. (2005). False discovery rate-adjusted multiple
-    confidence intervals for selected parameters. JASA 100(469), 71-81.
-    """
-    p = np.asarray(adjusted, dtype=float)
-    m = int(np.isfinite(p).sum())
-    alpha = 1.0 - confidence_level
-    if adjust == "none" or m <= 1:
-        return confidence_level
-    if adjust == "holm":
-        return 1.0 - alpha / m
-    selected = max(1, int(np.sum(p[np.isfinite(p)] <= alpha)))
-    return 1.0 - selected * alpha / m

@@ -18,11 +18,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._multiplicity import check_adjust
 from .._records import as_mapping
 from .._stats import DEFAULT_N_BOOT, as_generator
 from ..exceptions import InputError
 from ._bootstrap import check_bootstrap_args
-from ._compare import ADJUSTMENTS, MSG_ADJUST, Comparison, Pair, compare_family
+from ._compare import Comparison, Pair, compare_family
 from ._evaluations import evaluations_from_table, group_table, read_table
 
 __all__ = ["CellComparison", "RunComparisons", "compare_cells"]
@@ -111,8 +112,7 @@ def compare_cells(data: pd.DataFrame | str | Path, *, by: str = "model",
         ``by`` missing, or a cell with fewer than two systems.
     """
     n_boot, confidence_level = check_bootstrap_args(n_boot, confidence_level)
-    if adjust not in ADJUSTMENTS:
-        raise InputError(MSG_ADJUST.format(value=adjust))
+    check_adjust(adjust)
     table = read_table(data)
     if by not in table.columns:
         raise InputError(f"`by`: the table has no column {by!r}")
