@@ -34,6 +34,8 @@ imports.
 
 from __future__ import annotations
 
+from ._compare import STAT_TESTS, compare_models
+from ._compare_results import FairnessComparison, MetricComparison
 from ._dataset import (
     ITEM_ID,
     USER_ID,
@@ -107,6 +109,11 @@ __all__ = [
     "PopularityProfile",
     "average_popularity",
     "evaluate",
+    # comparing models (_compare, _compare_results)
+    "STAT_TESTS",
+    "FairnessComparison",
+    "MetricComparison",
+    "compare_models",
     # evaluation protocols (_protocol)
     "FULL",
     "Protocol",

@@ -1,0 +1,348 @@
+r"""Paired comparisons of recommenders on the inter-bias figures (issue 35, item 2).
+
+Every model is evaluated on the same users (those with a test item) and test items, so
+each user contributes one value per model: a paired design. For a pair ``(A, B)``, a
+metric ``M@N`` and its per-user values :math:`x_{Au}, x_{Bu}`:
+
+- *means* (all users, and each group): :math:`\bar x_A - \bar x_B`;
+- *gaps*: :math:`RD_A - RD_B` with
+  :math:`RD = (\bar x_{UG} - \bar x_{PG}) / (\bar x_{UG} + \bar x_{PG})`,
+  :math:`NRD = (RD + 1)/2` and :math:`IB = \sqrt{NRD\,(1 - IC)}`, each model's item
+  coverage IC held at its observed value (as :func:`~recaudit.fairness.evaluate` does
+  by default, decision 0126).
+
+Intervals: a user-level bootstrap stratified by group, the same resampled users for
+both models (multinomial weights, :func:`recaudit._stats.bootstrap_weights`), the
+expanded percentile interval (:func:`recaudit._stats.expanded_level`; the users of the
+row as its units). Tests of "no difference", two-sided: the paired permutation
+(each user's two values swapped with probability 1/2 -- exact under the null that the
+two models are exchangeable per user; +1-corrected Monte-Carlo p), or for the means
+the paired t test or the Wilcoxon signed-rank test (:func:`scipy.stats.ttest_rel`,
+:func:`scipy.stats.wilcoxon`, the tests ranx and WarpRec offer). A difference that is
+exactly 0 for every user has p = 1. Every row of every pair is one family, adjusted by
+Holm or Benjamini-Hochberg (:mod:`recaudit._multiplicity`), with intervals at the
+family's level.
+
+References
+----------
+Good, P. (2005). *Permutation, Parametric, and Bootstrap Tests of Hypotheses*, 3rd ed.,
+ch. 3 (the paired permutation test).
+Smucker, M. D., Allan, J. & Carterette, B. (2007). A comparison of statistical
+significance tests for information retrieval evaluation. *CIKM '07*, 623-632.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from scipy import stats
+
+from .._multiplicity import adjust_pvalues, adjusted_level, check_adjust
+from .._stats import (
+    as_generator,
+    bootstrap_weights,
+    expanded_level,
+    monte_carlo_pvalue,
+    percentile_interval,
+)
+from ..exceptions import InputError
+from ._compare_results import FairnessComparison, MetricComparison
+from ._exposure import item_coverage
+from ._inputs import _evaluate_iv
+from ._interbias import inter_bias, normalized_relative_difference, relative_difference
+from ._metrics import METRICS, ranking_metrics
+from ._options import EvaluateOptions
+
+__all__ = ["STAT_TESTS", "compare_models"]
+
+STAT_TESTS = ("permutation", "t", "wilcoxon")
+MSG_TEST = "`stat_test` must be one of permutation, t, wilcoxon, got {value!r}"
+MSG_MODELS = ("comparing needs >= 2 models as a mapping name -> recs table, got {n}; "
+              "pass --recs NAME=PATH twice or more")
+MSG_NO_BOOT = "comparing needs `n_boot` >= 1 (the intervals) and `n_resamples` >= 1 (the tests)"
+GAPS = ("rd", "nrd", "ib")
+
+
+@dataclass(frozen=True)
+class _Model:
+    """One model's per-user metric matrix (users x keys) and item coverage per N."""
+
+    x: npt.NDArray[np.float64]
+    ic: npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class _Design:
+    """What every pair shares: the users' groups, the keys, the options."""
+
+    codes: npt.NDArray[np.intp]
+    names: tuple[str, ...]
+    protected: npt.NDArray[np.bool_]  # per group
+    keys: tuple[str, ...]
+    cut_of_key: npt.NDArray[np.intp]
+    options: EvaluateOptions
+
+    @property
+    def members(self) -> list[npt.NDArray[np.intp]]:
+        return [np.flatnonzero(self.codes == g) for g in range(len(self.names))]
+
+
+def _gaps(sums: npt.NDArray[np.float64], sizes: npt.NDArray[np.float64],
+          prot: npt.NDArray[np.bool_], ic: npt.NDArray[np.float64],
+          cut_of_key: npt.NDArray[np.intp]) -> dict[str, npt.NDArray[np.float64]]:
+    """RD, NRD, IB from group sums (... x G x K)."""
+    pg = sums[..., prot, :].sum(axis=-2) / sizes[prot].sum()
+    ug = sums[..., ~prot, :].sum(axis=-2) / sizes[~prot].sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rd = relative_difference(ug, pg)
+    nrd = normalized_relative_difference(rd)
+    return {"rd": rd, "nrd": nrd, "ib": inter_bias(nrd, ic[cut_of_key])}
+
+
+def _figures(sums: npt.NDArray[np.float64], sizes: npt.NDArray[np.float64],
+             design: _Design, ic: npt.NDArray[np.float64]) -> dict[str, Any]:
+    """Every compared figure of one model from its group sums (... x G x K): ``mean``
+    (... x K), ``group`` (... x G x K) and the gaps."""
+    return {"mean": sums.sum(axis=-2) / sizes.sum(), "group": sums / sizes[:, None],
+            **_gaps(sums, sizes, design.protected, ic, design.cut_of_key)}
+
+
+def _group_sums(x: npt.NDArray[np.float64], members: list[npt.NDArray[np.intp]],
+                w: npt.NDArray[np.float64] | None = None) -> npt.NDArray[np.float64]:
+    """Per-group sums of ``x`` (G x K), or of each weighted resample (b x G x K)."""
+    if w is None:
+        return np.stack([x[idx].sum(axis=0) for idx in members])
+    return np.stack([w[:, idx] @ x[idx] for idx in members], axis=1)
+
+
+def _flatten(fig: dict[str, Any]) -> npt.NDArray[np.float64]:
+    """The figures as one vector per resample, in row order: for each key the mean,
+    each group, then rd, nrd, ib."""
+    blocks = np.concatenate([fig["mean"][..., None, :], fig["group"],
+                             *(fig[g][..., None, :] for g in GAPS)], axis=-2)
+    stacked = np.swapaxes(blocks, -1, -2)  # ... x K x (1 + G + 3)
+    return stacked.reshape(*stacked.shape[:-2], -1)
+
+
+def _replicates(a: _Model, b: _Model, design: _Design, gen: np.random.Generator
+                ) -> npt.NDArray[np.float64]:
+    """Bootstrap replicates of every row's difference (n_boot x rows)."""
+    members = design.members
+    sizes = np.array([idx.size for idx in members], dtype=np.float64)
+    out = []
+    for w in bootstrap_weights(a.x.shape[0], design.options.n_boot, gen, strata=design.codes):
+        wf = w.astype(np.float64)
+        fa = _flatten(_figures(_group_sums(a.x, members, wf), sizes, design, a.ic))
+        fb = _flatten(_figures(_group_sums(b.x, members, wf), sizes, design, b.ic))
+        out.append(fa - fb)
+    return np.concatenate(out)
+
+
+def _permutation_null(a: _Model, b: _Model, design: _Design, gen: np.random.Generator
+                      ) -> npt.NDArray[np.float64]:
+    """|difference| of every row under random per-user swaps (n_resamples x rows)."""
+    members = design.members
+    sizes = np.array([idx.size for idx in members], dtype=np.float64)
+    n = a.x.shape[0]
+    sums_a, sums_b = _group_sums(a.x, members), _group_sums(b.x, members)
+    d = b.x - a.x
+    chunk = max(1, min(design.options.n_resamples, 4_000_000 // max(n, 1)))
+    out, done = [], 0
+    while done < design.options.n_resamples:
+        m = min(chunk, design.options.n_resamples - done)
+        swap = (gen.random((m, n)) < 0.5).astype(np.float64)
+        delta = _group_sums(d, members, swap)
+        fa = _flatten(_figures(sums_a + delta, sizes, design, a.ic))
+        fb = _flatten(_figures(sums_b - delta, sizes, design, b.ic))
+        out.append(np.abs(fa - fb))
+        done += m
+    return np.concatenate(out)
+
+
+def _paired_test(xa: npt.NDArray[np.float64], xb: npt.NDArray[np.float64], test: str
+                 ) -> npt.NDArray[np.float64]:
+    """Per-column two-sided p of the paired t or Wilcoxon test (1 where every
+    difference is 0)."""
+    d = xa - xb
+    out = np.ones(d.shape[1])
+    for j in np.flatnonzero(np.any(d != 0, axis=0)):
+        if test == "t":
+            out[j] = stats.ttest_rel(xa[:, j], xb[:, j]).pvalue
+        else:
+            out[j] = stats.wilcoxon(d[:, j]).pvalue
+    return out
+
+
+def _row_labels(design: _Design) -> list[tuple[str, str, int]]:
+    """(metric, group, group index or -1) of every row, in :func:`_flatten` order."""
+    out = []
+    for key in design.keys:
+        out.append((key, "", -1))
+        out += [(key, name, g) for g, name in enumerate(design.names)]
+        out += [(f"{gap}_{key}", "", -1) for gap in GAPS]
+    return out
+
+
+def _pair_rows(name_a: str, a: _Model, name_b: str, b: _Model, design: _Design, test: str,
+               gen: np.random.Generator) -> list[dict[str, Any]]:
+    """The rows of one pair, with their replicates (``_reps``) for the family's level."""
+    members = design.members
+    sizes = np.array([idx.size for idx in members], dtype=np.float64)
+    va = _flatten(_figures(_group_sums(a.x, members), sizes, design, a.ic))
+    vb = _flatten(_figures(_group_sums(b.x, members), sizes, design, b.ic))
+    reps = _replicates(a, b, design, gen)
+    null = _permutation_null(a, b, design, gen)
+    labels = _row_labels(design)
+    if test != "permutation":
+        by_group = {-1: _paired_test(a.x, b.x, test)} | {
+            g: _paired_test(a.x[idx], b.x[idx], test) for g, idx in enumerate(members)}
+    level = design.options.confidence_level
+    rows = []
+    for j, (metric, group, g) in enumerate(labels):
+        diff = float(va[j] - vb[j])
+        users = a.x.shape[0] if g < 0 else members[g].size
+        is_gap = metric.split("_", 1)[0] in GAPS
+        if not math.isfinite(diff):
+            p = math.nan
+        elif test == "permutation" or is_gap:
+            p = monte_carlo_pvalue(abs(diff), null[:, j])
+        else:
+            p = float(by_group[g][design.keys.index(metric)])
+        ci = percentile_interval(reps[:, j], confidence_level=expanded_level(level, users))
+        rows.append({
+            "a": name_a, "b": name_b, "metric": metric, "group": group,
+            "value_a": float(va[j]), "value_b": float(vb[j]), "difference": diff,
+            "ci_low": ci.low if math.isfinite(diff) else math.nan,
+            "ci_high": ci.high if math.isfinite(diff) else math.nan,
+            "confidence_level": level, "pvalue": p,
+            "test": "permutation" if is_gap else test, "n_users": users, "_reps": reps[:, j],
+        })
+    return rows
+
+
+def _adjust(rows: list[dict[str, Any]], adjust: str, level: float) -> list[MetricComparison]:
+    """The family's adjusted p-values and intervals; the rows as results."""
+    adjusted = adjust_pvalues([r["pvalue"] for r in rows], adjust)
+    fam = adjusted_level(adjusted, adjust, level)
+    out = []
+    for r, p in zip(rows, adjusted, strict=True):
+        reps = r.pop("_reps")
+        ci = percentile_interval(reps, confidence_level=expanded_level(fam, r["n_users"]))
+        ok = math.isfinite(r["difference"])
+        out.append(MetricComparison(
+            **r, pvalue_adjusted=float(p), adjust=adjust,
+            ci_low_adjusted=ci.low if ok else math.nan,
+            ci_high_adjusted=ci.high if ok else math.nan, adjusted_level=fam))
+    return out
+
+
+def _catalog_size(recs: Mapping[str, pd.DataFrame], test: pd.DataFrame,
+                  train: pd.DataFrame | None) -> int:
+    """Items seen in any model's lists, the test or the training table: one catalog for
+    every model, so that their coverages are comparable."""
+    tables = [*recs.values(), test, *([] if train is None else [train])]
+    ids = pd.unique(pd.concat([t["item_id"] for t in tables if "item_id" in t],
+                              ignore_index=True))
+    return len(ids)
+
+
+def _models(recs: Mapping[str, pd.DataFrame], test: pd.DataFrame, users: pd.DataFrame, *,
+            attribute: str | Sequence[str], protected: Hashable | Sequence[Hashable],
+            n_items: int | None, items: pd.DataFrame | None, train: pd.DataFrame | None,
+            options: EvaluateOptions) -> tuple[dict[str, _Model], _Design, str]:
+    """Every model's per-user matrix (rows: the evaluated users, those with a test item,
+    in the users table's order -- the same rows for every model)."""
+    if items is None and n_items is None:
+        n_items = _catalog_size(recs, test, train)
+    models: dict[str, _Model] = {}
+    for name, table in recs.items():  # the evaluated users are the test's: every model's
+        inp = _evaluate_iv(table, test, users, attribute=attribute, protected=protected,
+                           n_items=n_items, items=items, train=train, options=options, rng=0)
+        values = ranking_metrics(inp.lists.hits, inp.lists.n_relevant, n=inp.ns)
+        models[str(name)] = _Model(np.hstack([values[m] for m in METRICS]), item_coverage(
+            inp.lists.items, n_items=inp.n_items, n=inp.ns))
+    names, codes = np.unique(inp.groups, return_inverse=True)
+    design = _Design(
+        codes=codes.astype(np.intp), names=tuple(str(n) for n in names),
+        protected=names == inp.protected,
+        keys=tuple(f"{m}@{c}" for m in METRICS for c in inp.ns),
+        cut_of_key=np.tile(np.arange(len(inp.ns)), len(METRICS)), options=options)
+    return models, design, inp.protected
+
+
+def compare_models(
+    recs: Mapping[str, pd.DataFrame],
+    test: pd.DataFrame,
+    users: pd.DataFrame,
+    *,
+    attribute: str | Sequence[str],
+    protected: Hashable | Sequence[Hashable],
+    n_items: int | None = None,
+    items: pd.DataFrame | None = None,
+    train: pd.DataFrame | None = None,
+    options: EvaluateOptions | None = None,
+    stat_test: str = "permutation",
+    adjust: str = "holm",
+    rng: np.random.Generator | int | None = None,
+) -> FairnessComparison:
+    r"""Compare every pair of recommenders on every inter-bias figure, paired by user.
+
+    Parameters
+    ----------
+    recs : mapping of str to pandas.DataFrame
+        Model name -> its top-N lists (``user_id, item_id, rank``), two or more, all
+        for the same ``test`` and ``users``.
+    test, users, attribute, protected, n_items, items, train
+        As for :func:`~recaudit.fairness.evaluate` (``train`` only widens the
+        catalog). Without ``n_items`` and ``items`` the catalog is every item seen in
+        any model's lists, the test or ``train``: one catalog for every model.
+    options : EvaluateOptions, optional
+        Cut-offs, ``n_boot`` (bootstrap resamples of each interval, >= 1),
+        ``n_resamples`` (paired permutations of each test, >= 1), ``min_group_size``
+        and ``confidence_level``.
+    stat_test : {"permutation", "t", "wilcoxon"}
+        The test of the per-user means (gap rows always use the permutation).
+    adjust : {"holm", "bh", "none"}
+        Adjustment over every row of every pair.
+    rng : numpy.random.Generator or int, optional
+        Source of the resamples (an int seeds a new generator).
+
+    Returns
+    -------
+    FairnessComparison
+
+    Raises
+    ------
+    InputError
+        Fewer than two models, an unknown test or adjustment, zero resamples, or any
+        input :func:`evaluate` refuses.
+    """
+    if not isinstance(recs, Mapping) or len(recs) < 2:
+        raise InputError(MSG_MODELS.format(n=len(recs) if isinstance(recs, Mapping) else 0))
+    if stat_test not in STAT_TESTS:
+        raise InputError(MSG_TEST.format(value=stat_test))
+    check_adjust(adjust)
+    options = EvaluateOptions() if options is None else options
+    if not isinstance(options, EvaluateOptions) or options.n_boot < 1 \
+            or options.n_resamples < 1:
+        raise InputError(MSG_NO_BOOT)
+    gen = as_generator(rng)
+    models, design, protected_name = _models(
+        recs, test, users, attribute=attribute, protected=protected, n_items=n_items,
+        items=items, train=train, options=options)
+    rows: list[dict[str, Any]] = []
+    for name_a, name_b in combinations(models, 2):
+        rows += _pair_rows(name_a, models[name_a], name_b, models[name_b], design,
+                           stat_test, gen)
+    return FairnessComparison(
+        models=tuple(models), rows=tuple(_adjust(rows, adjust, options.confidence_level)),
+        protected=protected_name, n=options.n, test=stat_test, adjust=adjust,
+        n_boot=options.n_boot, n_resamples=options.n_resamples,
+        confidence_level=options.confidence_level, n_users=design.codes.size)
