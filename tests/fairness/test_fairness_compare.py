@@ -122,6 +122,7 @@ def test_group_rows_use_the_group_s_users(test_name: str) -> None:
     row = _row(result, "A", "C", "ndcg@10", "F")
     assert row.pvalue == pytest.approx(ref, rel=1e-9) and row.n_users == women.size
     assert row.test == test_name and _row(result, "A", "C", "rd_ndcg@10").test == "permutation"
+    assert _row(result, "A", "C", "ib_ndcg@10").test == "bootstrap"
 
 
 def test_the_permutation_p_is_the_exact_one() -> None:

@@ -11,9 +11,10 @@ from rich.table import Table
 
 if TYPE_CHECKING:  # the library is imported by the command: `recaudit --help` stays fast
     from .._stats import Estimate
-    from ..fairness import FairnessEvaluation
+    from ..fairness import FairnessComparison, FairnessEvaluation, MetricComparison
 
-__all__ = ["print_evaluation", "protocol_shift_table"]
+__all__ = ["comparison_sentence", "print_comparison", "print_evaluation",
+           "protocol_shift_table"]
 
 #: Exposure columns, each shown when the evaluation has it (popularity needs --train).
 EXPOSURE_COLUMNS = ("item_coverage", "gini_exposure", "avg_popularity", "long_tail_share")
@@ -149,3 +150,46 @@ def print_evaluation(result: FairnessEvaluation, console: Console) -> None:
         f"excluded users without test items: {result.n_users_excluded}; "
         f"evaluated users without a list (scored 0): {result.n_users_without_recs}"
     )
+
+
+def _diff(r: MetricComparison) -> str:
+    """``a - b [low, high]`` at the family's level, signed."""
+    if not math.isfinite(r.difference):
+        return "undefined"
+    if not math.isfinite(r.ci_low_adjusted):
+        return f"{r.difference:+.4f}"
+    return f"{r.difference:+.4f} [{r.ci_low_adjusted:+.4f}, {r.ci_high_adjusted:+.4f}]"
+
+
+def comparison_sentence(r: MetricComparison, alpha: float) -> str:
+    """One row in plain words: which model is higher (or that no difference is shown)."""
+    what = (f"the gap {r.metric.split('_', 1)[0].upper()} of {r.metric.split('_', 1)[1]}"
+            if r.metric.split("_", 1)[0] in ("rd", "nrd", "ib") else
+            f"{r.metric}" + (f" for group {r.group}" if r.group else ""))
+    if not math.isfinite(r.pvalue_adjusted):
+        return f"{r.a} vs {r.b}: {what} is undefined for one of them."
+    if r.pvalue_adjusted > alpha:
+        return (f"{r.a} vs {r.b}: no difference shown in {what} ({r.adjust} p = "
+                f"{r.pvalue_adjusted:.3g}).")
+    higher, lower = (r.a, r.b) if r.difference > 0 else (r.b, r.a)
+    return (f"{r.a} vs {r.b}: {higher} is higher than {lower} in {what} by "
+            f"{abs(r.difference):.4f} ({r.adjust} p = {r.pvalue_adjusted:.3g}).")
+
+
+def print_comparison(result: FairnessComparison, *, keys: Sequence[str]) -> None:
+    """Per pair, the headline metrics' rows (difference a - b with the family-adjusted
+    CI, adjusted p), then one sentence per row."""
+    alpha = 1.0 - result.confidence_level
+    shown = [r for r in result.rows if r.metric.split("_", 1)[-1] in keys]
+    table = Table(title=f"Paired comparisons ({result.test}; {result.adjust} over "
+                        f"{len(result.rows)} rows; CIs at the family's level)")
+    for col in ("a", "b", "figure", "group", "value a", "value b", "a - b [CI]", "p adj."):
+        table.add_column(col, justify="right" if col in ("a - b [CI]", "p adj.") else "left")
+    for r in shown:
+        table.add_row(r.a, r.b, r.metric, r.group or "all", fmt(r.value_a), fmt(r.value_b),
+                      _diff(r), _fmt_p(r.pvalue_adjusted))
+    console = Console()
+    console.print(table)
+    for r in shown:
+        if not r.group:
+            console.print(comparison_sentence(r, alpha))

@@ -20,7 +20,7 @@ from .._stats import DEFAULT_N_BOOT, DEFAULT_N_PERMUTATIONS
 from ..exceptions import ConfigError, InputError, RecauditWarning
 from ._common import err_console, exit_on_error, print_json
 from ._fairness_progress import StudyProgress
-from ._fairness_tables import print_evaluation, protocol_shift_table
+from ._fairness_tables import print_comparison, print_evaluation, protocol_shift_table
 
 if TYPE_CHECKING:  # pandas and the library are imported by the commands: `--help` stays fast
     import pandas as pd
@@ -275,6 +275,90 @@ def _write_per_user(result: FairnessEvaluation, path: Path) -> None:
     except OSError as exc:  # no permission, a missing folder, a full disk
         raise InputError(MSG_CANNOT_WRITE.format(what="`--per-user` file", path=path,
                                                  error=one_line(exc))) from None
+
+
+RECS_ITEM_MSG = ("`--recs` takes NAME=PATH (e.g. `--recs LightGCN=recs/lightgcn.csv`), "
+                 "got {value!r}")
+RECS_TWICE_MSG = "`--recs` names the model {name!r} twice; give every model its own name"
+HEADLINE_KEYS = ("ndcg@10",)
+
+
+def _named_recs(values: list[str]) -> dict[str, Path]:
+    """``NAME=PATH`` pairs of ``--recs``, in order, names unique."""
+    out: dict[str, Path] = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep or not name.strip() or not path.strip() or not name.strip().isprintable():
+            raise InputError(RECS_ITEM_MSG.format(value=value))
+        if name.strip() in out:
+            raise InputError(RECS_TWICE_MSG.format(name=name.strip()))
+        out[name.strip()] = Path(path.strip())
+    return out
+
+
+@app.command(
+    "compare",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": False},
+)
+@exit_on_error
+def compare_command(
+    ctx: typer.Context,
+    recs: Annotated[list[str], typer.Option(
+        "--recs", metavar="NAME=PATH",
+        help="A model's top-N lists (user_id,item_id,rank), named; twice or more.")],
+    test: Annotated[Path, typer.Option(help="Held-out items: user_id,item_id.")],
+    users: Annotated[Path, typer.Option(help="user_id plus attribute columns.")],
+    attribute: Annotated[str, typer.Option(
+        help="Attribute column; comma-separated for intersections.")],
+    protected: Annotated[str, typer.Option(
+        help="Protected value; comma-separated, one per attribute.")],
+    n: Annotated[list[str] | None, typer.Option(
+        "--n", metavar="N ...", help="Cut-offs: --n 5 10 15 (default 5 10 15).")] = None,
+    items: Annotated[Path | None, typer.Option(help="Item catalog with item_id.")] = None,
+    n_items: Annotated[int | None, typer.Option(help="Catalog size |I|.")] = None,
+    train: Annotated[Path | None, typer.Option(
+        help="Training interactions (only widen the catalog).")] = None,
+    stat_test: Annotated[str, typer.Option(
+        "--stat-test", help="Test of the per-user means: permutation (paired), t (paired "
+        "t) or wilcoxon (signed-rank); the gaps (RD, NRD, IB) always use the paired "
+        "permutation.")] = "permutation",
+    adjust: Annotated[str, typer.Option(
+        help="Multiple-comparison adjustment over every row: holm, bh or none.")] = "holm",
+    n_boot: Annotated[int, typer.Option(
+        help="Bootstrap resamples of each CI (>= 1).")] = DEFAULT_N_BOOT,
+    n_resamples: Annotated[int, typer.Option(
+        help="Paired permutations of each test (>= 1).")] = DEFAULT_N_PERMUTATIONS,
+    seed: Annotated[int | None, typer.Option(min=0, help="Random seed (>= 0).")] = None,
+    min_group_size: Annotated[int, typer.Option(help="Minimum users per group.")] = 20,
+    confidence_level: Annotated[float, typer.Option(help="CI level.")] = 0.95,
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Compare recommenders, paired by user: every metric, group and gap (RD, NRD, IB).
+
+    Every pair of --recs models evaluated on the same --test and --users: the difference
+    of each model's mean metric (all users and each group) and of its group gap, with
+    a user-bootstrap CI and a paired test, adjusted over all rows (--adjust). The table
+    shows NDCG@10; --json has every row (`rows`).
+    """
+    from ..fairness import EvaluateOptions, compare_models
+
+    options = EvaluateOptions(n=tuple(_parse_n(n, list(ctx.args))), n_boot=n_boot,
+                              n_resamples=n_resamples, min_group_size=min_group_size,
+                              confidence_level=confidence_level)
+    named = _named_recs(recs)
+    users_table = _read_table(users, "users")
+    tables = _read_tables(users_table, users, test=test, items=items, train=train,
+                          **{f"recs {name}": path for name, path in named.items()})
+    result = compare_models(
+        {name: tables[f"recs {name}"] for name in named}, tables["test"], users_table,
+        attribute=[a.strip() for a in attribute.split(",")],
+        protected=[v.strip() for v in protected.split(",")], n_items=n_items,
+        items=tables.get("items"), train=tables.get("train"), options=options,
+        stat_test=stat_test, adjust=adjust, rng=seed)
+    if json_output:
+        print_json(result.to_dict())
+        return
+    print_comparison(result, keys=HEADLINE_KEYS)
 
 
 @app.command("run")

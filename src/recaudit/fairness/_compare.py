@@ -18,10 +18,14 @@ row as its units). Tests of "no difference", two-sided: the paired permutation
 (each user's two values swapped with probability 1/2 -- exact under the null that the
 two models are exchangeable per user; +1-corrected Monte-Carlo p), or for the means
 the paired t test or the Wilcoxon signed-rank test (:func:`scipy.stats.ttest_rel`,
-:func:`scipy.stats.wilcoxon`, the tests ranx and WarpRec offer). A difference that is
-exactly 0 for every user has p = 1. Every row of every pair is one family, adjusted by
-Holm or Benjamini-Hochberg (:mod:`recaudit._multiplicity`), with intervals at the
-family's level.
+:func:`scipy.stats.wilcoxon`, the tests ranx and WarpRec offer). RD and NRD are tested
+by the paired permutation; IB by the bootstrap (twice the smaller share of resampled
+differences beyond 0): with each model's coverage held fixed, swapping users' values
+leaves the coverage part of an IB difference in place, so the permutation null of IB
+is not centred at 0, while the bootstrap test is the one its interval inverts. A
+difference that is exactly 0 for every user has p = 1. Every row of every pair is one
+family, adjusted by Holm or Benjamini-Hochberg (:mod:`recaudit._multiplicity`), with
+intervals at the family's level.
 
 References
 ----------
@@ -180,6 +184,15 @@ def _paired_test(xa: npt.NDArray[np.float64], xb: npt.NDArray[np.float64], test:
     return out
 
 
+def _bootstrap_pvalue(reps: npt.NDArray[np.float64]) -> float:
+    """Two-sided bootstrap p of "no difference": twice the smaller share of resampled
+    differences on either side of 0, +1 corrected -- the test the interval inverts."""
+    r = reps[np.isfinite(reps)]
+    below = (1 + np.count_nonzero(r <= 0)) / (r.size + 1)
+    above = (1 + np.count_nonzero(r >= 0)) / (r.size + 1)
+    return float(min(1.0, 2 * min(below, above)))
+
+
 def _row_labels(design: _Design) -> list[tuple[str, str, int]]:
     """(metric, group, group index or -1) of every row, in :func:`_flatten` order."""
     out = []
@@ -208,10 +221,13 @@ def _pair_rows(name_a: str, a: _Model, name_b: str, b: _Model, design: _Design, 
     for j, (metric, group, g) in enumerate(labels):
         diff = float(va[j] - vb[j])
         users = a.x.shape[0] if g < 0 else members[g].size
-        is_gap = metric.split("_", 1)[0] in GAPS
+        kind = metric.split("_", 1)[0]
+        row_test = "bootstrap" if kind == "ib" else "permutation" if kind in GAPS else test
         if not math.isfinite(diff):
             p = math.nan
-        elif test == "permutation" or is_gap:
+        elif row_test == "bootstrap":
+            p = _bootstrap_pvalue(reps[:, j])
+        elif row_test == "permutation":
             p = monte_carlo_pvalue(abs(diff), null[:, j])
         else:
             p = float(by_group[g][design.keys.index(metric)])
@@ -222,7 +238,7 @@ def _pair_rows(name_a: str, a: _Model, name_b: str, b: _Model, design: _Design, 
             "ci_low": ci.low if math.isfinite(diff) else math.nan,
             "ci_high": ci.high if math.isfinite(diff) else math.nan,
             "confidence_level": level, "pvalue": p,
-            "test": "permutation" if is_gap else test, "n_users": users, "_reps": reps[:, j],
+            "test": row_test, "n_users": users, "_reps": reps[:, j],
         })
     return rows
 

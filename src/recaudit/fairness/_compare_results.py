@@ -46,8 +46,8 @@ class MetricComparison:
         Two-sided test of "no difference" (``test``).
     test : str
         ``"permutation"`` (paired: each user's two values swapped at random, +1
-        corrected), ``"t"`` (paired t) or ``"wilcoxon"`` (signed-rank); gap rows are
-        always tested by the paired permutation.
+        corrected), ``"t"`` (paired t) or ``"wilcoxon"`` (signed-rank) for the means;
+        ``"permutation"`` for the RD and NRD rows, ``"bootstrap"`` for the IB rows.
     pvalue_adjusted : float
         ``pvalue`` adjusted over every row of the family (``adjust``).
     adjust : str
