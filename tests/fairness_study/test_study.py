@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from recaudit import ConfigError
+from recaudit.fairness import FairnessComparison
 from recaudit.fairness.study import load_recbole_atomic, parse_fairness_config, run_fairness_study
 from recaudit.fairness.study.models import MODELS
 
@@ -169,6 +170,13 @@ def test_tables_and_results_written(study):
     assert {"NDCG@10_F", "NDCG@10_M", "IC@10", "AvgPop@10"} <= set(summary.columns)
     ev = ds["models"]["MF"]["evaluation"]
     assert ev["protected"] == "F" and ev["settings"]["n_boot"] == 50
+    compared = FairnessComparison.from_dict(
+        json.loads((out / "ml-small" / "compare.json").read_text()))
+    assert set(compared.models) == set(MODELS) | {"MostPop", "Random"}
+    k = len(compared.models)
+    assert len({(r.a, r.b) for r in compared.rows}) == k * (k - 1) // 2
+    row = next(r for r in compared.rows if (r.a, r.metric, r.group) == ("MF", "ndcg@10", ""))
+    assert row.value_a == pytest.approx(ev["overall"]["ndcg@10"]["value"], rel=1e-12)
     for name in MODELS:
         assert (out / "ml-small" / "models" / name / "done.json").exists()
         assert (out / "ml-small" / "models" / name / "recbole.log").exists()

@@ -26,6 +26,8 @@ and writes everything into the run folder::
         recs/PROTOCOL/MODEL.{parquet,csv}   the lists ranked within the candidates
         summary.csv              one row per model and protocol: time, IB, group
                                  NDCG, coverage
+        compare.json             every pair of models compared, paired by user
+                                 (full ranking; recaudit.fairness.compare_models)
 
 A model whose ``done.json`` exists (with the same model settings) is not trained
 again, so an interrupted run resumes where it stopped; a finished model that lacks
@@ -49,7 +51,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ..._io import write_atomic, write_text_atomic
+from ..._io import to_jsonable, write_atomic, write_text_atomic
 from ..._read import read_json
 from ...exceptions import ConfigError, InputError
 from .. import (
@@ -60,6 +62,7 @@ from .. import (
     ProtectedGroups,
     Protocol,
     Split,
+    compare_models,
     evaluate,
     long_tail_stats,
     parse_popularity_groups,
@@ -220,6 +223,7 @@ def _run_dataset(
     records = _train_models(config, prepared, folder, report, trainer)
     records |= _run_baselines(config, prepared, folder / "recs", report)
     models = _evaluate_models(config, dconf, prepared, records, report)
+    _compare_models(config, dconf, prepared, records, folder)
     rows = [
         _summary_row(name, m.record, ev, dconf.protected, config.n)
         for name, m in models.items()
@@ -525,6 +529,27 @@ def _evaluate_models(
                                 evaluation=next(iter(evaluations.values())),
                                 evaluations=evaluations)
     return out
+
+
+def _compare_models(
+    config: FairnessStudyConfig, dconf: DatasetConfig, prepared: _Prepared,
+    records: dict[str, dict[str, Any]], folder: Path,
+) -> None:
+    """``compare.json``: every pair of the dataset's models and baselines compared on
+    their full-ranking lists (:func:`compare_models`, Holm over every row), rewritten
+    on every run (cheap next to training; its seed is the dataset's). Not written
+    with fewer than two models or without resamples (``n_boot`` or ``n_resamples`` 0:
+    no intervals, no tests)."""
+    if len(records) < 2 or config.n_boot == 0 or config.n_resamples == 0:
+        return
+    result = compare_models(
+        {name: pd.read_parquet(record["recs"]) for name, record in records.items()},
+        prepared.split.test, prepared.groups.users[[USER_ID, dconf.attribute]],
+        attribute=dconf.attribute, protected=dconf.protected,
+        items=pd.DataFrame({ITEM_ID: prepared.items}),
+        options=_evaluate_options(config, dconf), rng=np.random.default_rng((dconf.seed, 2)))
+    write_text_atomic(folder / "compare.json",
+                      json.dumps(to_jsonable(result.to_dict()), indent=2))
 
 
 def _model_settings(config: FairnessStudyConfig, mconf: GridModel) -> dict[str, Any]:
