@@ -24,6 +24,7 @@ from recaudit.fairness import (
     evaluate,
     per_user_metrics,
 )
+from recaudit.fairness._compare import permutations_needed
 
 CUTS = (5, 10)
 
@@ -142,20 +143,47 @@ def test_the_permutation_p_is_the_exact_one() -> None:
 
 
 @pytest.mark.parametrize(("adjust", "theirs"), [("holm", "holm"), ("bh", "fdr_bh")])
-def test_the_family_is_every_row(adjust: str, theirs: str) -> None:
+def test_each_family_is_one_kind_of_row(adjust: str, theirs: str) -> None:
+    """A family: the rows of one kind (mean, a group's mean, rd, nrd, ib) over every pair,
+    metric and cut-off; each adjusted as statsmodels does, its intervals at its level."""
     recs, test, users = _models()
     result = _compare(recs, test, users, adjust=adjust)
-    p = np.array([r.pvalue for r in result.rows])
-    ok = np.isfinite(p)
-    expected = multipletests(p[ok], method=theirs)[1]
-    got = np.array([r.pvalue_adjusted for r in result.rows])[ok]
-    np.testing.assert_allclose(got, expected, rtol=1e-12)
-    holm_level = 1 - 0.05 / ok.sum()
-    if adjust == "holm":
-        assert all(r.adjusted_level == pytest.approx(holm_level) for r in result.rows)
-        wide = [r for r in result.rows if math.isfinite(r.difference) and r.ci_high > r.ci_low]
-        assert all(r.ci_low_adjusted <= r.ci_low and r.ci_high_adjusted >= r.ci_high
-                   for r in wide)
+
+    def kind(r) -> str:
+        gap = r.metric.split("_", 1)[0]
+        return gap if gap in ("rd", "nrd", "ib") else r.group or "mean"
+
+    families = {kind(r) for r in result.rows}
+    assert families == {"mean", "F", "M", "rd", "nrd", "ib"}
+    for family in families:
+        rows = [r for r in result.rows if kind(r) == family]
+        p = np.array([r.pvalue for r in rows])
+        ok = np.isfinite(p)
+        assert ok.sum() == 3 * 5 * len(CUTS)
+        got = np.array([r.pvalue_adjusted for r in rows])[ok]
+        np.testing.assert_allclose(got, multipletests(p[ok], method=theirs)[1], rtol=1e-12)
+        if adjust == "holm":
+            assert all(r.adjusted_level == pytest.approx(1 - 0.05 / ok.sum()) for r in rows)
+            wide = [r for r in rows if math.isfinite(r.difference) and r.ci_high > r.ci_low]
+            assert all(r.ci_low_adjusted <= r.ci_low and r.ci_high_adjusted >= r.ci_high
+                       for r in wide)
+
+
+def test_the_permutations_are_enough_for_the_family() -> None:
+    """30 rows per family (3 pairs x 5 metrics x 2 cut-offs): Holm needs 1/(B+1) <=
+    0.05/30, so the 299 asked become 599, and a clear difference passes the family."""
+    recs, test, users = _models()
+    result = _compare(recs, test, users)
+    assert permutations_needed(3, 10, 0.05) == 599 and result.n_resamples == 599
+    assert permutations_needed(11, 15, 0.05) == 16_499
+    assert _compare(recs, test, users, adjust="none").n_resamples == 299
+    oracle = pd.concat([test.assign(rank=test.groupby("user_id").cumcount() + 1),
+                        recs["A"].assign(rank=recs["A"]["rank"] + 100)])
+    oracle = oracle.drop_duplicates(["user_id", "item_id"]).sort_values(["user_id", "rank"])
+    oracle["rank"] = oracle.groupby("user_id").cumcount() + 1
+    clear = _row(_compare({"A": recs["A"], "oracle": oracle, "B": recs["B"]}, test, users),
+                 "A", "oracle", "hit@10")
+    assert clear.pvalue <= 1 / 600 + 1e-12 and clear.pvalue_adjusted <= 0.05
 
 
 def test_round_trip_through_json() -> None:

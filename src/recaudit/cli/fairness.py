@@ -323,11 +323,13 @@ def compare_command(
         "t) or wilcoxon (signed-rank); the gaps (RD, NRD, IB) always use the paired "
         "permutation.")] = "permutation",
     adjust: Annotated[str, typer.Option(
-        help="Multiple-comparison adjustment over every row: holm, bh or none.")] = "holm",
+        help="Multiple-comparison adjustment within each family (the rows of one kind "
+        "over every pair, metric and cut-off): holm, bh or none.")] = "holm",
     n_boot: Annotated[int, typer.Option(
         help="Bootstrap resamples of each CI (>= 1).")] = DEFAULT_N_BOOT,
     n_resamples: Annotated[int, typer.Option(
-        help="Paired permutations of each test (>= 1).")] = DEFAULT_N_PERMUTATIONS,
+        help="Paired permutations of each test (>= 1; raised to what the adjustment "
+        "needs).")] = DEFAULT_N_PERMUTATIONS,
     seed: Annotated[int | None, typer.Option(min=0, help="Random seed (>= 0).")] = None,
     min_group_size: Annotated[int, typer.Option(help="Minimum users per group.")] = 20,
     confidence_level: Annotated[float, typer.Option(help="CI level.")] = 0.95,
@@ -337,8 +339,8 @@ def compare_command(
 
     Every pair of --recs models evaluated on the same --test and --users: the difference
     of each model's mean metric (all users and each group) and of its group gap, with
-    a user-bootstrap CI and a paired test, adjusted over all rows (--adjust). The table
-    shows NDCG@10; --json has every row (`rows`).
+    a user-bootstrap CI and a paired test, adjusted within each family of rows
+    (--adjust). The table shows NDCG@10; --json has every row (`rows`).
     """
     from ..fairness import EvaluateOptions, compare_models
 

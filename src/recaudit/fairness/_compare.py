@@ -19,13 +19,15 @@ row as its units). Tests of "no difference", two-sided: the paired permutation
 two models are exchangeable per user; +1-corrected Monte-Carlo p), or for the means
 the paired t test or the Wilcoxon signed-rank test (:func:`scipy.stats.ttest_rel`,
 :func:`scipy.stats.wilcoxon`, the tests ranx and WarpRec offer). RD and NRD are tested
-by the paired permutation; IB by the bootstrap (twice the smaller share of resampled
-differences beyond 0): with each model's coverage held fixed, swapping users' values
-leaves the coverage part of an IB difference in place, so the permutation null of IB
-is not centred at 0, while the bootstrap test is the one its interval inverts. A
-difference that is exactly 0 for every user has p = 1. Every row of every pair is one
-family, adjusted by Holm or Benjamini-Hochberg (:mod:`recaudit._multiplicity`), with
-intervals at the family's level.
+by the paired permutation; IB by the bootstrap z test (the difference over its
+bootstrap standard deviation): with each model's coverage held fixed, swapping users'
+values leaves the coverage part of an IB difference in place, so the permutation null
+of IB is not centred at 0. A difference that is exactly 0 for every user has p = 1.
+The rows of one kind (the mean over all users, one group's mean, RD, NRD, IB) over
+every pair, metric and cut-off are one family, adjusted by Holm or Benjamini-Hochberg
+(:mod:`recaudit._multiplicity`), with intervals at the family's level; the paired
+permutations are raised to the count the family needs for its smallest p to pass
+(:func:`permutations_needed`).
 
 References
 ----------
@@ -39,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
 
@@ -64,7 +66,7 @@ from ._interbias import inter_bias, normalized_relative_difference, relative_dif
 from ._metrics import METRICS, ranking_metrics
 from ._options import EvaluateOptions
 
-__all__ = ["STAT_TESTS", "compare_models"]
+__all__ = ["STAT_TESTS", "compare_models", "permutations_needed"]
 
 STAT_TESTS = ("permutation", "t", "wilcoxon")
 MSG_TEST = "`stat_test` must be one of permutation, t, wilcoxon, got {value!r}"
@@ -184,13 +186,15 @@ def _paired_test(xa: npt.NDArray[np.float64], xb: npt.NDArray[np.float64], test:
     return out
 
 
-def _bootstrap_pvalue(reps: npt.NDArray[np.float64]) -> float:
-    """Two-sided bootstrap p of "no difference": twice the smaller share of resampled
-    differences on either side of 0, +1 corrected -- the test the interval inverts."""
+def _bootstrap_pvalue(diff: float, reps: npt.NDArray[np.float64]) -> float:
+    """Two-sided bootstrap z test of "no difference": ``2 Phi(-|d| / sd*)`` with sd* the
+    bootstrap standard deviation -- continuous, so Holm over hundreds of rows can still
+    reject (a count of resamples beyond 0 could not go below 2 / (B + 1))."""
     r = reps[np.isfinite(reps)]
-    below = (1 + np.count_nonzero(r <= 0)) / (r.size + 1)
-    above = (1 + np.count_nonzero(r >= 0)) / (r.size + 1)
-    return float(min(1.0, 2 * min(below, above)))
+    sd = float(np.std(r, ddof=1)) if r.size > 1 else math.nan
+    if not sd > 0:
+        return 1.0 if diff == 0 else math.nan
+    return float(2 * stats.norm.sf(abs(diff) / sd))
 
 
 def _row_labels(design: _Design) -> list[tuple[str, str, int]]:
@@ -226,7 +230,7 @@ def _pair_rows(name_a: str, a: _Model, name_b: str, b: _Model, design: _Design, 
         if not math.isfinite(diff):
             p = math.nan
         elif row_test == "bootstrap":
-            p = _bootstrap_pvalue(reps[:, j])
+            p = _bootstrap_pvalue(diff, reps[:, j])
         elif row_test == "permutation":
             p = monte_carlo_pvalue(abs(diff), null[:, j])
         else:
@@ -243,20 +247,39 @@ def _pair_rows(name_a: str, a: _Model, name_b: str, b: _Model, design: _Design, 
     return rows
 
 
+def _family(r: Mapping[str, Any]) -> str:
+    """The family of a row: its kind -- the mean over all users, one group's mean, or a
+    gap (``rd``, ``nrd``, ``ib``) -- over every pair, metric and cut-off."""
+    kind = r["metric"].split("_", 1)[0]
+    return kind if kind in GAPS else f"group {r['group']}" if r["group"] else "mean"
+
+
 def _adjust(rows: list[dict[str, Any]], adjust: str, level: float) -> list[MetricComparison]:
-    """The family's adjusted p-values and intervals; the rows as results."""
-    adjusted = adjust_pvalues([r["pvalue"] for r in rows], adjust)
-    fam = adjusted_level(adjusted, adjust, level)
-    out = []
-    for r, p in zip(rows, adjusted, strict=True):
-        reps = r.pop("_reps")
-        ci = percentile_interval(reps, confidence_level=expanded_level(fam, r["n_users"]))
-        ok = math.isfinite(r["difference"])
-        out.append(MetricComparison(
-            **r, pvalue_adjusted=float(p), adjust=adjust,
-            ci_low_adjusted=ci.low if ok else math.nan,
-            ci_high_adjusted=ci.high if ok else math.nan, adjusted_level=fam))
-    return out
+    """Each family's adjusted p-values and intervals (:func:`_family`); the rows as
+    results, in order."""
+    out: list[MetricComparison | None] = [None] * len(rows)
+    for family in dict.fromkeys(_family(r) for r in rows):
+        idx = [i for i, r in enumerate(rows) if _family(r) == family]
+        adjusted = adjust_pvalues([rows[i]["pvalue"] for i in idx], adjust)
+        fam = adjusted_level(adjusted, adjust, level)
+        for i, p in zip(idx, adjusted, strict=True):
+            r = dict(rows[i])
+            reps = r.pop("_reps")
+            ci = percentile_interval(reps, confidence_level=expanded_level(fam, r["n_users"]))
+            ok = math.isfinite(r["difference"])
+            out[i] = MetricComparison(
+                **r, pvalue_adjusted=float(p), adjust=adjust,
+                ci_low_adjusted=ci.low if ok else math.nan,
+                ci_high_adjusted=ci.high if ok else math.nan, adjusted_level=fam)
+    return [r for r in out if r is not None]
+
+
+def permutations_needed(n_models: int, n_keys: int, alpha: float) -> int:
+    r"""The paired permutations a family needs before Holm can reject anything: its
+    smallest p, :math:`1/(B+1)`, must reach :math:`\alpha/m` with
+    :math:`m = \binom{n_{models}}{2} \cdot n_{keys}` rows, so :math:`B \ge m/\alpha - 1`."""
+    m = n_models * (n_models - 1) // 2 * n_keys
+    return max(1, math.ceil(m / alpha) - 1)
 
 
 def _catalog_size(recs: Mapping[str, pd.DataFrame], test: pd.DataFrame,
@@ -321,12 +344,15 @@ def compare_models(
         any model's lists, the test or ``train``: one catalog for every model.
     options : EvaluateOptions, optional
         Cut-offs, ``n_boot`` (bootstrap resamples of each interval, >= 1),
-        ``n_resamples`` (paired permutations of each test, >= 1), ``min_group_size``
-        and ``confidence_level``.
+        ``n_resamples`` (paired permutations of each test, >= 1; raised to
+        :func:`permutations_needed` when fewer, so that the smallest permutation p can
+        pass the family's adjustment -- the count used is the result's
+        ``n_resamples``), ``min_group_size`` and ``confidence_level``.
     stat_test : {"permutation", "t", "wilcoxon"}
         The test of the per-user means (gap rows always use the permutation).
     adjust : {"holm", "bh", "none"}
-        Adjustment over every row of every pair.
+        Adjustment within each family: the rows of one kind (the mean over all users,
+        one group's mean, RD, NRD or IB) over every pair, metric and cut-off.
     rng : numpy.random.Generator or int, optional
         Source of the resamples (an int seeds a new generator).
 
@@ -350,6 +376,12 @@ def compare_models(
             or options.n_resamples < 1:
         raise InputError(MSG_NO_BOOT)
     gen = as_generator(rng)
+    n_keys = len(METRICS) * len(options.n)
+    alpha = 1.0 - options.confidence_level
+    needed = permutations_needed(len(recs) if adjust != "none" else 2,
+                                 n_keys if adjust != "none" else 1, alpha)
+    if options.n_resamples < needed:  # else no permutation p could survive the family
+        options = replace(options, n_resamples=needed)
     models, design, protected_name = _models(
         recs, test, users, attribute=attribute, protected=protected, n_items=n_items,
         items=items, train=train, options=options)

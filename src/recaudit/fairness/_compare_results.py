@@ -47,9 +47,12 @@ class MetricComparison:
     test : str
         ``"permutation"`` (paired: each user's two values swapped at random, +1
         corrected), ``"t"`` (paired t) or ``"wilcoxon"`` (signed-rank) for the means;
-        ``"permutation"`` for the RD and NRD rows, ``"bootstrap"`` for the IB rows.
+        ``"permutation"`` for the RD and NRD rows, ``"bootstrap"`` (the bootstrap z
+        test) for the IB rows.
     pvalue_adjusted : float
-        ``pvalue`` adjusted over every row of the family (``adjust``).
+        ``pvalue`` adjusted (``adjust``) within the row's family: the rows of its kind
+        (the mean over all users, one group's mean, RD, NRD or IB) over every pair,
+        metric and cut-off.
     adjust : str
         ``"holm"``, ``"bh"`` or ``"none"``.
     n_users : int
@@ -117,9 +120,11 @@ class FairnessComparison:
     test : str
         The test of the per-user rows.
     adjust : str
-        The adjustment over the family (every row).
+        The adjustment within each family (the rows of one kind).
     n_boot, n_resamples : int
-        Bootstrap resamples of each interval; paired permutations of each test.
+        Bootstrap resamples of each interval; paired permutations of each test (as
+        used: raised to what the families need, see
+        :func:`~recaudit.fairness.compare_models`).
     confidence_level : float
     n_users : int
         Evaluated users (those with a test item), the same for every model.

@@ -27,9 +27,9 @@ from typing import Any
 from .._records import find_key, norm_key
 from .._stats import ConfidenceInterval, Estimate
 from ..exceptions import InputError
-from ..fairness import FAIRNESS_CMD, METRIC_ORDER, FairnessEvaluation
+from ..fairness import FAIRNESS_CMD, METRIC_ORDER, FairnessComparison, FairnessEvaluation
 from ..fairness.study import FairnessStudyResult, ModelResult
-from ._files import first_file, read_table_file
+from ._files import first_file, read_json_file, read_table_file
 
 __all__ = ["ALPHA", "FAIRNESS_CMD", "FULL", "METRIC_ORDER", "UNNAMED", "FairnessRun",
            "HeadItem", "LongTail", "load_fairness"]
@@ -85,6 +85,9 @@ class FairnessRun:
         Companion files that were absent and what they would have drawn.
     alpha : float
         Significance level of the verdict (:data:`ALPHA`).
+    comparison : FairnessComparison or None
+        The study's ``compare.json`` (every pair of models, paired by user), when the
+        dataset folder has one.
     """
 
     source: str
@@ -92,6 +95,7 @@ class FairnessRun:
     long_tail: LongTail | None
     missing: tuple[str, ...]
     alpha: float = ALPHA
+    comparison: FairnessComparison | None = None
 
     @property
     def evaluations(self) -> dict[str, FairnessEvaluation]:
@@ -203,6 +207,10 @@ def load_fairness(results: Any, *, source: str, folder: Path | None = None) -> F
         models = _from_evaluations(results, source=source)
     missing: list[str] = []
     long_tail = None
+    comparison = None
+    if folder is not None and (folder / "compare.json").is_file():
+        comparison = FairnessComparison.from_dict(
+            read_json_file(folder / "compare.json"), where=str(folder / "compare.json"))
     if folder is not None:
         path = first_file(
             folder, "long_tail.parquet", "long_tail.csv", "interactions.parquet", "interactions.csv"
@@ -216,4 +224,4 @@ def load_fairness(results: Any, *, source: str, folder: Path | None = None) -> F
     if any(m.name == UNNAMED for m in models):
         missing.append(UNNAMED_MISSING)
     return FairnessRun(source=source, models=tuple(models), long_tail=long_tail,
-                       missing=tuple(missing))
+                       missing=tuple(missing), comparison=comparison)

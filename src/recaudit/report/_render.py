@@ -42,6 +42,7 @@ from ._sections_fairness import (
     long_tail_section,
     tradeoff_section,
 )
+from ._sections_fairness_compare import fairness_comparison_section
 from ._sections_popularity import popularity_bias_section, popularity_groups_section
 from ._sections_positional import (
     discards_section,
@@ -131,6 +132,8 @@ def fairness_page(run: FairnessRun) -> tuple[dict[str, Any], list[Section], Mark
         popularity_bias_section(run, main_n),
         popularity_groups_section(run, main_n),
         long_tail_section(run),
+        None if run.comparison is None else fairness_comparison_section(
+            run.comparison, f"{metric}@{main_n}", alpha=run.alpha),
     ]
     sections = [s for s in optional if s is not None]
     return fairness_data(run), sections, fairness_verdict(run)

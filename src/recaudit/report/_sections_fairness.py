@@ -21,6 +21,7 @@ from ..fairness import FairnessEvaluation
 from . import _plots
 from ._load_fairness import METRIC_ORDER, UNNAMED, FairnessRun
 from ._page import NAN_ESTIMATE, Cell, Fig, Section, Table, ci_cell, ci_num, fmt, num, p_cell
+from ._sections_fairness_compare import fairness_comparison_verdict
 from ._sections_popularity import popularity_data
 from ._sections_protocol import protocol_clause, protocol_data, protocol_warnings
 
@@ -148,6 +149,9 @@ def fairness_verdict(run: FairnessRun) -> Markup:
             if len(front) > 1
             else "one model is both the most accurate and the least biased",
         ))
+    if run.comparison is not None:  # a study folder: which model's gap is smaller
+        parts.append(Markup(" <strong>Models compared:</strong> {}").format(
+            fairness_comparison_verdict(run.comparison, f"{metric}@{n}", run.alpha)))
     return Markup("<p>{}</p>").format(Markup("").join(parts).strip())
 
 
@@ -384,4 +388,5 @@ def fairness_data(run: FairnessRun) -> dict[str, Any]:
             f"{metric}@{n}": [names[i] for i in f] for n, f in _fronts(run).items()
         },
         "long_tail": _long_tail_dict(run),
+        "comparison": None if run.comparison is None else run.comparison.to_dict(),
     }
