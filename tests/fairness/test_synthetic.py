@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from recaudit import InputError
 from recaudit.fairness import METRICS, long_tail_stats, per_user_metrics
+from recaudit.fairness.simulation import simulate_lists
 from recaudit.fairness.simulation._lists import planted_truth, simulate_interbias, zipf_exponent
 
 
@@ -51,3 +54,37 @@ def test_seeded_and_valid() -> None:
         simulate_interbias(10, rng=5)  # type: ignore[arg-type]
     with pytest.raises(InputError, match="rd"):
         simulate_interbias(10, rng=np.random.default_rng(0), rd=0.9, base_hit=0.9)
+
+
+def test_simulate_lists_plants_the_group_hit_rates() -> None:
+    """A new recommender on a data set: its hits per user / n_test estimate each group's
+    hit probability base_hit (1 -+ rd), within 4 standard errors of a large draw."""
+    d = simulate_interbias(20_000, rng=np.random.default_rng(2), protected_share=0.3)
+    recs = simulate_lists(d, rng=np.random.default_rng(3), base_hit=0.25, rd=0.2)
+    assert len(recs) == 20 * 20_000 and recs.groupby("user_id")["rank"].max().eq(20).all()
+    # still no training item and no repeat; the hits are test items
+    assert not recs.duplicated(["user_id", "item_id"]).any()
+    assert recs.merge(d.train, on=["user_id", "item_id"]).empty
+    hits = recs.merge(d.test, on=["user_id", "item_id"]).groupby("user_id").size()
+    rate = (hits.reindex(d.users["user_id"], fill_value=0) / 5).to_numpy()
+    for group, pi in (("F", 0.25 * 0.8), ("M", 0.25 * 1.2)):
+        x = rate[(d.users["gender"] == group).to_numpy()]
+        assert abs(x.mean() - pi) < 4 * np.sqrt(pi * (1 - pi) / (5 * x.size)), group
+
+
+def test_simulate_lists_seeded_and_checked() -> None:
+    d = simulate_interbias(100, rng=np.random.default_rng(0))
+    a = simulate_lists(d, rng=np.random.default_rng(1))
+    assert a.equals(simulate_lists(d, rng=np.random.default_rng(1)))
+    assert not a.equals(simulate_lists(d, rng=np.random.default_rng(2)))
+    assert not a.equals(d.recs)
+    assert a[["user_id", "rank"]].equals(d.recs[["user_id", "rank"]])
+    assert len(simulate_lists(d, rng=np.random.default_rng(1), list_length=10)) == 1000
+    with pytest.raises(InputError, match="Generator"):
+        simulate_lists(d, rng=1)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="rd"):
+        simulate_lists(d, rng=np.random.default_rng(0), rd=0.5, base_hit=0.7)
+    with pytest.raises(InputError, match="n_items"):
+        simulate_lists(d, rng=np.random.default_rng(0), list_length=380)
+    with pytest.raises(InputError, match="test items"):
+        simulate_lists(dataclasses.replace(d, test=d.test.iloc[1:]), rng=np.random.default_rng(0))

@@ -2,9 +2,11 @@
 
 :func:`simulate_interbias` draws a whole evaluation -- interactions, a protected
 attribute and a recommender's top-``L`` lists -- whose per-group metrics are known in
-closed form (:func:`planted_truth`), and :func:`popularity_figures` computes the
-popularity figures of the same data from the public definitions only: together they
-judge :func:`recaudit.fairness.evaluate` (``benchmarks/validate_fairness.py``).
+closed form (:func:`planted_truth`), :func:`simulate_lists` more recommenders' lists
+for the same data, and :func:`popularity_figures` computes the popularity figures of
+the same data from the public definitions only: together they judge
+:func:`recaudit.fairness.evaluate` (``benchmarks/validate_fairness.py``) and
+:func:`recaudit.fairness.compare_models` (``benchmarks/validate_fairness_compare.py``).
 :func:`interaction_model` / :func:`draw_interactions` draw interaction data with a
 planted group structure for *trained* models, whose oracle lists
 (:func:`oracle_lists`) and truth (:func:`oracle_truth`) judge the study's masking
@@ -27,6 +29,7 @@ from ._lists import (
     planted_truth,
     popularity_figures,
     simulate_interbias,
+    simulate_lists,
     zipf_exponent,
 )
 
@@ -44,5 +47,6 @@ __all__ = [
     "planted_truth",
     "popularity_figures",
     "simulate_interbias",
+    "simulate_lists",
     "zipf_exponent",
 ]

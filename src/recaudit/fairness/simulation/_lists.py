@@ -38,6 +38,13 @@ truth is ``sqrt(NRD (1 - IC))`` at the data set's own item coverage ``IC`` (IC i
 property of the finite set of lists, not a population parameter, and ``evaluate``
 holds it at its observed value).
 
+**Several recommenders.** :func:`simulate_lists` draws another recommender's lists,
+by the same model with its own ``π0``, ``rd`` and ``β``, for the users, training and
+test items of a data set: recommenders evaluated on the same users and test items (the
+paired design of :func:`~recaudit.fairness.compare_models`), independent given the
+data, and exchangeable per user when their settings are equal, so that the truth of
+every difference is the difference of the planted truths.
+
 **Popularity figures.** :func:`popularity_figures` computes, with pandas and the public
 definitions only (never :mod:`recaudit.fairness.popularity._result`), what ``evaluate``'s
 ``popularity_bias`` section reports for the same data: the popularity-bias metrics, the
@@ -55,6 +62,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -77,6 +85,7 @@ __all__ = [
     "planted_truth",
     "popularity_figures",
     "simulate_interbias",
+    "simulate_lists",
     "zipf_exponent",
 ]
 
@@ -87,6 +96,7 @@ SIZES_MSG = (
     " (got {n_train} + {n_test} + {length} vs {n_items})"
 )
 CUTOFF_MSG = "cut-offs must be <= `list_length` ({length}), got {n!r}"
+SHAPE_MSG = "every user of `data.users` needs the same number (>= 1) of {what} items"
 RNG_MSG = "`rng` must be a numpy.random.Generator (pass one in: no hidden seeding)"
 
 
@@ -255,6 +265,49 @@ def simulate_interbias(
     profile = _top_k_gumbel(np.tile(np.log(p), (n_users, 1)), n_train + n_test, rng)
     profile = rng.permuted(profile, axis=1)
     train_items, test_items = profile[:, :n_train], profile[:, n_train:]
+    lists = _draw_lists(profile, test_items, protected, p, list_length=list_length,
+                        base_hit=base_hit, rd=rd, fill_exponent=fill_exponent, rng=rng)
+    uid = np.arange(n_users)
+    return SyntheticData(
+        train=pd.DataFrame({"user_id": np.repeat(uid, n_train), "item_id": train_items.ravel()}),
+        test=pd.DataFrame({"user_id": np.repeat(uid, n_test), "item_id": test_items.ravel()}),
+        recs=_recs_frame(uid, lists),
+        users=pd.DataFrame({"user_id": uid, "gender": np.where(protected, "F", "M")}),
+        item_probability=p,
+        exponent=s,
+    )
+
+
+def _recs_frame(uid: npt.NDArray[np.intp], lists: npt.NDArray[np.intp]) -> pd.DataFrame:
+    """``user_id, item_id, rank`` of the lists (one row of ``lists`` per user of ``uid``)."""
+    length = lists.shape[1]
+    return pd.DataFrame(
+        {
+            "user_id": np.repeat(uid, length),
+            "item_id": lists.ravel(),
+            "rank": np.tile(np.arange(1, length + 1), len(uid)),
+        }
+    )
+
+
+def _draw_lists(
+    profile: npt.NDArray[np.intp],
+    test_items: npt.NDArray[np.intp],
+    protected: npt.NDArray[np.bool_],
+    p: npt.NDArray[np.float64],
+    *,
+    list_length: int,
+    base_hit: float,
+    rd: float,
+    fill_exponent: float,
+    rng: np.random.Generator,
+) -> npt.NDArray[np.intp]:
+    """One recommender's lists (users x ``list_length`` item codes, in list order): each
+    test item enters with its group's hit probability, the other slots are filled with
+    items outside the profile (train ∪ test) drawn ∝ ``p ** fill_exponent``, then the
+    list is shuffled (module docstring). Draws, in this order: the hits, the fill, the
+    shuffle."""
+    n_users, n_test = test_items.shape
     pi = np.where(protected, base_hit * (1 - rd), base_hit * (1 + rd))
     hit = rng.random((n_users, n_test)) < pi[:, None]
     logits = np.tile(fill_exponent * np.log(p), (n_users, 1))
@@ -270,22 +323,94 @@ def simulate_interbias(
         np.pad(hits_first, ((0, 0), (0, list_length - n_test)))[:, :list_length],
         np.take_along_axis(fill, np.maximum(slots - n_hit[:, None], 0), axis=1),
     )
-    lists = rng.permuted(lists, axis=1)
-    uid = np.arange(n_users)
-    return SyntheticData(
-        train=pd.DataFrame({"user_id": np.repeat(uid, n_train), "item_id": train_items.ravel()}),
-        test=pd.DataFrame({"user_id": np.repeat(uid, n_test), "item_id": test_items.ravel()}),
-        recs=pd.DataFrame(
-            {
-                "user_id": np.repeat(uid, list_length),
-                "item_id": lists.ravel(),
-                "rank": np.tile(np.arange(1, list_length + 1), n_users),
-            }
-        ),
-        users=pd.DataFrame({"user_id": uid, "gender": np.where(protected, "F", "M")}),
-        item_probability=p,
-        exponent=s,
-    )
+    out: npt.NDArray[np.intp] = rng.permuted(lists, axis=1)
+    return out
+
+
+def _per_user(table: pd.DataFrame, uid: npt.NDArray[Any], what: str) -> npt.NDArray[np.intp]:
+    """The items of ``table`` as a users x k array, rows in the order of ``uid``, each
+    user's items in table order; every user must have the same number ``k >= 1``."""
+    pos = pd.Index(uid).get_indexer(table["user_id"])
+    counts = np.bincount(pos[pos >= 0], minlength=len(uid))
+    if (pos < 0).any() or len(uid) == 0 or counts.min() < 1 or np.unique(counts).size != 1:
+        raise InputError(SHAPE_MSG.format(what=what))
+    order = np.argsort(pos, kind="stable")
+    return table["item_id"].to_numpy()[order].astype(np.intp).reshape(len(uid), counts[0])
+
+
+def simulate_lists(
+    data: SyntheticData,
+    *,
+    rng: np.random.Generator,
+    base_hit: float = 0.3,
+    rd: float = 0.0,
+    fill_exponent: float = 1.0,
+    list_length: int | None = None,
+) -> pd.DataFrame:
+    """Draw a new recommender's top-``L`` lists for the users, training and test items of
+    ``data``, by the model of :func:`simulate_interbias` (module docstring).
+
+    Several recommenders drawn on one data set are evaluated on the same users and test
+    items -- the paired design of :func:`~recaudit.fairness.compare_models` -- and,
+    given the data, are independent of each other; two drawn with the same
+    ``base_hit``, ``rd`` and ``fill_exponent`` are exchangeable per user.
+
+    Parameters
+    ----------
+    data : SyntheticData
+        From :func:`simulate_interbias` (its ``recs`` are not used, except for the
+        default ``list_length``).
+    rng : numpy.random.Generator
+        Source of the draws (no hidden seeding).
+    base_hit, rd : float
+        Each test item enters the list of a protected user with probability
+        ``base_hit * (1 - rd)``, of an unprotected one with ``base_hit * (1 + rd)``;
+        ``0 <= rd < 1`` and ``base_hit * (1 + rd) <= 1``.
+    fill_exponent : float
+        The other slots hold items outside the user's training and test items, drawn
+        without replacement ∝ ``p_i ** fill_exponent``.
+    list_length : int, optional
+        ``L``; by default the length of ``data.recs``'s lists.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``user_id, item_id, rank`` (ranks ``1..L``, every user of ``data.users``),
+        like ``data.recs``.
+
+    Raises
+    ------
+    InputError
+        ``rng`` not a Generator, ``rd`` or ``base_hit`` out of range, a list longer
+        than the items left outside a profile or shorter than the test, or ``data``
+        whose users do not all have the same numbers of training and test items.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> d = simulate_interbias(50, rng=np.random.default_rng(0))
+    >>> b = simulate_lists(d, rng=np.random.default_rng(1), base_hit=0.2, rd=0.1)
+    >>> b.shape, b.equals(d.recs)
+    ((1000, 3), False)
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise InputError(RNG_MSG)
+    if not (0 <= rd < 1 and 0 < base_hit and base_hit * (1 + rd) <= 1):
+        raise InputError(RD_MSG.format(rd=rd, b=base_hit))
+    uid = data.users["user_id"].to_numpy()
+    test_items = _per_user(data.test, uid, "test")
+    profile = np.hstack([_per_user(data.train, uid, "train"), test_items])
+    n_items = data.item_probability.size
+    length = int(data.recs["rank"].max()) if list_length is None else list_length
+    if profile.shape[1] + length > n_items or not test_items.shape[1] <= length:
+        raise InputError(SIZES_MSG.format(n_train=profile.shape[1] - test_items.shape[1],
+                                          n_test=test_items.shape[1], length=length,
+                                          n_items=n_items))
+    protected = (data.users["gender"] == "F").to_numpy()
+    lists = _draw_lists(profile, test_items, protected, data.item_probability,
+                        list_length=length, base_hit=base_hit, rd=rd,
+                        fill_exponent=fill_exponent, rng=rng)
+    return _recs_frame(uid, lists)
 
 
 #: The users' own side, as ``evaluate``'s ``popularity_bias.profile`` names it.
