@@ -42,7 +42,7 @@ def test_json_has_every_row(files: dict[str, Path]) -> None:
     assert res.exit_code == 0, res.output
     result = FairnessComparison.from_dict(json.loads(res.stdout))
     assert result.models == ("A", "B") and result.test == "t" and result.adjust == "bh"
-    assert len(result.rows) == 5 * 2 * 6
+    assert len(result.rows) == 5 * 2 * 5
     row = next(r for r in result.rows if r.metric == "ndcg@10" and not r.group)
     assert {"a", "b", "metric", "difference", "ci_low", "ci_high", "pvalue",
             "pvalue_adjusted"} <= set(row.to_dict())

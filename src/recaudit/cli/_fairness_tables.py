@@ -164,7 +164,7 @@ def _diff(r: MetricComparison) -> str:
 def comparison_sentence(r: MetricComparison, alpha: float) -> str:
     """One row in plain words: which model is higher (or that no difference is shown)."""
     what = (f"the gap {r.metric.split('_', 1)[0].upper()} of {r.metric.split('_', 1)[1]}"
-            if r.metric.split("_", 1)[0] in ("rd", "nrd", "ib") else
+            if r.metric.split("_", 1)[0] in ("rd", "nrd") else
             f"{r.metric}" + (f" for group {r.group}" if r.group else ""))
     if not math.isfinite(r.pvalue_adjusted):
         return f"{r.a} vs {r.b}: {what} is undefined for one of them."

@@ -320,7 +320,7 @@ def compare_command(
         help="Training interactions (only widen the catalog).")] = None,
     stat_test: Annotated[str, typer.Option(
         "--stat-test", help="Test of the per-user means: permutation (paired), t (paired "
-        "t) or wilcoxon (signed-rank); the gaps (RD, NRD, IB) always use the paired "
+        "t) or wilcoxon (signed-rank); the gaps (RD, NRD) always use the paired "
         "permutation.")] = "permutation",
     adjust: Annotated[str, typer.Option(
         help="Multiple-comparison adjustment within each family (the rows of one kind "
@@ -335,7 +335,7 @@ def compare_command(
     confidence_level: Annotated[float, typer.Option(help="CI level.")] = 0.95,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Compare recommenders, paired by user: every metric, group and gap (RD, NRD, IB).
+    """Compare recommenders, paired by user: every metric, group and gap (RD, NRD).
 
     Every pair of --recs models evaluated on the same --test and --users: the difference
     of each model's mean metric (all users and each group) and of its group gap, with

@@ -32,7 +32,8 @@ class MetricComparison:
         The two models.
     metric : str
         ``<metric>@<N>`` (a mean of the per-user metric), or ``rd_<metric>@<N>``,
-        ``nrd_<metric>@<N>``, ``ib_<metric>@<N>`` (the group gap of each model).
+        ``nrd_<metric>@<N>`` (the group gap of each model; IB is not compared, see
+        :func:`~recaudit.fairness.compare_models`).
     group : str
         The group whose users the mean is over; ``""`` for all evaluated users and for
         the gap rows.
@@ -47,11 +48,10 @@ class MetricComparison:
     test : str
         ``"permutation"`` (paired: each user's two values swapped at random, +1
         corrected), ``"t"`` (paired t) or ``"wilcoxon"`` (signed-rank) for the means;
-        ``"permutation"`` for the RD and NRD rows, ``"bootstrap"`` (the bootstrap z
-        test) for the IB rows.
+        ``"permutation"`` for the RD and NRD rows.
     pvalue_adjusted : float
         ``pvalue`` adjusted (``adjust``) within the row's family: the rows of its kind
-        (the mean over all users, one group's mean, RD, NRD or IB) over every pair,
+        (the mean over all users, one group's mean, RD or NRD) over every pair,
         metric and cut-off.
     adjust : str
         ``"holm"``, ``"bh"`` or ``"none"``.
@@ -112,7 +112,7 @@ class FairnessComparison:
         The models, in the order given; every pair ``(a, b)`` with ``a`` before ``b``.
     rows : tuple of MetricComparison
         Per pair: for every metric and cut-off the overall row, one row per group and
-        the ``rd_`` / ``nrd_`` / ``ib_`` gap rows.
+        the ``rd_`` / ``nrd_`` gap rows.
     protected : str
         The protected group.
     n : tuple of int

@@ -4,7 +4,7 @@
 (:class:`recaudit.fairness.FairnessComparison`): every pair of models, paired by user,
 the rows of each kind adjusted as one family. The page shows a forest plot of the
 differences in the headline metric's group gap (RD) with their adjusted intervals, a
-table of the headline rows (the metric's mean, RD, NRD, IB), and the verdict names the
+table of the headline rows (the metric's mean, RD, NRD), and the verdict names the
 model with the smaller gap where the family's test says so
 (:func:`fairness_comparison_verdict`). Every number cell points into the sidecar's
 ``comparison`` (``data-path``).
@@ -22,7 +22,7 @@ from ._svg import BandScale, LinearScale, text_width
 __all__ = ["fairness_comparison_section", "fairness_comparison_verdict"]
 
 _INK, _LIGHT = "#0072B2", "#9ab8d6"
-_GAPS = ("rd", "nrd", "ib")
+_GAPS = ("rd", "nrd")
 
 
 def _headline_rows(result: FairnessComparison, key: str) -> list[tuple[int, MetricComparison]]:
@@ -122,9 +122,9 @@ def fairness_comparison_section(result: FairnessComparison, key: str, *,
     table = Table(
         "tab-fairness-compare",
         f"Every pair of models on {key}: its mean over all users and its group gaps (RD, "
-        f"NRD, IB); each model's value, the difference a - b, its interval at the "
+        f"NRD); each model's value, the difference a - b, its interval at the "
         f"family's level and the {result.adjust}-adjusted p (a family: the rows of one "
-        "kind -- mean, one group's mean, RD, NRD or IB -- over every pair, metric and "
+        "kind -- mean, one group's mean, RD or NRD -- over every pair, metric and "
         "cut-off; `compare.json` has them all).",
         ("a", "b", "figure", "a's value", "b's value", "a - b", "adjusted CI",
          "adjusted p", "test"),
@@ -134,8 +134,9 @@ def fairness_comparison_section(result: FairnessComparison, key: str, *,
         fairness_comparison_verdict(result, key, alpha),
         "Paired by user: a user bootstrap stratified by group (the same users resampled "
         "for both models) for every interval; the paired permutation test for the means "
-        "(or the paired t / Wilcoxon test, as chosen), RD and NRD, the bootstrap z test "
-        "for IB (each model's coverage held fixed). Method and validation: "
+        "(or the paired t / Wilcoxon test, as chosen), RD and NRD. IB is not compared "
+        "(its coverage part differs between identical models by chance). Method and "
+        "validation: "
         "docs/fairness-metrics.md \"Comparing recommenders\", docs/validation-fairness.md.",
     )
     return Section("fairness-compare", "Comparing the models", figures=figures,
