@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._multiplicity import adjust_pvalues, adjusted_level, check_adjust
-from .._records import as_mapping, integer, need, number, text
+from .._records import as_mapping, integer, need, number, text, to_bool
 from .._stats import (
     DEFAULT_N_BOOT,
     as_generator,
@@ -108,9 +108,7 @@ class Comparison:
             if f.name in ("a", "b", "measure", "adjust"):
                 value = text(obj, f.name, what)
             elif f.name == "paired":
-                value = need(obj, f.name, what)
-                if not isinstance(value, bool):
-                    raise InputError(f"{what}: `paired` must be true or false, got {value!r}")
+                value = to_bool(need(obj, f.name, what), f.name, what)
             elif f.name == "n_queries":
                 value = integer(obj, f.name, what)
             else:
