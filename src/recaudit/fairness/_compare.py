@@ -62,7 +62,7 @@ from ..exceptions import InputError
 from ._compare_results import FairnessComparison, MetricComparison
 from ._inputs import _evaluate_iv
 from ._interbias import normalized_relative_difference, relative_difference
-from ._metrics import METRICS, ranking_metrics
+from ._metrics import METRICS, _union_index, ranking_metrics
 from ._options import EvaluateOptions
 
 __all__ = ["STAT_TESTS", "compare_models", "permutations_needed"]
@@ -90,12 +90,9 @@ class _Design:
     names: tuple[str, ...]
     protected: npt.NDArray[np.bool_]  # per group
     keys: tuple[str, ...]
-    cut_of_key: npt.NDArray[np.intp]
     options: EvaluateOptions
-
-    @property
-    def members(self) -> list[npt.NDArray[np.intp]]:
-        return [np.flatnonzero(self.codes == g) for g in range(len(self.names))]
+    members: tuple[npt.NDArray[np.intp], ...]  # the users of each group
+    sizes: npt.NDArray[np.float64]  # their numbers
 
 
 def _gaps(sums: npt.NDArray[np.float64], sizes: npt.NDArray[np.float64],
@@ -108,15 +105,15 @@ def _gaps(sums: npt.NDArray[np.float64], sizes: npt.NDArray[np.float64],
     return {"rd": rd, "nrd": normalized_relative_difference(rd)}
 
 
-def _figures(sums: npt.NDArray[np.float64], sizes: npt.NDArray[np.float64],
-             design: _Design) -> dict[str, Any]:
+def _figures(sums: npt.NDArray[np.float64], design: _Design) -> dict[str, Any]:
     """Every compared figure of one model from its group sums (... x G x K): ``mean``
     (... x K), ``group`` (... x G x K) and the gaps."""
+    sizes = design.sizes
     return {"mean": sums.sum(axis=-2) / sizes.sum(), "group": sums / sizes[:, None],
             **_gaps(sums, sizes, design.protected)}
 
 
-def _group_sums(x: npt.NDArray[np.float64], members: list[npt.NDArray[np.intp]],
+def _group_sums(x: npt.NDArray[np.float64], members: Sequence[npt.NDArray[np.intp]],
                 w: npt.NDArray[np.float64] | None = None) -> npt.NDArray[np.float64]:
     """Per-group sums of ``x`` (G x K), or of each weighted resample (b x G x K)."""
     if w is None:
@@ -137,12 +134,11 @@ def _replicates(a: _Model, b: _Model, design: _Design, gen: np.random.Generator
                 ) -> npt.NDArray[np.float64]:
     """Bootstrap replicates of every row's difference (n_boot x rows)."""
     members = design.members
-    sizes = np.array([idx.size for idx in members], dtype=np.float64)
     out = []
     for w in bootstrap_weights(a.x.shape[0], design.options.n_boot, gen, strata=design.codes):
         wf = w.astype(np.float64)
-        fa = _flatten(_figures(_group_sums(a.x, members, wf), sizes, design))
-        fb = _flatten(_figures(_group_sums(b.x, members, wf), sizes, design))
+        fa = _flatten(_figures(_group_sums(a.x, members, wf), design))
+        fb = _flatten(_figures(_group_sums(b.x, members, wf), design))
         out.append(fa - fb)
     return np.concatenate(out)
 
@@ -151,7 +147,6 @@ def _permutation_null(a: _Model, b: _Model, design: _Design, gen: np.random.Gene
                       ) -> npt.NDArray[np.float64]:
     """|difference| of every row under random per-user swaps (n_resamples x rows)."""
     members = design.members
-    sizes = np.array([idx.size for idx in members], dtype=np.float64)
     n = a.x.shape[0]
     sums_a, sums_b = _group_sums(a.x, members), _group_sums(b.x, members)
     d = b.x - a.x
@@ -161,8 +156,8 @@ def _permutation_null(a: _Model, b: _Model, design: _Design, gen: np.random.Gene
         m = min(chunk, design.options.n_resamples - done)
         swap = (gen.random((m, n)) < 0.5).astype(np.float64)
         delta = _group_sums(d, members, swap)
-        fa = _flatten(_figures(sums_a + delta, sizes, design))
-        fb = _flatten(_figures(sums_b - delta, sizes, design))
+        fa = _flatten(_figures(sums_a + delta, design))
+        fb = _flatten(_figures(sums_b - delta, design))
         out.append(np.abs(fa - fb))
         done += m
     return np.concatenate(out)
@@ -196,9 +191,8 @@ def _pair_rows(name_a: str, a: _Model, name_b: str, b: _Model, design: _Design, 
                gen: np.random.Generator) -> list[dict[str, Any]]:
     """The rows of one pair, with their replicates (``_reps``) for the family's level."""
     members = design.members
-    sizes = np.array([idx.size for idx in members], dtype=np.float64)
-    va = _flatten(_figures(_group_sums(a.x, members), sizes, design))
-    vb = _flatten(_figures(_group_sums(b.x, members), sizes, design))
+    va = _flatten(_figures(_group_sums(a.x, members), design))
+    vb = _flatten(_figures(_group_sums(b.x, members), design))
     reps = _replicates(a, b, design, gen)
     null = _permutation_null(a, b, design, gen)
     labels = _row_labels(design)
@@ -280,9 +274,7 @@ def _catalog_size(recs: Mapping[str, pd.DataFrame], test: pd.DataFrame,
     """Items seen in any model's lists, the test or the training table: one catalog for
     every model, so that their coverages are comparable."""
     tables = [*recs.values(), test, *([] if train is None else [train])]
-    ids = pd.unique(pd.concat([t["item_id"] for t in tables if "item_id" in t],
-                              ignore_index=True))
-    return len(ids)
+    return len(_union_index([t["item_id"].to_numpy() for t in tables if "item_id" in t]))
 
 
 def _models(recs: Mapping[str, pd.DataFrame], test: pd.DataFrame, users: pd.DataFrame, *,
@@ -300,11 +292,12 @@ def _models(recs: Mapping[str, pd.DataFrame], test: pd.DataFrame, users: pd.Data
         values = ranking_metrics(inp.lists.hits, inp.lists.n_relevant, n=inp.ns)
         models[str(name)] = _Model(np.hstack([values[m] for m in METRICS]))
     names, codes = np.unique(inp.groups, return_inverse=True)
+    members = tuple(np.flatnonzero(codes == g) for g in range(names.size))
     design = _Design(
         codes=codes.astype(np.intp), names=tuple(str(n) for n in names),
         protected=names == inp.protected,
-        keys=tuple(f"{m}@{c}" for m in METRICS for c in inp.ns),
-        cut_of_key=np.tile(np.arange(len(inp.ns)), len(METRICS)), options=options)
+        keys=tuple(f"{m}@{c}" for m in METRICS for c in inp.ns), options=options,
+        members=members, sizes=np.array([idx.size for idx in members], dtype=np.float64))
     return models, design, inp.protected
 
 
