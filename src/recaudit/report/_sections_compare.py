@@ -11,12 +11,16 @@ sidecar's ``comparisons`` list (``data-path``).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+from typing import Protocol
+
 from ..positional import CellComparison, RunComparisons
 from ._page import Cell, Fig, Section, Table, finite, fmt_p, num_cell
 from ._plots import _domain, _frame
 from ._svg import BandScale, LinearScale, text_width
 
-__all__ = ["comparison_section"]
+__all__ = ["Difference", "comparison_section", "forest_plot"]
 
 _MEASURE_NAMES = {"pb_plugin": "PB", "first": "first-position lift", "spb": "sPB",
                   "soft": "soft bias", "positional_share": "position-driven share"}
@@ -36,32 +40,51 @@ def _label(r: CellComparison, many_cells: bool) -> str:
     return f"{pair} ({_cell_label(r)})" if many_cells else pair
 
 
-def _forest(rows: list[CellComparison], many_cells: bool) -> str:
-    """PB difference per pair and cell: the point, the family-adjusted interval (dark)
-    and the row's own interval (light), against the vertical no-difference line."""
-    labels = tuple(_label(r, many_cells) for r in rows)
+class Difference(Protocol):
+    """What a forest plot draws of one comparison (:class:`recaudit.positional.Comparison`,
+    :class:`recaudit.fairness.MetricComparison`)."""
+
+    @property
+    def difference(self) -> float: ...
+    @property
+    def ci_low(self) -> float: ...
+    @property
+    def ci_high(self) -> float: ...
+    @property
+    def ci_low_adjusted(self) -> float: ...
+    @property
+    def ci_high_adjusted(self) -> float: ...
+    @property
+    def pvalue_adjusted(self) -> float: ...
+
+
+def forest_plot(labels: Sequence[str], rows: Sequence[Difference], *, xlabel: str,
+                own: str, fig_id: str) -> str:
+    """One difference per row: the point, the family-adjusted interval (dark) and the
+    row's own interval (light, legend ``own``), against the vertical no-difference
+    line; a row whose difference is undefined is left empty."""
     left = max(text_width(label) for label in labels) + 24
     canvas, (box,) = _frame(1, ncols=1, height=max(60.0, 26.0 * len(rows)), left=left,
                             legend=[("-", _INK, "", "adjusted CI (the family's level)"),
-                                    ("-", _LIGHT, "", "the pair's own 95% CI"),
+                                    ("-", _LIGHT, "", own),
                                     ("--", "#555555", "", "no difference (0)")])
-    values = [v for r in rows for v in (r.comparison.difference, r.comparison.ci_low_adjusted,
-                                        r.comparison.ci_high_adjusted, r.comparison.ci_low,
-                                        r.comparison.ci_high)]
+    values = [v for c in rows for v in (c.difference, c.ci_low_adjusted, c.ci_high_adjusted,
+                                        c.ci_low, c.ci_high)]
     lo, hi = _domain(values, include=(0.0,))
     x = LinearScale(lo, hi, box[0], box[0] + box[2])
-    y = BandScale(len(rows), box[1], box[1] + box[3], labels)
-    p = canvas.panel(box, x, y, xlabel="PB(a) - PB(b): below 0, a is less position-biased")
+    y = BandScale(len(rows), box[1], box[1] + box[3], tuple(labels))
+    p = canvas.panel(box, x, y, xlabel=xlabel)
     p.line([0.0, 0.0], [-0.5, len(rows) - 0.5], color="#555555", dash="5 3", width=1.1)
-    for i, r in enumerate(rows):
-        c = r.comparison
+    for i, c in enumerate(rows):
+        if not math.isfinite(c.difference):
+            continue
         p.errorbar(0, i + 0.18, c.ci_low, c.ci_high, color=_LIGHT, horizontal=True)
         p.errorbar(0, i, c.ci_low_adjusted, c.ci_high_adjusted, color=_INK, horizontal=True)
         p.point(c.difference, i, color=_INK, r=3.4,
                 title=f"{labels[i]}: {c.difference:+.3f}, adjusted CI "
                       f"[{c.ci_low_adjusted:+.3f}, {c.ci_high_adjusted:+.3f}], "
                       f"adjusted p {fmt_p(c.pvalue_adjusted)}")
-    return canvas.svg("fig-compare")
+    return canvas.svg(fig_id)
 
 
 def comparison_section(comparisons: RunComparisons, *, alpha: float) -> Section:
@@ -95,7 +118,10 @@ def comparison_section(comparisons: RunComparisons, *, alpha: float) -> Section:
         "queries and orders, with the interval adjusted for every comparison on this page "
         "(dark) and the pair's own 95% interval (light). An interval entirely left of the "
         "dashed line: a is less position-biased; entirely right: b is; across it: no "
-        "clear difference.", _forest(pb, many_cells)),) if pb else ()
+        "clear difference.", forest_plot(
+            [_label(r, many_cells) for r in pb], [r.comparison for r in pb],
+            xlabel="PB(a) - PB(b): below 0, a is less position-biased",
+            own="the pair's own 95% CI", fig_id="fig-compare")),) if pb else ()
     table = Table(
         "tab-compare",
         "Every pair of models and measure: each model's value, the difference a - b, its "

@@ -16,12 +16,10 @@ import math
 
 from ..fairness import FairnessComparison, MetricComparison
 from ._page import Cell, Fig, Section, Table, finite, fmt_p, num_cell
-from ._plots import _domain, _frame
-from ._svg import BandScale, LinearScale, text_width
+from ._sections_compare import forest_plot
 
 __all__ = ["fairness_comparison_section", "fairness_comparison_verdict"]
 
-_INK, _LIGHT = "#0072B2", "#9ab8d6"
 _GAPS = ("rd", "nrd")
 
 
@@ -64,34 +62,6 @@ def fairness_comparison_verdict(result: FairnessComparison, key: str, alpha: flo
     return "; ".join(parts) + "."
 
 
-def _forest(rows: list[MetricComparison]) -> str:
-    """RD difference per pair: the point, the adjusted interval (dark), the pair's own
-    interval (light), against the no-difference line."""
-    labels = tuple(f"{r.a} - {r.b}" for r in rows)
-    left = max(text_width(label) for label in labels) + 24
-    canvas, (box,) = _frame(1, ncols=1, height=max(60.0, 26.0 * len(rows)), left=left,
-                            legend=[("-", _INK, "", "adjusted CI (the family's level)"),
-                                    ("-", _LIGHT, "", "the pair's own CI"),
-                                    ("--", "#555555", "", "no difference (0)")])
-    values = [v for r in rows for v in (r.difference, r.ci_low, r.ci_high,
-                                        r.ci_low_adjusted, r.ci_high_adjusted)]
-    lo, hi = _domain(values, include=(0.0,))
-    x = LinearScale(lo, hi, box[0], box[0] + box[2])
-    y = BandScale(len(rows), box[1], box[1] + box[3], labels)
-    p = canvas.panel(box, x, y, xlabel="RD(a) - RD(b)")
-    p.line([0.0, 0.0], [-0.5, len(rows) - 0.5], color="#555555", dash="5 3", width=1.1)
-    for i, r in enumerate(rows):
-        if not math.isfinite(r.difference):
-            continue
-        p.errorbar(0, i + 0.18, r.ci_low, r.ci_high, color=_LIGHT, horizontal=True)
-        p.errorbar(0, i, r.ci_low_adjusted, r.ci_high_adjusted, color=_INK, horizontal=True)
-        p.point(r.difference, i, color=_INK, r=3.4,
-                title=f"{labels[i]}: {r.difference:+.3f}, adjusted CI "
-                      f"[{r.ci_low_adjusted:+.3f}, {r.ci_high_adjusted:+.3f}], "
-                      f"adjusted p {fmt_p(r.pvalue_adjusted)}")
-    return canvas.svg("fig-fairness-compare")
-
-
 def fairness_comparison_section(result: FairnessComparison, key: str, *,
                                 alpha: float) -> Section:
     """The forest plot of the headline RD differences, the table of the headline rows,
@@ -118,7 +88,9 @@ def fairness_comparison_section(result: FairnessComparison, key: str, *,
         f"Difference in RD of {key} between two models (a - b), paired by user, with the "
         "interval adjusted for every comparison of the study (dark) and the pair's own "
         "interval (light). An interval that does not cross the dashed line: the gaps "
-        "differ.", _forest(rd)),) if rd else ()
+        "differ.", forest_plot(
+            [f"{r.a} - {r.b}" for r in rd], rd, xlabel="RD(a) - RD(b)",
+            own="the pair's own CI", fig_id="fig-fairness-compare")),) if rd else ()
     table = Table(
         "tab-fairness-compare",
         f"Every pair of models on {key}: its mean over all users and its group gaps (RD, "
