@@ -22,7 +22,7 @@ def base() -> dict:
 
 def test_parse_defaults():
     config = parse_fairness_config(base())
-    assert config.n == (5, 10, 15) and config.list_length == 20 and config.epochs == 20
+    assert config.evaluate.n == (5, 10, 15) and config.list_length == 20 and config.epochs == 20
     assert config.baselines == ("MostPop", "Random")
     (dataset,) = config.datasets
     assert dataset.name == "ml" and dataset.sample == 100_000 and dataset.seed == 2020
@@ -165,17 +165,14 @@ def test_bad_protocols(value, pattern):
 
 
 def test_popularity_groups_default_and_forms():
-    from recaudit.fairness.study._run import _evaluate_options
-
     config = parse_fairness_config(base())
-    assert config.popularity_groups == "abdollahpouri"
+    assert config.evaluate.popularity_groups.name == "abdollahpouri"
     for name in ("abdollahpouri", "abdollahpouri:cumulative", "quantile:4"):
         raw = base()
         raw["study"]["popularity_groups"] = name
         config = parse_fairness_config(raw)
-        assert config.popularity_groups == name
         assert config.to_dict()["popularity_groups"] == name
-        options = _evaluate_options(config, config.datasets[0])
+        options = config.evaluate_options(config.datasets[0])
         assert options.popularity_groups.name == name
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from ..._limits import MAX_EPOCHS, check_fairness_study, max_threads
 from ..._stats import DEFAULT_N_BOOT, DEFAULT_N_PERMUTATIONS
 from ..._toml import read_toml
 from ...exceptions import ConfigError, InputError
-from .. import parse_popularity_groups, parse_protocol
+from .. import EvaluateOptions, PopularityGrouping, parse_popularity_groups, parse_protocol
 from ._loaders import FORMATS
 from .models._baselines import BASELINES
 from .models._recbole import recbole_class
@@ -65,26 +65,49 @@ class GridModel:
 
 @dataclass(frozen=True)
 class FairnessStudyConfig:
-    """The whole study: datasets, models, baselines, list lengths, output folder."""
+    """The whole study: datasets, models, baselines, list lengths, output folder.
+
+    ``evaluate`` is how every model is measured (``[study]``'s ``n``, ``n_boot``,
+    ``n_resamples`` and ``popularity_groups``); each dataset's evaluation uses it with
+    the dataset's own ``min_group_size`` (:meth:`evaluate_options`).
+    """
 
     output: Path
     datasets: tuple[DatasetConfig, ...]
     models: tuple[GridModel, ...]
     baselines: tuple[str, ...] = BASELINES
-    n: tuple[int, ...] = (5, 10, 15)
     list_length: int = 20
     epochs: int = 20
     valid_metric: str = "NDCG@10"
     seed: int = 2020
     num_threads: int = 1
-    n_boot: int = DEFAULT_N_BOOT
-    n_resamples: int = DEFAULT_N_PERMUTATIONS
     protocols: tuple[str, ...] = ("full",)
-    popularity_groups: str = "abdollahpouri"
+    evaluate: EvaluateOptions = field(default_factory=EvaluateOptions)
+
+    def evaluate_options(self, dataset: DatasetConfig) -> EvaluateOptions:
+        """The :class:`~recaudit.fairness.EvaluateOptions` of every model of ``dataset``."""
+        return replace(self.evaluate, min_group_size=dataset.min_group_size)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form (paths as text)."""
-        return json.loads(json.dumps(asdict(self), default=str))
+        """JSON form (paths as text): ``study.json``'s resolved config.
+
+        The evaluation options are written flat, as the ``[study]`` keys they come from
+        (``n``, ``n_boot``, ``n_resamples``, ``popularity_groups``), so a folder written
+        before the config held one :class:`~recaudit.fairness.EvaluateOptions` resumes.
+        """
+        opts = self.evaluate
+        out = {"output": self.output, "datasets": self.datasets, "models": self.models,
+               "baselines": self.baselines, "n": opts.n, "list_length": self.list_length,
+               "epochs": self.epochs, "valid_metric": self.valid_metric, "seed": self.seed,
+               "num_threads": self.num_threads, "n_boot": opts.n_boot,
+               "n_resamples": opts.n_resamples, "protocols": self.protocols,
+               "popularity_groups": opts.popularity_groups.name}
+        return json.loads(json.dumps(out, default=_jsonable))
+
+
+def _jsonable(value: Any) -> Any:
+    """Dataclasses as their fields, anything else (paths) as text."""
+    return asdict(value) if is_dataclass(value) and not isinstance(value, type) else str(value)
 
 
 MSG_PROTOCOL = (
@@ -118,7 +141,7 @@ def _study(study: Any, where: Where, under: Resolve) -> dict[str, Any]:
             raise ConfigError(f"unknown baseline {name!r} in {where.label}; choose from "
                               f"{', '.join(BASELINES)}")
     out["baselines"] = baselines
-    out["n"] = n = int_list(study, "n", where, (5, 10, 15))
+    n = int_list(study, "n", where, (5, 10, 15))
     out["list_length"] = get_typed(study, "list_length", where, int, "a positive integer",
                                    20, positive=True)
     if out["list_length"] < max(n):
@@ -130,27 +153,34 @@ def _study(study: Any, where: Where, under: Resolve) -> dict[str, Any]:
     out["seed"] = get_typed(study, "seed", where, int, "an integer", 2020)
     out["num_threads"] = get_int(study, "num_threads", where, default=1, minimum=1,
                                  kind="a positive integer", maximum=max_threads())
+    resamples: dict[str, int] = {}
     for key, default in (("n_boot", DEFAULT_N_BOOT), ("n_resamples", DEFAULT_N_PERMUTATIONS)):
-        out[key] = value = get_typed(study, key, where, int, "a non-negative integer", default)
+        resamples[key] = value = get_typed(study, key, where, int, "a non-negative integer",
+                                           default)
         if value < 0:
             raise ConfigError(MSG_VALUE.format(name=where.name(key),
                                                kind="a non-negative integer", value=value))
     try:
-        check_fairness_study(n=n, list_length=out["list_length"], n_boot=out["n_boot"],
-                             n_resamples=out["n_resamples"])
+        check_fairness_study(n=n, list_length=out["list_length"], **resamples)
     except InputError as err:
         raise ConfigError(f"{where.label}: {err}") from None
     out["protocols"] = _protocols(study, where)
-    out["popularity_groups"] = _popularity_groups(study, where)
+    grouping = _popularity_groups(study, where)
+    try:
+        out["evaluate"] = EvaluateOptions(n=n, n_boot=resamples["n_boot"],
+                                          n_resamples=resamples["n_resamples"],
+                                          popularity_groups=grouping)
+    except InputError as err:
+        raise ConfigError(f"{where.label}: {err}") from None
     return out
 
 
-def _popularity_groups(study: Any, where: Where) -> str:
+def _popularity_groups(study: Any, where: Where) -> PopularityGrouping:
     """``popularity_groups``: ``abdollahpouri`` (default), ``abdollahpouri:cumulative``
     or ``quantile:Q`` (:func:`~recaudit.fairness.parse_popularity_groups`)."""
     value = get_typed(study, "popularity_groups", where, str, "a string", "abdollahpouri")
     try:
-        return parse_popularity_groups(value, name=where.name("popularity_groups")).name
+        return parse_popularity_groups(value, name=where.name("popularity_groups"))
     except InputError as err:
         raise ConfigError(str(err)) from None
 

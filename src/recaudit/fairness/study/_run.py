@@ -57,7 +57,6 @@ from ...exceptions import ConfigError, InputError
 from .. import (
     ITEM_ID,
     USER_ID,
-    EvaluateOptions,
     FairnessEvaluation,
     ProtectedGroups,
     Protocol,
@@ -65,7 +64,6 @@ from .. import (
     compare_models,
     evaluate,
     long_tail_stats,
-    parse_popularity_groups,
     parse_protocol,
     protected_groups,
     sample_candidates,
@@ -99,6 +97,18 @@ MSG_OTHER_RUN = (
 
 #: Settings of study.json that may differ between runs of one folder.
 _MAY_CHANGE = ("models", "protocols", "popularity_groups")
+
+
+def _identity(resolved: Mapping[str, Any]) -> dict[str, Any]:
+    """What of a ``study.json`` must match to resume its folder: everything but the
+    models, protocols and popularity groups (which may be added or changed between
+    runs); ``n`` compared as a set (folders written before the config held one
+    :class:`~recaudit.fairness.EvaluateOptions` kept the TOML's order)."""
+    out = {k: v for k, v in resolved.items() if k not in _MAY_CHANGE}
+    n = out.get("n")
+    if isinstance(n, list) and all(isinstance(v, int) for v in n):
+        out["n"] = sorted(n)
+    return out
 
 
 def _fingerprint(obj: Any) -> str:
@@ -136,12 +146,7 @@ def _run_iv(config: FairnessStudyConfig) -> Path:
         if not isinstance(previous, dict):
             raise InputError(f"{stamp} is not a study.json written by `recaudit fairness "
                              "run`; choose another output folder")
-        # models and protocols may be added or changed between runs; data settings
-        # may not
-        same = {k: v for k, v in previous.items() if k not in _MAY_CHANGE} == {
-            k: v for k, v in resolved.items() if k not in _MAY_CHANGE
-        }
-        if not same:
+        if _identity(previous) != _identity(resolved):
             raise ConfigError(MSG_OTHER_RUN.format(path=output))
     text = json.dumps(resolved, indent=2)
     write_text_atomic(stamp, text)
@@ -225,7 +230,7 @@ def _run_dataset(
     models = _evaluate_models(config, dconf, prepared, records, report)
     _compare_models(config, dconf, prepared, records, folder)
     rows = [
-        _summary_row(name, m.record, ev, dconf.protected, config.n)
+        _summary_row(name, m.record, ev, dconf.protected, config.evaluate.n)
         for name, m in models.items()
         for ev in m.evaluations.values()
     ]
@@ -476,21 +481,6 @@ def _baseline_ranker(
         candidates, n=n, rng=np.random.default_rng(prepared.random_seed))
 
 
-def _evaluate_options(config: FairnessStudyConfig, dconf: DatasetConfig) -> EvaluateOptions:
-    """The :class:`EvaluateOptions` of every model of dataset ``dconf``.
-
-    Cut-offs, resamples and popularity groups from ``[study]``, the minimum group
-    size from the dataset (each evaluation's generator is :func:`_evaluation_rng`).
-    """
-    return EvaluateOptions(
-        n=config.n,
-        n_boot=config.n_boot,
-        n_resamples=config.n_resamples,
-        min_group_size=dconf.min_group_size,
-        popularity_groups=parse_popularity_groups(config.popularity_groups),
-    )
-
-
 def _evaluation_rng(dconf: DatasetConfig) -> np.random.Generator:
     """A new generator seeded from the dataset's seed, ``default_rng((seed, 1))``: the
     same for every model, so the models' figures share their resamples' randomness."""
@@ -502,7 +492,7 @@ def _evaluate_models(
     records: dict[str, dict[str, Any]], report: Progress,
 ) -> dict[str, ModelResult]:
     """Evaluate every model's lists on the test split (:func:`evaluate`)."""
-    options = _evaluate_options(config, dconf)
+    options = config.evaluate_options(dconf)
     catalogue = pd.DataFrame({ITEM_ID: prepared.items})
     users = prepared.groups.users[[USER_ID, dconf.attribute]]
     out = {}
@@ -540,14 +530,15 @@ def _compare_models(
     on every run (cheap next to training; its seed is the dataset's). Not written
     with fewer than two models or without resamples (``n_boot`` or ``n_resamples`` 0:
     no intervals, no tests)."""
-    if len(records) < 2 or config.n_boot == 0 or config.n_resamples == 0:
+    if (len(records) < 2 or config.evaluate.n_boot == 0
+            or config.evaluate.n_resamples == 0):
         return
     result = compare_models(
         {name: pd.read_parquet(record["recs"]) for name, record in records.items()},
         prepared.split.test, prepared.groups.users[[USER_ID, dconf.attribute]],
         attribute=dconf.attribute, protected=dconf.protected,
         items=pd.DataFrame({ITEM_ID: prepared.items}),
-        options=_evaluate_options(config, dconf), rng=np.random.default_rng((dconf.seed, 2)))
+        options=config.evaluate_options(dconf), rng=np.random.default_rng((dconf.seed, 2)))
     write_text_atomic(folder / "compare.json",
                       json.dumps(to_jsonable(result.to_dict()), indent=2))
 
