@@ -61,11 +61,14 @@ from ._run import AuditInterrupted, AuditResult, make_executor, run_audit
 from ._run_options import RunOptions
 from ._runner import EmbeddingProgress, EvalTask, RunProgress, RunSummary, run_tasks
 from ._sequential_driver import SequentialOptions
-from ._spend import BATCH_DISCOUNT
+from ._spend import BATCH_DISCOUNT, RunSpend, SpendCell, SpendTotal
 from ._study_driver import StudyRun, run_positional_study
 
 __all__ = [
     "BATCH_DISCOUNT",
+    "RunSpend",
+    "SpendCell",
+    "SpendTotal",
     "run_batch",
     # config
     "AuditConfig",

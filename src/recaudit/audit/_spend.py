@@ -9,26 +9,164 @@ models with a price (``[[models]] price_per_mtok``: dollars -- or any currency -
 million prompt and completion tokens). Beside it, ``money_batch`` is what the same
 tokens cost as a provider batch (OpenAI's Batch API and its clones, ``run --batch-file``):
 ``batch_discount`` (default :data:`BATCH_DISCOUNT`, half price) times ``money``.
+
+:class:`RunSpend` is the ``spend`` object read back (``from_dict``, strict: a missing
+key or a value of the wrong kind is an :class:`~recaudit.InputError` naming the file
+and the key); its ``to_dict`` is the object :func:`record_spend` writes.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from .._io import write_text_atomic
+from .._io import to_jsonable, write_text_atomic
+from .._records import as_mapping, integer, need, number, optional_number, text
+from ..exceptions import InputError
 
-__all__ = ["BATCH_DISCOUNT", "record_spend", "spend_by_cell"]
+__all__ = ["BATCH_DISCOUNT", "RunSpend", "SpendCell", "SpendTotal", "record_spend",
+           "spend_by_cell"]
 
 #: A provider batch's price as a share of the live price (OpenAI Batch API and the
 #: OpenAI-compatible clones: half price, answers within 24 h).
 BATCH_DISCOUNT = 0.5
 
 CELL = ("model", "k", "temperature", "condition")
+#: The whole-number fields of a spend row (the rest are numbers; the cell's key is text
+#: but for ``k`` and ``temperature``).
+_WHOLE = ("k", "calls", "prompt_tokens", "completion_tokens", "calls_without_usage",
+          "retries")
+_TEXT = ("model", "condition")
+#: Fields written only when known (a price given; the sessions' wall time).
+_OPTIONAL = ("money", "money_batch", "wall_s")
+
+
+def _read_row(cls: type, obj: Any, where: str) -> dict[str, Any]:
+    """The fields of ``cls`` from ``obj``: text, whole numbers, numbers, the optional
+    ones ``None`` when absent (strict: a missing key or a wrong kind named)."""
+    obj = as_mapping(obj, where)
+    values: dict[str, Any] = {}
+    for f in fields(cls):
+        if f.name in _OPTIONAL:
+            values[f.name] = optional_number(obj, f.name, where) if f.name in obj else None
+        elif f.name in _TEXT:
+            values[f.name] = text(obj, f.name, where)
+        elif f.name in _WHOLE:
+            values[f.name] = integer(obj, f.name, where)
+        else:
+            values[f.name] = number(obj, f.name, where)
+    return values
+
+
+def _row_dict(row: Any) -> dict[str, Any]:
+    """A spend row's JSON: every field in order, the optional ones only when known."""
+    return to_jsonable({f.name: getattr(row, f.name) for f in fields(row)
+                        if f.name not in _OPTIONAL or getattr(row, f.name) is not None})
+
+
+@dataclass(frozen=True)
+class SpendCell:
+    """What one (model, k, temperature, condition) cell spent (:func:`spend_by_cell`).
+
+    Attributes
+    ----------
+    model, k, temperature, condition
+        The cell.
+    calls, prompt_tokens, completion_tokens, calls_without_usage, retries : int
+        Calls (ok and discarded evaluations), tokens as the backend reported them,
+        calls that reported none, retries.
+    latency_s : float
+        Summed call time (more than the wall time when calls overlap).
+    money, money_batch : float or None
+        Live and provider-batch price (None: the model has no price).
+    """
+
+    model: str
+    k: int
+    temperature: float
+    condition: str
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    calls_without_usage: int
+    latency_s: float
+    retries: int
+    money: float | None = None
+    money_batch: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The cell's entry of ``spend.cells`` (``money`` keys only with a price)."""
+        return _row_dict(self)
+
+    @classmethod
+    def from_dict(cls, obj: Any, *, where: str = "spend cell") -> SpendCell:
+        """Inverse of :meth:`to_dict` (strict; a missing or wrong key named)."""
+        return cls(**_read_row(cls, obj, where))
+
+
+@dataclass(frozen=True)
+class SpendTotal:
+    """The run's total (``spend.total``): the cells' sums and the wall time.
+
+    Attributes
+    ----------
+    calls, prompt_tokens, completion_tokens, calls_without_usage, retries : int
+        Sums over the cells.
+    latency_s : float
+        Summed call time.
+    money, money_batch : float or None
+        Sums over the priced cells (None: no cell has a price).
+    wall_s : float or None
+        Wall time summed over the run's sessions (None: no session recorded).
+    """
+
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    calls_without_usage: int
+    latency_s: float
+    retries: int
+    money: float | None = None
+    money_batch: float | None = None
+    wall_s: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``spend.total`` (``money`` and ``wall_s`` keys only when known)."""
+        return _row_dict(self)
+
+    @classmethod
+    def from_dict(cls, obj: Any, *, where: str = "spend total") -> SpendTotal:
+        """Inverse of :meth:`to_dict` (strict; a missing or wrong key named)."""
+        return cls(**_read_row(cls, obj, where))
+
+
+@dataclass(frozen=True)
+class RunSpend:
+    """``run.json``'s ``spend``: one :class:`SpendCell` per cell and the total."""
+
+    cells: tuple[SpendCell, ...]
+    total: SpendTotal
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"cells": [...], "total": {...}}``, as :func:`record_spend` writes it."""
+        return {"cells": [c.to_dict() for c in self.cells], "total": self.total.to_dict()}
+
+    @classmethod
+    def from_dict(cls, obj: Any, *, where: str = "spend") -> RunSpend:
+        """Inverse of :meth:`to_dict`; ``where`` names the file in every error."""
+        obj = as_mapping(obj, where)
+        cells = need(obj, "cells", where)
+        if not isinstance(cells, list):
+            raise InputError(f"{where}: `cells` must be a JSON list, got "
+                             f"{type(cells).__name__}")
+        return cls(tuple(SpendCell.from_dict(c, where=f"{where}, cells[{i}]")
+                         for i, c in enumerate(cells)),
+                   SpendTotal.from_dict(need(obj, "total", where), where=f"{where}, total"))
 
 
 def spend_by_cell(table: pd.DataFrame,
@@ -76,6 +214,7 @@ def _totals(cells: list[dict[str, Any]]) -> dict[str, Any]:
     keys = ("calls", "prompt_tokens", "completion_tokens", "calls_without_usage",
             "latency_s", "retries")
     out: dict[str, Any] = {k: sum(c[k] for c in cells) for k in keys}
+    out["latency_s"] = float(out["latency_s"])  # a number even without cells
     if any("money" in c for c in cells):
         out["money"] = sum(c.get("money", 0.0) for c in cells)
         out["money_batch"] = sum(c.get("money_batch", 0.0) for c in cells)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .._read import read_json
+from ..audit import RunSpend
 from ..exceptions import InputError
 
 __all__ = ["ENGINE_FIELDS", "engines", "spend"]
@@ -37,7 +38,8 @@ def engines(path: Path) -> tuple[Mapping[str, str], ...]:
                  for b in backends if isinstance(b, dict))
 
 
-def spend(path: Path) -> Mapping[str, Any] | None:
-    """``run.json``'s ``spend`` object (None when it has none)."""
-    spend = _manifest(path).get("spend")
-    return spend if isinstance(spend, dict) and isinstance(spend.get("cells"), list) else None
+def spend(path: Path) -> RunSpend | None:
+    """``run.json``'s ``spend`` (None when it has none; a malformed one is an
+    :class:`~recaudit.InputError` naming the file and the key)."""
+    found = _manifest(path).get("spend")
+    return None if found is None else RunSpend.from_dict(found, where=f"{path}, `spend`")

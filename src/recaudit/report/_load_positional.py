@@ -26,6 +26,7 @@ import pandas as pd
 from .._read import read_json, read_text, read_toml
 from .._records import find_key, need_key, to_float, to_int
 from .._stats import Estimate
+from ..audit import RunSpend
 from ..exceptions import InputError
 from ..positional import (
     GroupedAnalysis,
@@ -256,7 +257,7 @@ class PositionalRun:
     #: the engine, its version, the quantisation and the answer mode when known.
     engines: tuple[Mapping[str, str], ...] = ()
     #: ``run.json``'s ``spend`` (calls, tokens, time, money per cell; None when absent).
-    spend: Mapping[str, Any] | None = None
+    spend: RunSpend | None = None
     #: ``topn.json`` of a ``[prompt] answer = "ranking"`` run (None when absent).
     rankings: TopNGroups | None = None
     #: ``compare.json`` of a run with several models (None when absent).

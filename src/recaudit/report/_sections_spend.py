@@ -10,14 +10,14 @@ into the sidecar's ``spend`` object (``data-path``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
+from ..audit import RunSpend, SpendCell, SpendTotal
 from ._page import Cell, Section, Table, finite
 
 __all__ = ["spend_section"]
 
-#: The per-cell numbers shown, in order: (key in run.json, column title, format).
+#: The per-cell numbers shown, in order: (field of the row, column title, format).
 _NUMBERS = (
     ("calls", "calls", "{:d}"),
     ("prompt_tokens", "prompt tokens", "{:,d}"),
@@ -38,36 +38,30 @@ def _num(path: str, value: Any, fmt: str) -> Cell:
     return Cell(text, path, value)
 
 
-def _row(key: tuple[Cell, ...], row: Mapping[str, Any], path: str) -> tuple[Cell, ...]:
-    return (*key, *(_num(f"{path}/{k}", row.get(k), fmt) for k, _, fmt in _NUMBERS))
+def _row(key: tuple[Cell, ...], row: SpendCell | SpendTotal, path: str) -> tuple[Cell, ...]:
+    return (*key, *(_num(f"{path}/{k}", getattr(row, k), fmt) for k, _, fmt in _NUMBERS))
 
 
-def spend_section(spend: Mapping[str, Any], *, base: str = "spend") -> Section:
+def spend_section(spend: RunSpend, *, base: str = "spend") -> Section:
     """One row per cell of ``run.json``'s ``spend`` and the total (calls, tokens, call
     time, money), with the run's wall time and the calls that reported no usage."""
-    cells = [c for c in spend.get("cells") or [] if isinstance(c, Mapping)]
-    raw_total = spend.get("total")
-    total: Mapping[str, Any] = raw_total if isinstance(raw_total, Mapping) else {}
+    total = spend.total
     rows = []
-    for i, c in enumerate(cells):
-        temp: Any = c.get("temperature")
-        key = (Cell(str(c.get("model", ""))), Cell(str(c.get("k", "")), value=c.get("k")),
-               Cell(f"{float(temp):g}" if finite(temp) else str(temp or "")),
-               Cell(str(c.get("condition", ""))))
+    for i, c in enumerate(spend.cells):
+        key = (Cell(c.model), Cell(str(c.k), value=c.k), Cell(f"{c.temperature:g}"),
+               Cell(c.condition))
         rows.append(_row(key, c, f"{base}/cells/{i}"))
-    if total:
-        rows.append(_row((Cell("total", css="total"), Cell(""), Cell(""), Cell("")),
-                         total, f"{base}/total"))
+    rows.append(_row((Cell("total", css="total"), Cell(""), Cell(""), Cell("")),
+                     total, f"{base}/total"))
     notes = []
-    wall: Any = total.get("wall_s")
-    if finite(wall):
-        notes.append(f"Wall time over every session of the run: {float(wall):.1f} s "
+    if finite(total.wall_s):
+        notes.append(f"Wall time over every session of the run: {total.wall_s:.1f} s "
                      "(call time sums the calls' latencies: more than the wall time when "
                      "calls overlap).")
-    missing = total.get("calls_without_usage")
-    if finite(missing) and missing:
-        notes.append(f"{int(missing)} call(s) reported no token usage and count 0 tokens.")
-    if not any("money" in c for c in cells):
+    if total.calls_without_usage:
+        notes.append(f"{total.calls_without_usage} call(s) reported no token usage and "
+                     "count 0 tokens.")
+    if all(c.money is None for c in spend.cells):
         notes.append("No price was given (`[[models]] price_per_mtok`): money is n/a.")
     else:
         notes.append("As a batch: what the same tokens cost as a provider batch (OpenAI "

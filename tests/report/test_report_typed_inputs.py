@@ -1,0 +1,98 @@
+"""The positional report's companion files are read into their result types (issue 36,
+item 2): ``study.json`` (:class:`~recaudit.positional.StudyFile`), ``sequential.json``
+(:class:`~recaudit.audit.SequentialAudit`), ``mitigation.json``
+(:class:`~recaudit.audit.MitigationComparison`) and ``run.json``'s ``spend``
+(:class:`~recaudit.audit.RunSpend`).
+
+Each type's ``to_dict`` gives back the JSON its writer wrote, byte for byte once dumped
+the writer's way; its ``from_dict`` refuses a missing key or a string where a number
+belongs with one line naming the file and the key, and ``recaudit report`` exits 2 with
+that line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from recaudit import InputError
+from recaudit.audit import RunSpend
+from recaudit.audit._spend import record_spend
+from recaudit.cli import app
+from recaudit.report import build_report
+
+Edit = Callable[[dict[str, Any]], Any]
+
+
+def _spend_table(*, priced_model: str = "cheap") -> pd.DataFrame:
+    rows = [{"model": model, "k": 5, "temperature": 0.0, "condition": "c",
+             "prompt_tokens": 100 + i, "completion_tokens": 2, "latency_s": 0.5,
+             "retries": 0}
+            for model, n in ((priced_model, 3), ("free", 2)) for i in range(n)]
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture
+def spend_dir(positional_dir: Path) -> Path:
+    """The positional run folder with a ``run.json`` whose ``spend`` one model priced."""
+    manifest = positional_dir / "run.json"
+    manifest.write_text(json.dumps({"sessions": [{"backends": []}]}))
+    record_spend(manifest, _spend_table(), wall_s=4.25, ran_now=5,
+                 prices={"cheap": (2.0, 8.0)})
+    return positional_dir
+
+
+def _refused(folder: Path, match: str) -> None:
+    """``build_report`` raises one line matching ``match``; the CLI exits 2 with it."""
+    with pytest.raises(InputError, match=match) as caught:
+        build_report(folder)
+    assert "\n" not in str(caught.value)
+    res = CliRunner().invoke(app, ["report", str(folder), "-o", str(folder / "r.html")])
+    assert res.exit_code == 2, res.output
+    assert re.search(match, " ".join(res.output.split())), res.output
+
+
+# --------------------------------------------------------------------------- spend
+def test_spend_reads_back_byte_for_byte(spend_dir: Path) -> None:
+    text = (spend_dir / "run.json").read_text()
+    doc = json.loads(text)
+    spend = RunSpend.from_dict(doc["spend"])
+    assert spend.to_dict() == doc["spend"]
+    assert json.dumps({**doc, "spend": spend.to_dict()}, indent=2) == text
+    assert RunSpend.from_dict(spend.to_dict()) == spend
+    cheap, free = spend.cells
+    assert (cheap.model, cheap.calls, cheap.prompt_tokens) == ("cheap", 3, 303)
+    assert free.money is None and spend.total.wall_s == 4.25
+    # the report renders the type, its sidecar is the type's JSON
+    assert build_report(spend_dir).data["spend"] == spend.to_dict()
+
+
+def test_spend_without_any_cell_reads_back(tmp_path: Path) -> None:
+    manifest = tmp_path / "run.json"
+    manifest.write_text(json.dumps({"sessions": [{"backends": []}]}))
+    written = record_spend(manifest, _spend_table().iloc[:0], wall_s=1.0, ran_now=0)
+    assert RunSpend.from_dict(written).to_dict() == written
+    assert json.loads(manifest.read_text())["spend"]["total"]["latency_s"] == 0.0
+
+
+@pytest.mark.parametrize(("edit", "key"), [
+    (lambda s: s["cells"][1].pop("calls"), r"spend`, cells\[1\]: missing key `calls`"),
+    (lambda s: s["cells"][0].update(prompt_tokens="303"),
+     r"spend`, cells\[0\]: `prompt_tokens` must be a whole number"),
+    (lambda s: s["total"].update(latency_s="2.5"),
+     r"spend`, total: `latency_s` must be a number"),
+    (lambda s: s.pop("total"), r"spend`: missing key `total`"),
+])
+def test_a_malformed_spend_is_refused(spend_dir: Path, edit: Edit, key: str) -> None:
+    path = spend_dir / "run.json"
+    doc = json.loads(path.read_text())
+    edit(doc["spend"])
+    path.write_text(json.dumps(doc))
+    _refused(spend_dir, r"run\.json, `" + key)
