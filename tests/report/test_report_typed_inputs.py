@@ -23,7 +23,7 @@ import pytest
 from typer.testing import CliRunner
 
 from recaudit import InputError
-from recaudit.audit import RunSpend
+from recaudit.audit import RunSpend, SequentialAudit
 from recaudit.audit._spend import record_spend
 from recaudit.cli import app
 from recaudit.report import build_report
@@ -96,3 +96,44 @@ def test_a_malformed_spend_is_refused(spend_dir: Path, edit: Edit, key: str) -> 
     edit(doc["spend"])
     path.write_text(json.dumps(doc))
     _refused(spend_dir, r"run\.json, `" + key)
+
+
+# ---------------------------------------------------------------------- sequential
+def test_sequential_json_reads_back(sequential_dir: Path) -> None:
+    text = (sequential_dir / "sequential.json").read_text()
+    audit = SequentialAudit.from_dict(json.loads(text), where="sequential.json")
+    assert json.dumps(audit.to_dict(), indent=2) == text
+    assert SequentialAudit.from_dict(audit.to_dict()) == audit
+    biased = audit.cells[0]
+    assert biased.decision == "rejected" and biased.evidence is not None
+    assert biased.evidence.reject and len(biased.evidence.cs_low) == biased.k
+    assert build_report(sequential_dir).data["sequential"] == audit.to_dict()
+
+
+def test_a_cell_before_its_first_round_has_no_evidence(sequential_dir: Path) -> None:
+    path = sequential_dir / "sequential.json"
+    doc = json.loads(path.read_text())
+    head = ("model", "k", "temperature", "condition", "decision", "planned_evaluations",
+            "budget")
+    doc["cells"][1] = {key: doc["cells"][1][key] for key in head}
+    doc["cells"][1]["decision"] = "running"
+    audit = SequentialAudit.from_dict(doc)
+    assert audit.cells[1].evidence is None and audit.to_dict() == doc
+    path.write_text(json.dumps(doc))
+    assert "running (not finished)" in build_report(sequential_dir).html
+
+
+@pytest.mark.parametrize(("edit", "key"), [
+    (lambda d: d["cells"][0].pop("e_value"), r", cells\[0\]: missing key `e_value`"),
+    (lambda d: d.update(alpha_per_cell="0.025"), r": `alpha_per_cell` must be a number"),
+    (lambda d: d["cells"][1]["cs_low"].__setitem__(0, "0.1"),
+     r", cells\[1\]: `cs_low` must be a number"),
+    (lambda d: d["options"].pop("answers"), r", options: missing key `answers`"),
+])
+def test_a_malformed_sequential_json_is_refused(sequential_dir: Path, edit: Edit,
+                                                key: str) -> None:
+    path = sequential_dir / "sequential.json"
+    doc = json.loads(path.read_text())
+    edit(doc)
+    path.write_text(json.dumps(doc))
+    _refused(sequential_dir, r"sequential\.json" + key)

@@ -70,7 +70,7 @@ def test_without_sequential_json_nothing_changes(positional_dir: Path) -> None:
 def test_sequential_without_paths_has_no_figure(sequential_dir: Path) -> None:
     doc = json.loads((sequential_dir / "sequential.json").read_text())
     for c in doc["cells"]:
-        c.pop("log_e_path"), c.pop("checkpoints")
+        c.update(log_e_path=[], checkpoints=[], evaluations_at_checkpoints=[])
     (sequential_dir / "sequential.json").write_text(json.dumps(doc))
     report = build_report(sequential_dir)
     assert "tab-sequential" in report.html
@@ -79,7 +79,7 @@ def test_sequential_without_paths_has_no_figure(sequential_dir: Path) -> None:
 
 @pytest.mark.parametrize(("edit", "match"), [
     (lambda d: d.pop("cells"), "missing key `cells`"),
-    (lambda d: d["cells"][1].pop("budget"), r"cells\[1\] has no key `budget`"),
+    (lambda d: d["cells"][1].pop("budget"), r"cells\[1\]: missing key `budget`"),
 ])
 def test_malformed_sequential_json_is_named(sequential_dir: Path, edit: Any,
                                             match: str) -> None:

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from helpers import write_config
-from recaudit.audit import RunOptions
+from recaudit.audit import RunOptions, SequentialAudit
 from recaudit.audit._config import DesignConfig, load_audit_config
 from recaudit.audit._run import run_audit
 from recaudit.audit._sequential_driver import SEQUENTIAL_FILE, SequentialOptions
@@ -29,6 +29,16 @@ name = "null"
 backend = "simulated"
 p_bias = 0.0
 """
+
+
+def _reads_back(path):
+    """``sequential.json`` read into :class:`SequentialAudit` and written back is the
+    same file, byte for byte (the report renders the type)."""
+    text = path.read_text()
+    audit = SequentialAudit.from_dict(json.loads(text), where=str(path))
+    assert json.dumps(audit.to_dict(), indent=2, allow_nan=False) == text
+    assert SequentialAudit.from_dict(audit.to_dict()) == audit
+    return audit
 
 
 def _cfg(tmp_path, emb_cache, n_queries=30):
@@ -65,6 +75,9 @@ def test_biased_cell_stops_early_null_cell_spends_its_budget(tmp_path, retriever
     assert res.ran_now == len(df) and res.planned == 2 * 30 * 5
     # the evidence is recomputable from the table in the deterministic order
     assert sum(b["counts"]) == b["valid_evaluations"]
+    audit = _reads_back(tmp_path / "run" / SEQUENTIAL_FILE)
+    assert audit.cells[0].evidence is not None and audit.cells[0].evidence.counts == tuple(
+        b["counts"])
 
 
 def test_resume_recomputes_the_same_evidence_and_runs_nothing(tmp_path, retriever, emb_cache):
@@ -157,6 +170,7 @@ def test_exact_run_stops_on_the_probability_vectors(tmp_path, retriever, emb_cac
     # every row has a vector (discarded texts included): the evidence counts them all
     assert b["valid_evaluations"] <= b["evaluations_used"]
     assert sum(b["counts"]) == pytest.approx(b["valid_evaluations"], abs=0.01)
+    _reads_back(tmp_path / "exact" / SEQUENTIAL_FILE)
     # the same journal read as sampled answers needs at least as many evaluations
     sampled = SequentialOptions(alpha=0.05, max_evaluations=100, round_evaluations=10,
                                 method="omnibus", answers="sampled")
@@ -211,6 +225,7 @@ def test_ci_width_stops_each_cell_at_its_width_rejected_or_not(tmp_path, retriev
     # the biased cell ran past its rejection (at a wider CI) to the width
     assert cells["biased"]["decision"] == "rejected"
     assert cells["null"]["decision"] == "ci_width_reached" and not cells["null"]["reject"]
+    assert _reads_back(tmp_path / "run" / SEQUENTIAL_FILE).options == opts
     df = pd.read_parquet(tmp_path / "run" / "evaluations.parquet")
     assert df.groupby("model").size().to_dict() == {
         m: c["evaluations_used"] for m, c in cells.items()}

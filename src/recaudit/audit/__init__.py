@@ -61,6 +61,7 @@ from ._run import AuditInterrupted, AuditResult, make_executor, run_audit
 from ._run_options import RunOptions
 from ._runner import EmbeddingProgress, EvalTask, RunProgress, RunSummary, run_tasks
 from ._sequential_driver import SequentialOptions
+from ._sequential_file import SequentialAudit, SequentialCell, SequentialEvidence, SequentialPb
 from ._spend import BATCH_DISCOUNT, RunSpend, SpendCell, SpendTotal
 from ._study_driver import StudyRun, run_positional_study
 
@@ -111,8 +112,12 @@ __all__ = [
     "EmbeddingProgress",
     "RunProgress",
     "RunSummary",
+    "SequentialAudit",
+    "SequentialCell",
+    "SequentialEvidence",
     "SequentialExecutor",
     "SequentialOptions",
+    "SequentialPb",
     "make_executor",
     "RunOptions",
     "run_audit",

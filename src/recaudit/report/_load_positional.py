@@ -26,7 +26,7 @@ import pandas as pd
 from .._read import read_json, read_text, read_toml
 from .._records import find_key, need_key, to_float, to_int
 from .._stats import Estimate
-from ..audit import RunSpend
+from ..audit import RunSpend, SequentialAudit
 from ..exceptions import InputError
 from ..positional import (
     GroupedAnalysis,
@@ -55,9 +55,6 @@ EVALUATIONS_CMD = "`recaudit positional run CONFIG`"
 SEQUENTIAL_JSON = "sequential.json"
 TOPN_JSON, TOPN_WHAT = "topn.json", "the ranked-list statistics (topn.json)"
 COMPARE_JSON = "compare.json"
-SEQUENTIAL_CMD = "`recaudit positional run CONFIG --sequential`"
-#: Keys every cell of ``sequential.json`` must have for the report.
-_SEQUENTIAL_CELL_KEYS = ("model", "k", "temperature", "condition", "decision", "budget")
 #: The method named on an sPB split read from an older file (which does not name one).
 _OLDER_FILE = "as recorded (older analysis file)"
 MSG_NOT_LIST = "{where}: `{key}` must be a JSON list, got {kind}"
@@ -250,7 +247,7 @@ class PositionalRun:
     #: ``study.json`` of ``recaudit positional study`` (None when absent).
     study: Mapping[str, Any] | None = None
     #: ``sequential.json`` of ``recaudit positional run --sequential`` (None when absent).
-    sequential: Mapping[str, Any] | None = None
+    sequential: SequentialAudit | None = None
     #: ``mitigation.json`` of ``recaudit positional mitigate`` (None when absent).
     mitigation: Mapping[str, Any] | None = None
     #: What answered, from ``run.json``'s last session: one entry per model and k with
@@ -551,24 +548,9 @@ def _deep_find(obj: Any, key: str) -> Any:
     return None
 
 
-def _sequential(path: Path) -> Mapping[str, Any]:
-    """``sequential.json``, checked for the keys the report prints (named when missing)."""
-    doc = read_json_file(path)
-    where = str(path)
-    if not isinstance(doc, Mapping):
-        raise InputError(f"{where}: expected a JSON object; it is written by {SEQUENTIAL_CMD}")
-    cells = need_key(doc, where, SEQUENTIAL_CMD, "cells")
-    need_key(doc, where, SEQUENTIAL_CMD, "alpha_per_cell")
-    if not isinstance(cells, list):
-        raise InputError(f"{where}: `cells` must be a list; it is written by {SEQUENTIAL_CMD}")
-    for i, cell in enumerate(cells):
-        if not isinstance(cell, Mapping):
-            raise InputError(f"{where}: cells[{i}] must be an object")
-        for key in _SEQUENTIAL_CELL_KEYS:
-            if key not in cell:
-                raise InputError(f"{where}: cells[{i}] has no key `{key}`; it is written "
-                                 f"by {SEQUENTIAL_CMD}")
-    return doc
+def _sequential(path: Path) -> SequentialAudit:
+    """``sequential.json``, read strictly (a missing or wrong key named with the file)."""
+    return SequentialAudit.from_dict(read_json_file(path), where=str(path))
 
 
 def _mitigation(folder: Path) -> Mapping[str, Any] | None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from .._stats import Estimate
+from ..audit import SequentialCell
 from ..fairness import FairnessEvaluation
 from ..positional import PowerRow
 from ._load_positional import Configuration
@@ -463,20 +463,22 @@ def power_curves(rows: Sequence[PowerRow], *, alpha: float, fig_id: str) -> str:
 
 
 def e_value_paths(
-    cells: Sequence[Mapping[str, Any]], *, alpha_per_cell: float, fig_id: str
+    cells: Sequence[SequentialCell], *, alpha_per_cell: float, fig_id: str
 ) -> str:
     """log10 E against valid evaluations, one line per sequential cell; threshold line.
 
-    ``cells`` are the items of ``sequential.json`` (``checkpoints``, ``log_e_path``,
-    ``decision``); a cell that rejected ends in a filled marker at its stop.
+    ``cells`` are the cells of ``sequential.json`` (their evidence's ``checkpoints`` and
+    ``log_e_path``, their ``decision``); a cell that rejected ends in a filled marker at
+    its stop, a cell without evidence yet draws no line.
     """
     threshold = math.log10(1.0 / alpha_per_cell)
     paths = []
     for c in cells:
-        xs = [float(v) for v in c.get("checkpoints") or []]
-        ys = [float(v) / math.log(10) for v in c.get("log_e_path") or []]
-        label = f"{c['model']}, k={c['k']}, T={float(c['temperature']):g}, {c['condition']}"
-        paths.append((label, xs, ys, str(c.get("decision"))))
+        ev = c.evidence
+        xs = [] if ev is None else [float(v) for v in ev.checkpoints]
+        ys = [] if ev is None else [v / math.log(10) for v in ev.log_e_path]
+        label = f"{c.model}, k={c.k}, T={c.temperature:g}, {c.condition}"
+        paths.append((label, xs, ys, c.decision))
     legend = [(_style_of(i)[1], _style_of(i)[0], "", _short(label))
               for i, (label, *_rest) in enumerate(paths)]
     legend += [("--", _GREY, "", f"rejection threshold 1/alpha = {1 / alpha_per_cell:.3g}")]

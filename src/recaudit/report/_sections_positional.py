@@ -488,7 +488,8 @@ def positional_data(run: PositionalRun, summary: dict[str, Any]) -> dict[str, An
         ],
         "simulation": _simulation_dict(run),
         **({"study": run.study} if run.study is not None else {}),
-        **({"sequential": run.sequential} if run.sequential is not None else {}),
+        **({"sequential": run.sequential.to_dict()} if run.sequential is not None
+           else {}),
         **({"spend": run.spend.to_dict()} if run.spend is not None else {}),
         **({"rankings": run.rankings.to_list()} if run.rankings is not None else {}),
         **({"comparisons": run.comparisons.to_list()} if run.comparisons is not None

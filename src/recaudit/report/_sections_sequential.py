@@ -10,9 +10,7 @@ paths and the confidence sequences; every number cell points into the sidecar's
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
+from ..audit import SequentialAudit, SequentialCell, SequentialPb
 from . import _plots
 from ._page import Cell, Fig, Section, Table, finite, fmt_p, num_cell
 
@@ -27,61 +25,75 @@ _DECISIONS = {
 }
 
 
-def _pb_cell(path: str, pb: Mapping[str, Any]) -> Cell:
+def _pb_cell(path: str, pb: SequentialPb | None) -> Cell:
     """PB with its CI at the cell's last look (``--ci-width`` runs)."""
-    value, low, high = pb.get("value"), pb.get("ci_low"), pb.get("ci_high")
-    if not (finite(value) and finite(low) and finite(high)):
+    if pb is None or not (finite(pb.value) and finite(pb.ci_low) and finite(pb.ci_high)):
         return Cell("n/a", f"{path}/value", None)
-    return Cell(f"{value:.3f} [{low:.3f}, {high:.3f}]", f"{path}/value", value)
+    return Cell(f"{pb.value:.3f} [{pb.ci_low:.3f}, {pb.ci_high:.3f}]", f"{path}/value",
+                pb.value)
 
 
-def sequential_sections(doc: Mapping[str, Any], *, base: str = "sequential") -> list[Section]:
+def _decision_row(c: SequentialCell, p: str, key: tuple[Cell, ...], level: float,
+                  width: float | None) -> tuple[Cell, ...]:
+    """The decision table's row of cell ``c`` (``p``: its sidecar path)."""
+    ev = c.evidence
+    used = 0 if ev is None else ev.evaluations_used
+    valid = None if ev is None else ev.valid_evaluations
+    e = None if ev is None else ev.e_value
+    thr = 1.0 / level if ev is None else ev.threshold
+    pvalue = None if ev is None else ev.pvalue
+    return (
+        *key,
+        Cell(_DECISIONS.get(c.decision, c.decision),
+             css="reject" if c.decision == "rejected" else ""),
+        num_cell(f"{p}/evaluations_used", used, str(used)),
+        num_cell(f"{p}/budget", c.budget, str(c.budget)),
+        num_cell(f"{p}/valid_evaluations", valid, str(valid)),
+        num_cell(f"{p}/e_value", e, f"{e:.3g} / {thr:.3g}" if finite(e) else ""),
+        num_cell(f"{p}/pvalue", pvalue, fmt_p(pvalue)),
+        *((_pb_cell(f"{p}/pb", None if ev is None else ev.pb),) if width is not None
+          else ()),
+    )
+
+
+def _cs_rows(c: SequentialCell, p: str, key: tuple[Cell, ...]) -> list[tuple[Cell, ...]]:
+    """The confidence-sequence rows of cell ``c``: one per position."""
+    ev = c.evidence
+    if ev is None:
+        return []
+    rows = []
+    for j, (lo, hi) in enumerate(zip(ev.cs_low, ev.cs_high, strict=False)):
+        n = ev.counts[j] if j < len(ev.counts) else None
+        rows.append((*key, Cell(str(j + 1), value=j + 1),
+                     num_cell(f"{p}/counts/{j}", n, str(n)),
+                     num_cell(f"{p}/cs_low/{j}", lo, f"{lo:.3f}" if finite(lo) else ""),
+                     num_cell(f"{p}/cs_high/{j}", hi, f"{hi:.3f}" if finite(hi) else "")))
+    return rows
+
+
+def sequential_sections(doc: SequentialAudit, *, base: str = "sequential") -> list[Section]:
     """The sequential decision table, the E-value paths and the confidence sequences."""
-    cells = list(doc.get("cells") or [])
-    level = float(doc["alpha_per_cell"])
-    options = doc.get("options") or {}
-    width = options.get("ci_width")
+    cells = doc.cells
+    level = doc.alpha_per_cell
+    options = doc.options
+    width = options.ci_width
     rows, cs_rows = [], []
     for i, c in enumerate(cells):
         p = f"{base}/cells/{i}"
-        key = (Cell(str(c["model"])), Cell(str(c["k"]), value=c["k"]),
-               Cell(f"{float(c['temperature']):g}"), Cell(str(c["condition"])))
-        used, budget = c.get("evaluations_used", 0), c["budget"]
-        e, thr = c.get("e_value"), c.get("threshold", 1.0 / level)
-        rows.append((
-            *key,
-            Cell(_DECISIONS.get(str(c["decision"]), str(c["decision"])),
-                 css="reject" if c["decision"] == "rejected" else ""),
-            num_cell(f"{p}/evaluations_used", used, str(used)),
-            num_cell(f"{p}/budget", budget, str(budget)),
-            num_cell(f"{p}/valid_evaluations", c.get("valid_evaluations"),
-                 str(c.get("valid_evaluations"))),
-            num_cell(f"{p}/e_value", e, f"{e:.3g} / {thr:.3g}" if finite(e) else ""),
-            num_cell(f"{p}/pvalue", c.get("pvalue"), fmt_p(c.get("pvalue"))),
-            *((_pb_cell(f"{p}/pb", c.get("pb") or {}),) if width is not None else ()),
-        ))
-        lows, highs = c.get("cs_low") or [], c.get("cs_high") or []
-        counts = c.get("counts") or []
-        for j, (lo, hi) in enumerate(zip(lows, highs, strict=False)):
-            n = counts[j] if j < len(counts) else None
-            cs_rows.append((
-                *key,
-                Cell(str(j + 1), value=j + 1),
-                num_cell(f"{p}/counts/{j}", n, str(n)),
-                num_cell(f"{p}/cs_low/{j}", lo, f"{lo:.3f}" if finite(lo) else ""),
-                num_cell(f"{p}/cs_high/{j}", hi, f"{hi:.3f}" if finite(hi) else ""),
-            ))
-    n_rej = sum(c["decision"] == "rejected" for c in cells)
-    alpha = options.get("alpha")
+        key = (Cell(c.model), Cell(str(c.k), value=c.k), Cell(f"{c.temperature:g}"),
+               Cell(c.condition))
+        rows.append(_decision_row(c, p, key, level, width))
+        cs_rows.extend(_cs_rows(c, p, key))
+    n_rej = sum(c.decision == "rejected" for c in cells)
+    alpha = options.alpha
     notes = (
         f"{n_rej} of {len(cells)} cell(s) rejected \"the selected position is uniform\" with "
         f"an anytime-valid test (e-process, Ville's inequality) at alpha = {alpha} across "
         f"cells (Bonferroni: {level:.3g} per cell, threshold E >= {1 / level:.3g}). After a "
         "sequential stop the fixed-sample p-values elsewhere on this page are descriptive "
         "only; this decision is the valid test.",
-        f"Budget: at most {options.get('max_evaluations', 'n/a')} evaluations per cell, in "
-        f"rounds of {options.get('round_evaluations', 'n/a')}; method "
-        f"{options.get('method', 'n/a')}.",
+        f"Budget: at most {options.max_evaluations} evaluations per cell, in "
+        f"rounds of {options.round_evaluations}; method {options.method}.",
         *((f"Each cell stopped once the 95% CI of its PB was at most {width:g} wide "
            "(--ci-width), rejected or not; the interval's coverage after such a stop is "
            "measured in docs/exact-and-sequential.md.",) if width is not None else ()),
@@ -106,7 +118,7 @@ def sequential_sections(doc: Mapping[str, Any], *, base: str = "sequential") -> 
         tuple(cs_rows),
     )
     figures: tuple[Fig, ...] = ()
-    if any(c.get("log_e_path") for c in cells):
+    if any(c.evidence is not None and c.evidence.log_e_path for c in cells):
         figures = (Fig(
             "fig-sequential",
             "E-value paths",

@@ -1,0 +1,249 @@
+"""``sequential.json`` read back: the typed evidence of a sequential audit.
+
+:func:`~recaudit.audit._sequential_driver.drive_sequential` writes ``RUN_DIR /
+sequential.json`` after every round; :class:`SequentialAudit` is that file read back
+(``from_dict``, strict: a missing key or a value of the wrong kind is an
+:class:`~recaudit.InputError` naming the file and the key) and ``to_dict`` gives the
+written object back key for key, so ``json.dumps(..., indent=2)`` writes the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from .._io import to_jsonable
+from .._records import (
+    as_mapping,
+    integer,
+    need,
+    number,
+    text,
+    to_bool,
+    to_float,
+    to_int,
+)
+from ..exceptions import ConfigError, InputError
+from ._sequential_driver import SequentialOptions
+
+__all__ = ["SequentialAudit", "SequentialCell", "SequentialEvidence", "SequentialPb"]
+
+MSG_NOT_LIST = "{where}: `{key}` must be a JSON list, got {kind}"
+
+
+def _list(obj: Any, key: str, where: str, read: Callable[[Any, str, str], Any]
+          ) -> tuple[Any, ...]:
+    """``obj[key]``, a JSON list, each item read by ``read`` (``to_float``, ``to_int``)."""
+    value = need(obj, key, where)
+    if not isinstance(value, list):
+        raise InputError(MSG_NOT_LIST.format(where=where, key=key, kind=type(value).__name__))
+    return tuple(read(v, key, where) for v in value)
+
+
+@dataclass(frozen=True)
+class SequentialPb:
+    """PB with its 95 % CI at a cell's last look (``--ci-width`` runs; ``nan`` with
+    fewer than two queries)."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+    n_queries: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"value", "ci_low", "ci_high", "n_queries"}`` (``nan`` as ``null``)."""
+        return to_jsonable({f.name: getattr(self, f.name) for f in fields(self)})
+
+    @classmethod
+    def from_dict(cls, obj: Any, *, where: str = "sequential pb") -> SequentialPb:
+        """Inverse of :meth:`to_dict` (strict)."""
+        obj = as_mapping(obj, where)
+        return cls(number(obj, "value", where), number(obj, "ci_low", where),
+                   number(obj, "ci_high", where), integer(obj, "n_queries", where))
+
+
+@dataclass(frozen=True)
+class SequentialEvidence:
+    """A cell's e-process at its last look (``SequentialResult.to_dict`` and what the
+    driver adds).
+
+    Attributes
+    ----------
+    reject : bool
+        E reached the threshold (uniformity rejected).
+    stopped_at, valid_evaluations : int
+        Valid evaluations at the stop.
+    e_value, threshold, pvalue, alpha : float
+        E at the stop, the threshold 1/alpha, the anytime-valid p-value, the cell's level.
+    method, answers : str
+        The e-process; ``"sampled"`` (positions) or ``"exact"`` (choice vectors).
+    checkpoints, evaluations_at_checkpoints : tuple of int
+        The looks (valid evaluations) and the evaluations sent up to each.
+    log_e_path : tuple of float
+        log E at each look.
+    counts : tuple of float
+        Selections per position (whole numbers with ``answers = "sampled"``; exact mode:
+        the expected counts).
+    cs_low, cs_high : tuple of float
+        Confidence sequences per position at the stop.
+    evaluations_used : int
+        Evaluations sent (discarded ones included).
+    pb : SequentialPb or None
+        PB at the last look (``--ci-width`` runs only).
+    ci_width_reached : bool or None
+        Whether PB's CI was narrow enough (``--ci-width`` runs only).
+    """
+
+    reject: bool
+    stopped_at: int
+    e_value: float
+    threshold: float
+    pvalue: float
+    alpha: float
+    method: str
+    checkpoints: tuple[int, ...]
+    log_e_path: tuple[float, ...]
+    counts: tuple[float, ...]
+    cs_low: tuple[float, ...]
+    cs_high: tuple[float, ...]
+    answers: str
+    evaluations_at_checkpoints: tuple[int, ...]
+    valid_evaluations: int
+    evaluations_used: int
+    pb: SequentialPb | None = None
+    ci_width_reached: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The evidence keys of a cell of ``sequential.json`` (``pb`` and
+        ``ci_width_reached`` only in ``--ci-width`` runs)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["pb"] = None if self.pb is None else self.pb.to_dict()
+        return to_jsonable({k: v for k, v in out.items()
+                            if v is not None or k not in ("pb", "ci_width_reached")})
+
+    @classmethod
+    def from_dict(cls, obj: Any, *, where: str = "sequential evidence") -> SequentialEvidence:
+        """Inverse of :meth:`to_dict` (strict; a missing or wrong key named)."""
+        obj = as_mapping(obj, where)
+        answers = text(obj, "answers", where)
+        pb = obj.get("pb")
+        width = obj.get("ci_width_reached")
+        return cls(
+            reject=to_bool(need(obj, "reject", where), "reject", where),
+            stopped_at=integer(obj, "stopped_at", where),
+            e_value=number(obj, "e_value", where),
+            threshold=number(obj, "threshold", where),
+            pvalue=number(obj, "pvalue", where),
+            alpha=number(obj, "alpha", where),
+            method=text(obj, "method", where),
+            checkpoints=_list(obj, "checkpoints", where, to_int),
+            log_e_path=_list(obj, "log_e_path", where, to_float),
+            counts=_list(obj, "counts", where, to_int if answers == "sampled" else to_float),
+            cs_low=_list(obj, "cs_low", where, to_float),
+            cs_high=_list(obj, "cs_high", where, to_float),
+            answers=answers,
+            evaluations_at_checkpoints=_list(obj, "evaluations_at_checkpoints", where, to_int),
+            valid_evaluations=integer(obj, "valid_evaluations", where),
+            evaluations_used=integer(obj, "evaluations_used", where),
+            pb=None if pb is None else SequentialPb.from_dict(pb, where=f"{where}, pb"),
+            ci_width_reached=None if width is None
+            else to_bool(width, "ci_width_reached", where),
+        )
+
+
+#: The keys of a cell's evidence: a cell with none of them has not finished a round.
+_EVIDENCE_KEYS = frozenset(f.name for f in fields(SequentialEvidence))
+
+
+@dataclass(frozen=True)
+class SequentialCell:
+    """One (model, k, temperature, condition) cell of a sequential audit.
+
+    ``decision`` is ``"running"``, ``"rejected"``, ``"ci_width_reached"``,
+    ``"budget_spent"`` or ``"plan_exhausted"``; ``planned_evaluations`` what the plan
+    holds for the cell, ``budget`` what it may use; ``evidence`` is None before the
+    cell's first round completes.
+    """
+
+    model: str
+    k: int
+    temperature: float
+    condition: str
+    decision: str
+    planned_evaluations: int
+    budget: int
+    evidence: SequentialEvidence | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The cell's object in ``sequential.json`` (the evidence's keys inline)."""
+        head = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "evidence"}
+        return {**head, **({} if self.evidence is None else self.evidence.to_dict())}
+
+    @classmethod
+    def from_dict(cls, obj: Any, *, where: str = "sequential cell") -> SequentialCell:
+        """Inverse of :meth:`to_dict` (strict; a missing or wrong key named)."""
+        obj = as_mapping(obj, where)
+        has_evidence = any(key in _EVIDENCE_KEYS for key in obj)
+        return cls(
+            model=text(obj, "model", where),
+            k=integer(obj, "k", where),
+            temperature=number(obj, "temperature", where),
+            condition=text(obj, "condition", where),
+            decision=text(obj, "decision", where),
+            planned_evaluations=integer(obj, "planned_evaluations", where),
+            budget=integer(obj, "budget", where),
+            evidence=SequentialEvidence.from_dict(obj, where=where) if has_evidence else None,
+        )
+
+
+def _options(obj: Any, where: str) -> SequentialOptions:
+    """The run's :class:`SequentialOptions` (``asdict`` of them) read back strictly."""
+    obj = as_mapping(obj, where)
+    width = need(obj, "ci_width", where)
+    try:
+        return SequentialOptions(
+            alpha=number(obj, "alpha", where),
+            max_evaluations=integer(obj, "max_evaluations", where),
+            method=text(obj, "method", where),
+            round_evaluations=integer(obj, "round_evaluations", where),
+            answers=text(obj, "answers", where),
+            ci_width=None if width is None else to_float(width, "ci_width", where),
+        )
+    except ConfigError as exc:
+        raise InputError(f"{where}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class SequentialAudit:
+    """``sequential.json``: the run's options, the per-cell level (Bonferroni:
+    ``alpha / n_cells``), the seed, and every :class:`SequentialCell`."""
+
+    options: SequentialOptions
+    alpha_per_cell: float
+    n_cells: int
+    seed: int
+    cells: tuple[SequentialCell, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The object the driver writes to ``sequential.json``."""
+        return {"options": asdict(self.options), "alpha_per_cell": self.alpha_per_cell,
+                "n_cells": self.n_cells, "seed": self.seed,
+                "cells": [c.to_dict() for c in self.cells]}
+
+    @classmethod
+    def from_dict(cls, obj: Any, *, where: str = "sequential.json") -> SequentialAudit:
+        """Inverse of :meth:`to_dict`; ``where`` names the file in every error."""
+        obj = as_mapping(obj, where)
+        cells = need(obj, "cells", where)
+        if not isinstance(cells, list):
+            raise InputError(MSG_NOT_LIST.format(where=where, key="cells",
+                                                 kind=type(cells).__name__))
+        return cls(
+            options=_options(need(obj, "options", where), f"{where}, options"),
+            alpha_per_cell=number(obj, "alpha_per_cell", where),
+            n_cells=integer(obj, "n_cells", where),
+            seed=integer(obj, "seed", where),
+            cells=tuple(SequentialCell.from_dict(c, where=f"{where}, cells[{i}]")
+                        for i, c in enumerate(cells)),
+        )
