@@ -140,7 +140,8 @@ def _truth(metric: str, group: str, a: tuple[float, float], b: tuple[float, floa
 
 
 def _one(spec: dict[str, Any], users: int, share: float, options: EvaluateOptions,
-         gen: np.random.Generator) -> dict[str, dict[str, npt.NDArray[Any]]]:
+         gen: np.random.Generator, tests: tuple[str, ...]
+         ) -> dict[str, dict[str, npt.NDArray[Any]]]:
     """One replicate: the data, the models, every test's rows as arrays."""
     models: dict[str, tuple[float, float]] = spec["models"]
     (first, (hit0, rd0)), *others = models.items()
@@ -151,7 +152,7 @@ def _one(spec: dict[str, Any], users: int, share: float, options: EvaluateOption
         name: simulate_lists(data, rng=gen, base_hit=h, rd=r) for name, (h, r) in others}
     ic = {name: _coverage(r) for name, r in recs.items()}
     out = {}
-    for test in spec["tests"]:
+    for test in tests:
         res = compare_models(recs, data.test, data.users, attribute="gender", protected="F",
                              n_items=N_ITEMS, options=options, stat_test=test,
                              adjust=spec["adjust"], rng=gen.spawn(1)[0])
@@ -245,8 +246,10 @@ def _summary(reps: list[dict[str, npt.NDArray[Any]]]) -> dict[str, Any]:
 
 
 def _source_hash() -> str:
-    """SHA-256 (first 16 hex digits) of the compared implementation."""
-    return hashlib.sha256(Path(_compare.__file__).read_bytes()).hexdigest()[:16]
+    """SHA-256 (first 16 hex digits) of the compared implementation (``_compare.py`` and
+    ``_compare_interbias.py``)."""
+    files = (Path(_compare.__file__), Path(_compare.__file__).with_name("_compare_interbias.py"))
+    return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
 
 
 def run(args: argparse.Namespace) -> None:
@@ -258,17 +261,18 @@ def run(args: argparse.Namespace) -> None:
     for name in args.scenarios:
         spec = SCENARIOS[name]
         start = time.perf_counter()
-        reps: dict[str, list[dict[str, npt.NDArray[Any]]]] = {v: [] for v in spec["tests"]}
+        tests = tuple(t for t in spec["tests"] if args.tests is None or t in args.tests)
+        reps: dict[str, list[dict[str, npt.NDArray[Any]]]] = {v: [] for v in tests}
         for i, gen in enumerate(children[name].spawn(args.reps)):
             for test, arrays in _one(spec, args.users, args.protected_share, options,
-                                     gen).items():
+                                     gen, tests).items():
                 reps[test].append(arrays)
             if (i + 1) % 25 == 0:
                 print(f"{name}: {i + 1}/{args.reps} reps, "
                       f"{time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
         wall = time.perf_counter() - start
         with args.out.open("a") as fh:
-            for test in spec["tests"]:
+            for test in tests:
                 line = {
                     "scenario": name, "users": args.users,
                     "protected_share": args.protected_share, "test": test,
@@ -384,6 +388,9 @@ def main() -> None:
     p.add_argument("--min-group-size", type=int, default=20,
                    help="compare_models' minimum group size (lower it for small groups)")
     p.add_argument("--scenarios", nargs="+", choices=list(SCENARIOS), default=list(SCENARIOS))
+    p.add_argument("--tests", nargs="+", choices=("permutation", "t", "wilcoxon"),
+                   help="only these of the scenario's tests of the means (the gap and IB "
+                        "rows are always permutation tests)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     t = sub.add_parser("table")
     t.add_argument("paths", type=Path, nargs="*", default=[DEFAULT_OUT])

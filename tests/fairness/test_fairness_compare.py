@@ -68,7 +68,7 @@ def test_the_figures_are_evaluate_s() -> None:
                 assert getattr(_row(result, a, b, key, "F"), side) == pytest.approx(
                     ev.groups["F"].metrics[key].value, rel=1e-12)
                 ib = ev.inter_bias[key]
-                for gap in ("rd", "nrd"):
+                for gap in ("rd", "nrd", "ib"):
                     assert getattr(_row(result, a, b, f"{gap}_{key}"), side) == pytest.approx(
                         getattr(ib, gap).value, rel=1e-12)
 
@@ -76,7 +76,7 @@ def test_the_figures_are_evaluate_s() -> None:
 def test_every_pair_metric_and_group_has_a_row() -> None:
     recs, test, users = _models()
     result = _compare(recs, test, users)
-    per_key = 1 + 2 + 2  # overall, F, M, rd, nrd (IB is not compared)
+    per_key = 1 + 2 + 3  # overall, F, M, rd, nrd, ib
     assert len(result.rows) == 3 * 5 * len(CUTS) * per_key
     assert {(r.a, r.b) for r in result.rows} == {("A", "B"), ("A", "C"), ("B", "C")}
     assert result.n_users == 150 and result.protected == "F"
@@ -87,8 +87,11 @@ def test_a_model_against_itself_differs_by_nothing() -> None:
     result = _compare({"A": recs["A"], "same": recs["A"]}, test, users, stat_test="t")
     for r in result.rows:
         if math.isfinite(r.value_a):
-            assert r.difference == 0 and r.ci_low == 0 and r.ci_high == 0, r
-            assert r.pvalue == 1.0 and r.pvalue_adjusted == 1.0
+            assert r.difference == 0 and r.pvalue == 1.0 and r.pvalue_adjusted == 1.0, r
+            if r.metric.startswith("ib_"):  # a test, no interval
+                assert math.isnan(r.ci_low) and math.isnan(r.ci_low_adjusted)
+            else:
+                assert r.ci_low == 0 and r.ci_high == 0, r
 
 
 def test_paired_t_is_ranx_s() -> None:
@@ -141,6 +144,59 @@ def test_the_permutation_p_is_the_exact_one() -> None:
     assert abs(got - exact) <= 3 * math.sqrt(exact * (1 - exact) / 20000) + 1e-4
 
 
+def _ib(lists: pd.DataFrame, test: pd.DataFrame, users: pd.DataFrame, n_items: int) -> float:
+    """IB@10 of NDCG written out from its definition: NRD of the group means over the
+    users with a test item, IC the share of the catalog in any list."""
+    x = per_user_metrics(lists, test, n=(10,)).set_index("user_id")["ndcg@10"]
+    tested = users[users.user_id.isin(test.user_id)].set_index("user_id")
+    x = x.reindex(tested.index).fillna(0.0)
+    pg, ug = x[tested.gender == "F"].mean(), x[tested.gender == "M"].mean()
+    nrd = ((ug - pg) / (ug + pg) + 1) / 2
+    ic = lists.loc[lists["rank"] <= 10, "item_id"].nunique() / n_items
+    return math.sqrt(nrd * (1 - ic))
+
+
+def test_the_ib_permutation_p_is_the_exact_one() -> None:
+    """IB's test swaps whole lists: on 12 users the 4,096 swap patterns can be
+    enumerated (IC and NRD recomputed from the swapped lists by the definitions); the
+    Monte-Carlo p is within 3 standard errors of the exact p, and the values are
+    `evaluate`'s."""
+    recs, test, users = synthetic(n_users=12, n_items=200, length=10, seed=5)
+    other, _, _ = synthetic(n_users=12, n_items=200, length=10, seed=8, gap=0.8)
+    other = other[other["rank"] <= 6]  # shorter lists: a coverage difference as well
+    n_items = 200
+    options = EvaluateOptions(n=(10,), n_boot=50, n_resamples=20000, min_group_size=1)
+    result = _compare({"A": recs, "B": other}, test, users, options=options, n_items=n_items)
+    row = _row(result, "A", "B", "ib_ndcg@10")
+    observed = _ib(recs, test, users, n_items) - _ib(other, test, users, n_items)
+    assert row.difference == pytest.approx(observed, rel=1e-12)
+    assert math.isnan(row.ci_low) and row.test == "permutation"
+    by_user = {u: (recs[recs.user_id == u], other[other.user_id == u]) for u in users.user_id}
+    null = []
+    for pattern in itertools.product([False, True], repeat=len(by_user)):
+        a = pd.concat([pair[s] for pair, s in zip(by_user.values(), pattern, strict=True)])
+        b = pd.concat([pair[not s] for pair, s in zip(by_user.values(), pattern, strict=True)])
+        null.append(_ib(a, test, users, n_items) - _ib(b, test, users, n_items))
+    exact = float(np.mean(np.abs(null) >= abs(observed) - 1e-12))
+    assert 0.01 < exact < 0.99  # a case where the test has something to say
+    assert abs(row.pvalue - exact) <= 3 * math.sqrt(exact * (1 - exact) / 20000) + 1e-4
+
+
+def test_identical_models_rarely_differ_in_ib() -> None:
+    """Two recommenders drawn from one model: their coverages differ by chance, yet the
+    IB test (whole lists swapped) rejects at about its level (the test holding coverage
+    fixed rejected 41 % of such rows: docs/validation-fairness.md)."""
+    rejected = []
+    for seed in range(40):
+        recs, test, users = synthetic(n_users=60, n_items=400, length=10, seed=seed)
+        twin, _, _ = synthetic(n_users=60, n_items=400, length=10, seed=1000 + seed)
+        options = EvaluateOptions(n=(10,), n_boot=20, n_resamples=199, min_group_size=5)
+        result = _compare({"A": recs, "B": twin}, test, users, options=options,
+                          adjust="none", n_items=400, rng=seed)
+        rejected.append(_row(result, "A", "B", "ib_hit@10").pvalue <= 0.05)
+    assert np.mean(rejected) <= 0.15  # 0.05 +- 3 s.e. at 40 data sets
+
+
 @pytest.mark.parametrize(("adjust", "theirs"), [("holm", "holm"), ("bh", "fdr_bh")])
 def test_each_family_is_one_kind_of_row(adjust: str, theirs: str) -> None:
     """A family: the rows of one kind (mean, a group's mean, rd, nrd) over every pair,
@@ -150,10 +206,10 @@ def test_each_family_is_one_kind_of_row(adjust: str, theirs: str) -> None:
 
     def kind(r) -> str:
         gap = r.metric.split("_", 1)[0]
-        return gap if gap in ("rd", "nrd") else r.group or "mean"
+        return gap if gap in ("rd", "nrd", "ib") else r.group or "mean"
 
     families = {kind(r) for r in result.rows}
-    assert families == {"mean", "F", "M", "rd", "nrd"}
+    assert families == {"mean", "F", "M", "rd", "nrd", "ib"}
     for family in families:
         rows = [r for r in result.rows if kind(r) == family]
         p = np.array([r.pvalue for r in rows])

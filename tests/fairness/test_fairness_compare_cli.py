@@ -3,6 +3,8 @@ sentences, and bad input as exit 2 with a one-line message."""
 
 from __future__ import annotations
 
+import math
+
 import json
 from pathlib import Path
 
@@ -42,7 +44,9 @@ def test_json_has_every_row(files: dict[str, Path]) -> None:
     assert res.exit_code == 0, res.output
     result = FairnessComparison.from_dict(json.loads(res.stdout))
     assert result.models == ("A", "B") and result.test == "t" and result.adjust == "bh"
-    assert len(result.rows) == 5 * 2 * 5
+    assert len(result.rows) == 5 * 2 * 6  # metrics x cut-offs x (mean, F, M, rd, nrd, ib)
+    ib = next(r for r in result.rows if r.metric == "ib_ndcg@10")
+    assert ib.test == "permutation" and math.isnan(ib.ci_low)
     row = next(r for r in result.rows if r.metric == "ndcg@10" and not r.group)
     assert {"a", "b", "metric", "difference", "ci_low", "ci_high", "pvalue",
             "pvalue_adjusted"} <= set(row.to_dict())
@@ -54,6 +58,8 @@ def test_the_table_and_its_sentences(files: dict[str, Path]) -> None:
     assert "Paired comparisons (permutation; holm within each family of rows, 199" in " ".join(
         res.stdout.split())
     assert "rd_ndcg@10" in res.stdout and "A vs B:" in res.stdout
+    text = " ".join(res.stdout.split())
+    assert "the inter-bias IB of ndcg@10" in text
 
 
 @pytest.mark.parametrize(("extra", "message"), [

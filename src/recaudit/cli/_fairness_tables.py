@@ -156,15 +156,16 @@ def _diff(r: MetricComparison) -> str:
     """``a - b [low, high]`` at the family's level, signed."""
     if not math.isfinite(r.difference):
         return "undefined"
-    if not math.isfinite(r.ci_low_adjusted):
-        return f"{r.difference:+.4f}"
+    if not math.isfinite(r.ci_low_adjusted):  # IB rows: a test, no interval
+        return f"{r.difference:+.4f} (test only)"
     return f"{r.difference:+.4f} [{r.ci_low_adjusted:+.4f}, {r.ci_high_adjusted:+.4f}]"
 
 
 def comparison_sentence(r: MetricComparison, alpha: float) -> str:
     """One row in plain words: which model is higher (or that no difference is shown)."""
-    what = (f"the gap {r.metric.split('_', 1)[0].upper()} of {r.metric.split('_', 1)[1]}"
-            if r.metric.split("_", 1)[0] in ("rd", "nrd") else
+    kind, _, key = r.metric.partition("_")
+    what = (f"the gap {kind.upper()} of {key}" if kind in ("rd", "nrd") else
+            f"the inter-bias IB of {key}" if kind == "ib" else
             f"{r.metric}" + (f" for group {r.group}" if r.group else ""))
     if not math.isfinite(r.pvalue_adjusted):
         return f"{r.a} vs {r.b}: {what} is undefined for one of them."

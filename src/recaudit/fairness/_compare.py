@@ -7,12 +7,11 @@ metric ``M@N`` and its per-user values :math:`x_{Au}, x_{Bu}`:
 - *means* (all users, and each group): :math:`\bar x_A - \bar x_B`;
 - *gaps*: :math:`RD_A - RD_B` with
   :math:`RD = (\bar x_{UG} - \bar x_{PG}) / (\bar x_{UG} + \bar x_{PG})`, and
-  :math:`NRD = (RD + 1)/2`. IB (:math:`\sqrt{NRD\,(1 - IC)}`) is not compared: its
-  coverage part differs between two identical recommenders by chance, and neither a
-  test holding coverage fixed nor one resampling it kept its error rate (identical
-  recommenders rejected in 93 % of IB families with coverage fixed,
-  docs/validation-fairness.md; 17 % of rows with coverage resampled, in a probe);
-  compare the gap by RD / NRD and the coverage by :func:`evaluate`'s item coverage.
+  :math:`NRD = (RD + 1)/2`;
+- *inter-bias*: :math:`IB_A - IB_B` with :math:`IB = \sqrt{NRD\,(1 - IC)}`, tested by
+  swapping each user's two whole lists so that both models' item coverage IC is
+  recomputed under the null, without an interval
+  (:mod:`recaudit.fairness._compare_interbias` says why).
 
 Intervals: a user-level bootstrap stratified by group, the same resampled users for
 both models (multinomial weights, :func:`recaudit._stats.bootstrap_weights`), the
@@ -22,8 +21,9 @@ row as its units). Tests of "no difference", two-sided: the paired permutation
 two models are exchangeable per user; +1-corrected Monte-Carlo p), or for the means
 the paired t test or the Wilcoxon signed-rank test (:func:`scipy.stats.ttest_rel`,
 :func:`scipy.stats.wilcoxon`, the tests ranx and WarpRec offer). RD and NRD are tested
-by the paired permutation. A difference that is exactly 0 for every user has p = 1.
-The rows of one kind (the mean over all users, one group's mean, RD, NRD) over
+by the paired permutation, IB by the list swap. A difference that is exactly 0 for
+every user has p = 1. The rows of one kind (the mean over all users, one group's mean,
+RD, NRD, IB) over
 every pair, metric and cut-off are one family, adjusted by Holm or Benjamini-Hochberg
 (:mod:`recaudit._multiplicity`), with intervals at the family's level; the paired
 permutations are raised to the count the family needs for its smallest p to pass
@@ -59,8 +59,9 @@ from .._stats import (
     percentile_interval,
 )
 from ..exceptions import InputError
+from ._compare_interbias import IB, CoverageDesign, PairCoverage, ib_pvalues, ib_values
 from ._compare_results import FairnessComparison, MetricComparison
-from ._inputs import _evaluate_iv
+from ._inputs import _catalog_iv, _evaluate_iv
 from ._interbias import normalized_relative_difference, relative_difference
 from ._metrics import METRICS, _union_index, ranking_metrics
 from ._options import EvaluateOptions
@@ -77,9 +78,11 @@ GAPS = ("rd", "nrd")
 
 @dataclass(frozen=True)
 class _Model:
-    """One model's per-user metric matrix (users x keys)."""
+    """One model's per-user metric matrix (users x keys) and its lists (users x N, item
+    codes shared by every model, ``-1`` pads)."""
 
     x: npt.NDArray[np.float64]
+    items: npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,7 @@ class _Design:
     options: EvaluateOptions
     members: tuple[npt.NDArray[np.intp], ...]  # the users of each group
     sizes: npt.NDArray[np.float64]  # their numbers
+    coverage: CoverageDesign  # the cut-offs and catalog of the IB rows
 
 
 def _gaps(sums: npt.NDArray[np.float64], sizes: npt.NDArray[np.float64],
@@ -143,24 +147,47 @@ def _replicates(a: _Model, b: _Model, design: _Design, gen: np.random.Generator
     return np.concatenate(out)
 
 
-def _permutation_null(a: _Model, b: _Model, design: _Design, gen: np.random.Generator
-                      ) -> npt.NDArray[np.float64]:
-    """|difference| of every row under random per-user swaps (n_resamples x rows)."""
+def _permutation_null(a: _Model, b: _Model, design: _Design, gen: np.random.Generator,
+                      coverage: PairCoverage
+                      ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Under random per-user swaps of the two models' lists: |difference| of every row
+    (n_resamples x rows) and the IB difference of every key (n_resamples x keys), both
+    from the same swaps."""
     members = design.members
     n = a.x.shape[0]
     sums_a, sums_b = _group_sums(a.x, members), _group_sums(b.x, members)
     d = b.x - a.x
     chunk = max(1, min(design.options.n_resamples, 4_000_000 // max(n, 1)))
-    out, done = [], 0
+    out, ib, done = [], [], 0
     while done < design.options.n_resamples:
         m = min(chunk, design.options.n_resamples - done)
         swap = (gen.random((m, n)) < 0.5).astype(np.float64)
         delta = _group_sums(d, members, swap)
-        fa = _flatten(_figures(sums_a + delta, design))
-        fb = _flatten(_figures(sums_b - delta, design))
-        out.append(np.abs(fa - fb))
+        fig_a, fig_b = _figures(sums_a + delta, design), _figures(sums_b - delta, design)
+        out.append(np.abs(_flatten(fig_a) - _flatten(fig_b)))
+        ic_a, ic_b = coverage.swapped(swap)
+        ib.append(ib_values(fig_a["nrd"], ic_a, design.coverage)
+                  - ib_values(fig_b["nrd"], ic_b, design.coverage))
         done += m
-    return np.concatenate(out)
+    return np.concatenate(out), np.concatenate(ib)
+
+
+def _ib_rows(name_a: str, name_b: str, fig_a: Mapping[str, Any], fig_b: Mapping[str, Any],
+             coverage: PairCoverage, null: npt.NDArray[np.float64], design: _Design
+             ) -> list[dict[str, Any]]:
+    """The pair's IB rows (one per key): the difference, its permutation p, no interval
+    (:mod:`recaudit.fairness._compare_interbias`)."""
+    ic_a, ic_b = coverage.observed()
+    ib_a = ib_values(fig_a["nrd"], ic_a, design.coverage)
+    ib_b = ib_values(fig_b["nrd"], ic_b, design.coverage)
+    pvalues = ib_pvalues(ib_a - ib_b, null)
+    return [{
+        "a": name_a, "b": name_b, "metric": f"{IB}_{key}", "group": "",
+        "value_a": float(ib_a[k]), "value_b": float(ib_b[k]),
+        "difference": float(ib_a[k] - ib_b[k]), "ci_low": math.nan, "ci_high": math.nan,
+        "confidence_level": design.options.confidence_level, "pvalue": float(pvalues[k]),
+        "test": "permutation", "n_users": int(design.codes.size), "_reps": np.empty(0),
+    } for k, key in enumerate(design.keys)]
 
 
 def _paired_test(xa: npt.NDArray[np.float64], xb: npt.NDArray[np.float64], test: str
@@ -191,10 +218,12 @@ def _pair_rows(name_a: str, a: _Model, name_b: str, b: _Model, design: _Design, 
                gen: np.random.Generator) -> list[dict[str, Any]]:
     """The rows of one pair, with their replicates (``_reps``) for the family's level."""
     members = design.members
-    va = _flatten(_figures(_group_sums(a.x, members), design))
-    vb = _flatten(_figures(_group_sums(b.x, members), design))
+    fig_a = _figures(_group_sums(a.x, members), design)
+    fig_b = _figures(_group_sums(b.x, members), design)
+    va, vb = _flatten(fig_a), _flatten(fig_b)
     reps = _replicates(a, b, design, gen)
-    null = _permutation_null(a, b, design, gen)
+    coverage = PairCoverage(a.items, b.items, design.coverage)
+    null, null_ib = _permutation_null(a, b, design, gen, coverage)
     labels = _row_labels(design)
     if test != "permutation":
         by_group = {-1: _paired_test(a.x, b.x, test)} | {
@@ -220,14 +249,14 @@ def _pair_rows(name_a: str, a: _Model, name_b: str, b: _Model, design: _Design, 
             "confidence_level": level, "pvalue": p,
             "test": row_test, "n_users": users, "_reps": reps[:, j],
         })
-    return rows
+    return rows + _ib_rows(name_a, name_b, fig_a, fig_b, coverage, null_ib, design)
 
 
 def _family(r: Mapping[str, Any]) -> str:
     """The family of a row: its kind -- the mean over all users, one group's mean, or a
-    gap (``rd``, ``nrd``) -- over every pair, metric and cut-off."""
+    gap (``rd``, ``nrd``, ``ib``) -- over every pair, metric and cut-off."""
     kind = r["metric"].split("_", 1)[0]
-    return kind if kind in GAPS else f"group {r['group']}" if r["group"] else "mean"
+    return kind if kind in (*GAPS, IB) else f"group {r['group']}" if r["group"] else "mean"
 
 
 def _t_interval(diff: float, reps: npt.NDArray[np.float64], level: float, n: int
@@ -277,6 +306,15 @@ def _catalog_size(recs: Mapping[str, pd.DataFrame], test: pd.DataFrame,
     return len(_union_index([t["item_id"].to_numpy() for t in tables if "item_id" in t]))
 
 
+def _shared_codes(codes: npt.NDArray[np.int64], own: pd.Index, shared: pd.Index
+                  ) -> npt.NDArray[np.int64]:
+    """A model's item codes (into its own catalog index) as codes into ``shared``."""
+    out = np.full(codes.shape, -1, dtype=np.int64)
+    listed = codes >= 0
+    out[listed] = shared.get_indexer(own.to_numpy()[codes[listed]])
+    return out
+
+
 def _models(recs: Mapping[str, pd.DataFrame], test: pd.DataFrame, users: pd.DataFrame, *,
             attribute: str | Sequence[str], protected: Hashable | Sequence[Hashable],
             n_items: int | None, items: pd.DataFrame | None, train: pd.DataFrame | None,
@@ -285,19 +323,25 @@ def _models(recs: Mapping[str, pd.DataFrame], test: pd.DataFrame, users: pd.Data
     in the users table's order -- the same rows for every model)."""
     if items is None and n_items is None:
         n_items = _catalog_size(recs, test, train)
+    indexes = {name: _catalog_iv(table, test, train, items, n_items)[0]
+               for name, table in recs.items()}
+    shared = _union_index([ix.to_numpy() for ix in indexes.values()])
     models: dict[str, _Model] = {}
     for name, table in recs.items():  # the evaluated users are the test's: every model's
         inp = _evaluate_iv(table, test, users, attribute=attribute, protected=protected,
                            n_items=n_items, items=items, train=train, options=options, rng=0)
         values = ranking_metrics(inp.lists.hits, inp.lists.n_relevant, n=inp.ns)
-        models[str(name)] = _Model(np.hstack([values[m] for m in METRICS]))
+        models[str(name)] = _Model(np.hstack([values[m] for m in METRICS]),
+                                   _shared_codes(inp.lists.items, indexes[name], shared))
     names, codes = np.unique(inp.groups, return_inverse=True)
     members = tuple(np.flatnonzero(codes == g) for g in range(names.size))
     design = _Design(
         codes=codes.astype(np.intp), names=tuple(str(n) for n in names),
         protected=names == inp.protected,
         keys=tuple(f"{m}@{c}" for m in METRICS for c in inp.ns), options=options,
-        members=members, sizes=np.array([idx.size for idx in members], dtype=np.float64))
+        members=members, sizes=np.array([idx.size for idx in members], dtype=np.float64),
+        coverage=CoverageDesign(cuts=inp.ns, n_items=inp.n_items, cut_of_key=np.tile(
+            np.arange(len(inp.ns), dtype=np.intp), len(METRICS))))
     return models, design, inp.protected
 
 
@@ -334,10 +378,11 @@ def compare_models(
         pass the family's adjustment -- the count used is the result's
         ``n_resamples``), ``min_group_size`` and ``confidence_level``.
     stat_test : {"permutation", "t", "wilcoxon"}
-        The test of the per-user means (gap rows (RD, NRD) always use the permutation).
+        The test of the per-user means (gap rows (RD, NRD) always use the paired
+        permutation, IB rows the swap of whole lists).
     adjust : {"holm", "bh", "none"}
         Adjustment within each family: the rows of one kind (the mean over all users,
-        one group's mean, RD or NRD) over every pair, metric and cut-off.
+        one group's mean, RD, NRD or IB) over every pair, metric and cut-off.
     rng : numpy.random.Generator or int, optional
         Source of the resamples (an int seeds a new generator).
 

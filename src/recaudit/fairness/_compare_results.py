@@ -31,8 +31,9 @@ class MetricComparison:
     a, b : str
         The two models.
     metric : str
-        ``<metric>@<N>`` (a mean of the per-user metric), or ``rd_<metric>@<N>``,
-        ``nrd_<metric>@<N>`` (the group gap of each model; IB is not compared, see
+        ``<metric>@<N>`` (a mean of the per-user metric), ``rd_<metric>@<N>``,
+        ``nrd_<metric>@<N>`` (the group gap of each model) or ``ib_<metric>@<N>`` (the
+        inter-bias: a test without an interval, ``ci_*`` ``nan``; see
         :func:`~recaudit.fairness.compare_models`).
     group : str
         The group whose users the mean is over; ``""`` for all evaluated users and for

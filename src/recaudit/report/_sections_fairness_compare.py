@@ -20,7 +20,7 @@ from ._sections_compare import forest_plot
 
 __all__ = ["fairness_comparison_section", "fairness_comparison_verdict"]
 
-_GAPS = ("rd", "nrd")
+_GAPS = ("rd", "nrd", "ib")
 
 
 def _headline_rows(result: FairnessComparison, key: str) -> list[tuple[int, MetricComparison]]:
@@ -93,11 +93,12 @@ def fairness_comparison_section(result: FairnessComparison, key: str, *,
             own="the pair's own CI", fig_id="fig-fairness-compare")),) if rd else ()
     table = Table(
         "tab-fairness-compare",
-        f"Every pair of models on {key}: its mean over all users and its group gaps (RD, "
-        f"NRD); each model's value, the difference a - b, its interval at the "
-        f"family's level and the {result.adjust}-adjusted p (a family: the rows of one "
-        "kind -- mean, one group's mean, RD or NRD -- over every pair, metric and "
-        "cut-off; `compare.json` has them all).",
+        f"Every pair of models on {key}: its mean over all users, its group gaps (RD, "
+        f"NRD) and its inter-bias (IB); each model's value, the difference a - b, its "
+        f"interval at the family's level (IB: a test without an interval) and the "
+        f"{result.adjust}-adjusted p (a family: the rows of one kind -- mean, one "
+        "group's mean, RD, NRD or IB -- over every pair, metric and cut-off; "
+        "`compare.json` has them all).",
         ("a", "b", "figure", "a's value", "b's value", "a - b", "adjusted CI",
          "adjusted p", "test"),
         tuple(table_rows),
@@ -106,8 +107,10 @@ def fairness_comparison_section(result: FairnessComparison, key: str, *,
         fairness_comparison_verdict(result, key, alpha),
         "Paired by user: a user bootstrap stratified by group (the same users resampled "
         "for both models) for every interval; the paired permutation test for the means "
-        "(or the paired t / Wilcoxon test, as chosen), RD and NRD. IB is not compared "
-        "(its coverage part differs between identical models by chance). Method and "
+        "(or the paired t / Wilcoxon test, as chosen), RD and NRD. IB is tested by "
+        "swapping each user's two whole lists (so both models' item coverage is "
+        "recomputed under the null) and has no interval: the spread of a coverage "
+        "difference between retrainings is not in one set of lists. Method and "
         "validation: "
         "docs/fairness-metrics.md \"Comparing recommenders\", docs/validation-fairness.md.",
     )

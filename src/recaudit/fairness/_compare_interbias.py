@@ -1,0 +1,140 @@
+r"""The inter-bias (IB) rows of a paired comparison: a permutation test of whole lists.
+
+:math:`IB = \sqrt{NRD\,(1 - IC)}` mixes a per-user figure (NRD, from group means) with a
+property of the whole set of lists (item coverage IC: the share of the catalog in at
+least one list). Two recommenders drawn from one model have different ICs by chance,
+so a test that holds IC at its observed value, or resamples users to vary it, rejects
+identical models far too often (docs/validation-fairness.md, "Comparing models"). This
+test permutes what the null hypothesis makes exchangeable: under "models A and B are
+exchangeable per user" each user's *two lists* (not only their metric values) are
+swapped with probability 1/2, and both models' IC and NRD are recomputed from the
+swapped lists, so :math:`|IB_A - IB_B|` is compared with its exact permutation
+distribution (+1-corrected Monte-Carlo p).
+
+IB rows carry no interval: the sampling distribution of an IB difference includes how
+coverage varies between repeated trainings and recommendation draws, which one set of
+lists per model does not contain (a user bootstrap undercovers it; measured in the
+validation named above). The test needs no such model.
+
+Coverage under a swap: with the users x items incidence matrices :math:`M_A, M_B` of
+the top-N lists and the swap indicators :math:`S` (permutations x users), the items
+covered by A's swapped lists are the non-zero columns of
+:math:`(1 - S) M_A + S M_B`, and B's of :math:`(M_A + M_B)` column sums minus it -- one
+sparse product per chunk of permutations and cut-off.
+
+References
+----------
+Good, P. (2005). *Permutation, Parametric, and Bootstrap Tests of Hypotheses*, 3rd ed.,
+ch. 3. Chizari, Tajfar & Moreno-García (2025), *Future Internet* 17(10):461 (IB).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from scipy import sparse
+
+from .._stats import monte_carlo_pvalue
+
+__all__ = ["IB", "CoverageDesign", "PairCoverage", "ib_pvalues", "ib_values"]
+
+#: The row kind (``ib_ndcg@10``) and family of the IB rows.
+IB = "ib"
+
+
+@dataclass(frozen=True)
+class CoverageDesign:
+    """What the IB rows need beyond the metric design: the cut-offs and the catalog.
+
+    Attributes
+    ----------
+    cuts : tuple of int
+        The cut-offs N (smallest first).
+    cut_of_key : ndarray of int
+        For each metric key (metric-major, as the comparison's keys), its cut-off's
+        index in ``cuts``.
+    n_items : int
+        Catalog size :math:`|I|` (every model's, so their coverages compare).
+    """
+
+    cuts: tuple[int, ...]
+    cut_of_key: npt.NDArray[np.intp]
+    n_items: int
+
+
+def _incidence(items_a: npt.NDArray[np.int64], items_b: npt.NDArray[np.int64], cut: int
+               ) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
+    """The two models' users x items incidence of their top-``cut`` lists, over the items
+    either model shows (``-1`` pads skipped)."""
+    top_a, top_b = items_a[:, :cut], items_b[:, :cut]
+    shown = np.unique(np.concatenate([top_a[top_a >= 0], top_b[top_b >= 0]]))
+    n_users = items_a.shape[0]
+
+    def matrix(top: npt.NDArray[np.int64]) -> sparse.csr_matrix:
+        rows, cols = np.nonzero(top >= 0)
+        col = np.searchsorted(shown, top[rows, cols])
+        data = np.ones(rows.size, dtype=np.float32)
+        return sparse.csr_matrix((data, (rows, col)), shape=(n_users, shown.size))
+
+    return matrix(top_a), matrix(top_b)
+
+
+def _observed(ma: sparse.csr_matrix, mb: sparse.csr_matrix, n_items: int
+              ) -> tuple[float, float]:
+    """IC of A's and of B's lists."""
+    return (np.count_nonzero(np.asarray(ma.sum(axis=0)).ravel()) / n_items,
+            np.count_nonzero(np.asarray(mb.sum(axis=0)).ravel()) / n_items)
+
+
+def _swapped(ma: sparse.csr_matrix, mb: sparse.csr_matrix, swap: npt.NDArray[np.float32],
+             n_items: int) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """IC of A's and of B's lists under each row of ``swap`` (permutations x users; 1 =
+    the user's two lists swapped): each of shape ``(m,)``."""
+    total = np.asarray(ma.sum(axis=0) + mb.sum(axis=0)).ravel()
+    kept = (1.0 - swap).astype(np.float32)
+    cover_a = np.asarray((ma.T @ kept.T + mb.T @ swap.T).T)  # m x shown items
+    covered_a = np.count_nonzero(cover_a > 0.5, axis=1)
+    covered_b = np.count_nonzero((total[None, :] - cover_a) > 0.5, axis=1)
+    return covered_a / n_items, covered_b / n_items
+
+
+def ib_values(nrd: npt.NDArray[np.float64], coverage: npt.NDArray[np.float64],
+              design: CoverageDesign) -> npt.NDArray[np.float64]:
+    r""":math:`\sqrt{NRD\,(1 - IC)}` per key from NRD (... x K) and IC per cut-off
+    (... x cuts)."""
+    return np.sqrt(nrd * (1.0 - coverage[..., design.cut_of_key]))
+
+
+def ib_pvalues(diff: npt.NDArray[np.float64], null_diff: npt.NDArray[np.float64]
+               ) -> npt.NDArray[np.float64]:
+    """Two-sided +1-corrected p of each key's observed IB difference against its
+    permutation differences (permutations x K); an undefined permuted IB counts as at
+    least as extreme (conservative), an undefined observed one has p ``nan``."""
+    null = np.where(np.isfinite(null_diff), np.abs(null_diff), np.inf)
+    return np.array([monte_carlo_pvalue(abs(d), null[:, k]) if np.isfinite(d) else np.nan
+                     for k, d in enumerate(diff)])
+
+
+class PairCoverage:
+    """One pair's incidence matrices per cut-off; the observed and swapped coverages."""
+
+    def __init__(self, items_a: npt.NDArray[np.int64], items_b: npt.NDArray[np.int64],
+                 design: CoverageDesign) -> None:
+        self._design = design
+        self._matrices = [_incidence(items_a, items_b, c) for c in design.cuts]
+
+    def observed(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """IC of A and of B at every cut-off (each of shape ``(cuts,)``)."""
+        pairs = [_observed(ma, mb, self._design.n_items) for ma, mb in self._matrices]
+        return (np.array([a for a, _ in pairs], dtype=np.float64),
+                np.array([b for _, b in pairs], dtype=np.float64))
+
+    def swapped(self, swap: npt.NDArray[np.float64]
+                ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """IC of A and of B under each row of ``swap`` (each of shape ``(m, cuts)``)."""
+        s = swap.astype(np.float32)
+        pairs = [_swapped(ma, mb, s, self._design.n_items) for ma, mb in self._matrices]
+        return (np.stack([a for a, _ in pairs], axis=1),
+                np.stack([b for _, b in pairs], axis=1))
