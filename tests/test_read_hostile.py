@@ -214,7 +214,8 @@ def test_per_user_pointing_at_a_folder(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("quoted", [False, True])
 def test_a_field_of_megabytes_is_refused_naming_row_and_column(tmp_path, quoted):
-    from recaudit._read import MAX_FIELD_CHARS, read_table
+    from recaudit._read import read_table
+    from recaudit._read_fields import MAX_FIELD_CHARS
 
     big = ("x" * 999 + "\n") * (MAX_FIELD_CHARS // 1000 + 5) if quoted \
         else "x" * (MAX_FIELD_CHARS + 10)
@@ -225,8 +226,32 @@ def test_a_field_of_megabytes_is_refused_naming_row_and_column(tmp_path, quoted)
         read_table(path, what="`--recs` file")
 
 
+@pytest.mark.parametrize("kind", ["string", "large_string", "dictionary", "binary"])
+def test_a_parquet_field_of_megabytes_is_refused_naming_row_and_column(tmp_path, kind):
+    """The Parquet reader holds the same bound, checked on the Arrow table before pandas
+    turns the strings into Python objects."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from recaudit._read import read_table
+    from recaudit._read_fields import MAX_FIELD_CHARS
+
+    values = ["i1", "i2", "x" * (MAX_FIELD_CHARS + 10)]
+    column = {"string": pa.array(values), "large_string": pa.array(values, pa.large_string()),
+              "dictionary": pa.array(values).dictionary_encode(),
+              "binary": pa.array([v.encode() for v in values], pa.binary())}[kind]
+    path = tmp_path / "recs.parquet"
+    pq.write_table(pa.table({"user_id": ["u1", "u2", "u3"], "item_id": column}), path)
+    with pytest.raises(InputError, match=r"row 3, column 'item_id' holds a field of "
+                                         r"1,000,010 characters"):
+        read_table(path, what="`--recs` file")
+    pq.write_table(pa.table({"user_id": ["u1"], "item_id": ["x" * 1000]}), path)
+    assert read_table(path, what="`--recs` file").shape == (1, 2)
+
+
 def test_a_large_file_of_short_fields_is_read(tmp_path):
-    from recaudit._read import MAX_FIELD_CHARS, read_table
+    from recaudit._read import read_table
+    from recaudit._read_fields import MAX_FIELD_CHARS
 
     rows = MAX_FIELD_CHARS // 10 + 1000
     path = tmp_path / "recs.csv"

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._read_fields import check_arrow_field_sizes, check_field_sizes
 from .exceptions import ConfigError, InputError
 
 if TYPE_CHECKING:  # pandas is imported by the readers that build a table
@@ -404,7 +405,13 @@ def read_table(path: str | Path, *, what: str, sep: str | None = None,
             # pyarrow checks UTF-8 only when strings become Python objects: pandas 2 does
             # that while reading, pandas 3 keeps them in Arrow and would fail later, at
             # first use; a full validation first refuses such a file under both
-            pq.read_table(p).validate(full=True)
+            table = pq.read_table(p)
+            table.validate(full=True)
+        except Exception as exc:  # noqa: BLE001 -- pyarrow raises many types for one cause
+            raise InputError(MSG_PARQUET.format(
+                what=what, path=p, error=one_line(f"{type(exc).__name__}: {exc}"))) from None
+        check_arrow_field_sizes(table, p, what)  # before pandas copies the strings
+        try:
             frame = pd.read_parquet(p)
         except Exception as exc:  # noqa: BLE001 -- pyarrow raises many types for one cause
             raise InputError(MSG_PARQUET.format(
@@ -435,56 +442,10 @@ def read_table(path: str | Path, *, what: str, sep: str | None = None,
         if csv_options.get("names") is None \
                 and csv_options.get("header", "infer") is not None:
             check_header(_csv_header(p, sep=sep, quoting=quoting), p, what)
-        _check_field_sizes(frame, p, what)
+        check_field_sizes(frame, p, what)
     if len(frame) == 0 and not allow_empty:
         raise InputError(MSG_NO_ROWS.format(what=what, path=p))
     return frame
-
-
-#: Longest text field a table may hold: ids, labels, titles and descriptions are far
-#: shorter; one field of tens of megabytes took `fairness evaluate` above 3 GiB as its
-#: strings were copied through the pipeline (issue 34).
-MAX_FIELD_CHARS = 1_000_000
-MSG_FIELD = ("{what} {path}: row {row}, column {column!r} holds a field of {n:,} "
-             "characters; a field may hold at most {limit:,} (ids, labels, titles, "
-             "descriptions): cut or remove it")
-
-
-def _lines_bound_fields(path: Path) -> bool:
-    """Whether the bytes alone show no field over :data:`MAX_FIELD_CHARS` (a file that
-    small, or no quote and no line that long): 0.02 s on 1M rows of ids, not 1.2 s."""
-    import numpy as np
-
-    size = path.stat().st_size
-    if size <= MAX_FIELD_CHARS:
-        return True
-    data = np.memmap(path, dtype=np.uint8, mode="r")
-    if (data == ord('"')).any():
-        return False
-    breaks = np.flatnonzero(data == ord("\n"))
-    edges = np.concatenate(([-1], breaks, [size]))
-    return bool(np.diff(edges).max() - 1 <= MAX_FIELD_CHARS)
-
-
-def _check_field_sizes(frame: pd.DataFrame, path: Path, what: str) -> None:
-    """Refuse a text field longer than :data:`MAX_FIELD_CHARS` (data row and column
-    named), before any reader copies it."""
-    import numpy as np
-
-    if _lines_bound_fields(path):
-        return
-    for column in frame.columns:
-        values = frame[column]
-        if values.dtype.kind not in "OSU" and str(values.dtype) != "string":
-            continue
-        try:  # vectorised; NaN for a value that is not text
-            lengths = values.str.len().fillna(0).to_numpy(dtype=float)
-        except AttributeError:  # no text in the column at all
-            continue
-        if lengths.size and lengths.max() > MAX_FIELD_CHARS:
-            row = int(np.argmax(lengths)) + 1
-            raise InputError(MSG_FIELD.format(what=what, path=path, row=row, column=column,
-                                              n=int(lengths.max()), limit=MAX_FIELD_CHARS))
 
 
 def read_jsonl(path: str | Path, *, what: str) -> list[dict[str, Any]]:
