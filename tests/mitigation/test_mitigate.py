@@ -11,6 +11,7 @@ from mitigation_helpers import write_config
 from typer.testing import CliRunner
 
 from recaudit.audit import (
+    MitigationComparison,
     agreement,
     compare_arms,
     load_mitigation_config,
@@ -130,8 +131,13 @@ def test_cli_writes_mitigation_json(study):
     res = CliRunner().invoke(app, ["positional", "mitigate", str(folder / "mitigate.toml"),
                                    "--out", str(folder / "out"), "--json"])
     assert res.exit_code == 0, res.output
-    data = json.loads((folder / "out" / "mitigation.json").read_text())
+    text = (folder / "out" / "mitigation.json").read_text()
+    data = json.loads(text)
     assert data["kind"] == "mitigation"
+    # read back into its type (calibration prior, TRUE-set shares) and written back the same
+    typed = MitigationComparison.from_dict(data)
+    assert json.dumps(typed.to_dict(), indent=2, allow_nan=False) == text
+    assert typed.groups[0].arms[2].prior is not None
     assert [a["mitigation"] for a in data["groups"][0]["arms"]] == [
         "none", "ensemble", "calibration", "canonical"]
     res = CliRunner().invoke(app, ["positional", "mitigate", str(folder / "nope.toml")])

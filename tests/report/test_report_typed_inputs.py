@@ -22,8 +22,17 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from helpers import synthetic_table
 from recaudit import InputError
-from recaudit.audit import RunSpend, SequentialAudit
+from recaudit.audit import (
+    ArmRun,
+    MitigationComparison,
+    MitigationConfig,
+    RunSpend,
+    SequentialAudit,
+    compare_arms,
+)
+from recaudit.audit._mitigation_compare import write_mitigation_json
 from recaudit.audit._spend import record_spend
 from recaudit.cli import app
 from recaudit.report import build_report
@@ -137,3 +146,56 @@ def test_a_malformed_sequential_json_is_refused(sequential_dir: Path, edit: Edit
     edit(doc)
     path.write_text(json.dumps(doc))
     _refused(sequential_dir, r"sequential\.json" + key)
+
+
+# ---------------------------------------------------------------------- mitigation
+@pytest.fixture
+def mitigation_dir(positional_dir: Path) -> Path:
+    """The positional run folder with the ``mitigation.json`` of two arms (``none`` and
+    ``ensemble``) compared by :func:`compare_arms` on synthetic evaluations."""
+    arms = []
+    for method, name, p_bias, tokens in (("none", "sim", 0.4, 100),
+                                         ("ensemble", "sim+ensemble(m=3,majority)", 0.0, 300)):
+        table, _ = synthetic_table(models={name: p_bias}, conditions=("permutation",),
+                                   temperatures=(0.6,), n_queries=15, seed=len(arms))
+        table["prompt_tokens"], table["completion_tokens"] = tokens, 3
+        folder = positional_dir / "arms" / method
+        folder.mkdir(parents=True)
+        table.to_parquet(folder / "evaluations.parquet", index=False)
+        arms.append(ArmRun(method, folder, folder / "evaluations.parquet", {}))
+    mcfg = MitigationConfig(methods=("ensemble",), n_boot=50)
+    write_mitigation_json(compare_arms(arms, mcfg, seed=1, n_resamples=49), positional_dir)
+    return positional_dir
+
+
+def test_mitigation_json_reads_back_byte_for_byte(mitigation_dir: Path) -> None:
+    text = (mitigation_dir / "mitigation.json").read_text()
+    comparison = MitigationComparison.from_dict(json.loads(text))
+    assert json.dumps(comparison.to_dict(), indent=2, allow_nan=False) == text
+    assert MitigationComparison.from_dict(comparison.to_dict()).to_dict() == \
+        comparison.to_dict()
+    (group,) = comparison.groups
+    none, ensemble = group.arms
+    assert (none.mitigation, ensemble.calls_multiplier) == ("none", 3.0)
+    assert none.inside_true_set is None and comparison.config.n_boot == 50
+    report = build_report(mitigation_dir)
+    assert report.data["mitigation"] == {**comparison.to_dict(), "out": str(mitigation_dir)}
+    assert f"--out {mitigation_dir}" in report.html
+    assert f"{ensemble.pb.value:.3f} [{ensemble.pb.ci.low:.3f}" in report.html
+
+
+@pytest.mark.parametrize(("edit", "key"), [
+    (lambda d: d["groups"][0]["arms"][1].pop("calls_multiplier"),
+     r", groups\[0\], arms\[1\]: missing key `calls_multiplier`"),
+    (lambda d: d["groups"][0]["arms"][0]["pb"].update(value="0.3"),
+     r", groups\[0\], arms\[0\], `pb`: .*`value` must be a number"),
+    (lambda d: d["groups"][0].update(k="5"), r", groups\[0\]: `k` must be a whole number"),
+    (lambda d: d["config"].pop("n_boot"), r", config: missing key `n_boot`"),
+])
+def test_a_malformed_mitigation_json_is_refused(mitigation_dir: Path, edit: Edit,
+                                                key: str) -> None:
+    path = mitigation_dir / "mitigation.json"
+    doc = json.loads(path.read_text())
+    edit(doc)
+    path.write_text(json.dumps(doc))
+    _refused(mitigation_dir, r"mitigation\.json" + key)

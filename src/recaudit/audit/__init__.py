@@ -53,7 +53,14 @@ from ._journal import (
     ResultSink,
     unescape_row,
 )
-from ._mitigation_compare import ArmRun, agreement, compare_arms
+from ._mitigation_compare import (
+    ArmRun,
+    MitigationArm,
+    MitigationComparison,
+    MitigationGroup,
+    agreement,
+    compare_arms,
+)
 from ._mitigation_config import MitigationConfig, load_mitigation_config, parse_mitigation
 from ._mitigation_driver import MitigationRun, mitigate, run_mitigation
 from ._plan import answer_schema, build_tasks, design_notes
@@ -127,7 +134,10 @@ __all__ = [
     "GROUP_BY",
     "AnalysedRun",
     "ArmRun",
+    "MitigationArm",
+    "MitigationComparison",
     "MitigationConfig",
+    "MitigationGroup",
     "MitigationRun",
     "RunAnalysis",
     "StudyRun",

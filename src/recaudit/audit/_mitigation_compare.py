@@ -2,14 +2,17 @@
 the unmitigated relevance sets, and cost, per (model, k, temperature, condition).
 
 :func:`compare_arms` is the JSON written to ``OUT/mitigation.json``;
-:func:`write_combined` makes ``OUT`` a positional run folder of every arm's rows.
+:class:`MitigationComparison` is that file read back (``from_dict``, strict: a missing
+key or a value of the wrong kind is an :class:`~recaudit.InputError` naming the file and
+the key), its ``to_dict`` the written object; :func:`write_combined` makes ``OUT`` a
+positional run folder of every arm's rows.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,6 +20,15 @@ import numpy as np
 import pandas as pd
 
 from .._io import to_jsonable, write_atomic, write_text_atomic
+from .._records import (
+    as_mapping,
+    integer,
+    need,
+    number,
+    optional_number,
+    text,
+    to_float,
+)
 from .._seeds import stable_words
 from .._stats import DEFAULT_N_BOOT, Estimate, as_generator
 from ..exceptions import InputError
@@ -26,6 +38,8 @@ from ..positional import (
     SPB_REPEATS,
     AnalysisOptions,
     Evaluations,
+    PositionalBiasResult,
+    StrongBiasResult,
     analyze,
     bootstrap_ci,
     evaluations_from_table,
@@ -38,6 +52,9 @@ __all__ = [
     "MITIGATION_JSON",
     "Agreement",
     "ArmRun",
+    "MitigationArm",
+    "MitigationComparison",
+    "MitigationGroup",
     "agreement",
     "compare_arms",
     "write_combined",
@@ -240,3 +257,202 @@ def write_mitigation_json(data: Mapping[str, Any], out_dir: str | Path) -> Path:
     write_text_atomic(target, text)
     return target
 
+
+
+# ------------------------------------------------------------ mitigation.json read back
+MSG_NOT_LIST = "{where}: `{key}` must be a JSON list, got {kind}"
+
+
+def _nested(obj: Mapping[str, Any], key: str, where: str,
+            read: Callable[[Mapping[str, Any]], Any]) -> Any:
+    """``obj[key]`` read by a library type's ``from_dict`` (``null``: None); its error
+    prefixed with the file and the key."""
+    value = need(obj, key, where)
+    if value is None:
+        return None
+    try:
+        return read(value)
+    except InputError as exc:
+        raise InputError(f"{where}, `{key}`: {exc}") from None
+
+
+def _required(value: Any, key: str, where: str) -> Any:
+    if value is None:
+        raise InputError(f"{where}: `{key}` must be a JSON object, got null")
+    return value
+
+
+def _items(obj: Mapping[str, Any], key: str, where: str) -> list[Any]:
+    value = need(obj, key, where)
+    if not isinstance(value, list):
+        raise InputError(MSG_NOT_LIST.format(where=where, key=key, kind=type(value).__name__))
+    return value
+
+
+@dataclass(frozen=True)
+class MitigationArm:
+    """One arm of a group of ``mitigation.json`` (a row of :func:`compare_arms`).
+
+    Attributes
+    ----------
+    mitigation, model_name : str
+        The method (``"none"``: unmitigated) and the arm's model name.
+    n_queries, n_evaluations, n_discarded : int
+        What the arm's analysis used.
+    pb : PositionalBiasResult
+    spb, ps : Estimate or None
+        sPB (the strong part) and PS (None: not computed).
+    spb_paper : StrongBiasResult or None
+    pob_icm_pvalue, pob_unbp_pvalue : float or None
+        None: the test did not run.
+    position_distribution : tuple of float
+        Share of answers at each prompt position.
+    inside_unmitigated_set, iou_relevance_sets : Estimate
+        Agreement with the unmitigated relevance sets (:class:`Agreement`).
+    inside_true_set : Estimate or None
+        Share inside the simulator's TRUE relevance sets (simulated models only).
+    calls_multiplier : float
+    tokens_multiplier : float or None
+        Cost per audited evaluation relative to ``none`` (None: tokens unknown).
+    prior : tuple of float or None
+        The calibration prior's weights (calibration arms only).
+    """
+
+    mitigation: str
+    model_name: str
+    n_queries: int
+    n_evaluations: int
+    n_discarded: int
+    pb: PositionalBiasResult
+    spb: Estimate | None
+    spb_paper: StrongBiasResult | None
+    ps: Estimate | None
+    pob_icm_pvalue: float | None
+    pob_unbp_pvalue: float | None
+    position_distribution: tuple[float, ...]
+    inside_unmitigated_set: Estimate
+    iou_relevance_sets: Estimate
+    inside_true_set: Estimate | None
+    calls_multiplier: float
+    tokens_multiplier: float | None
+    prior: tuple[float, ...] | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The arm's object in ``mitigation.json`` (``nan`` as ``null``)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            out[f.name] = value.to_dict() if hasattr(value, "to_dict") else value
+        return to_jsonable(out)
+
+    @classmethod
+    def from_dict(cls, obj: Any, *, where: str = "mitigation arm") -> MitigationArm:
+        """Inverse of :meth:`to_dict` (strict; a missing or wrong key named)."""
+        obj = as_mapping(obj, where)
+        prior = need(obj, "prior", where)
+        return cls(
+            mitigation=text(obj, "mitigation", where),
+            model_name=text(obj, "model_name", where),
+            n_queries=integer(obj, "n_queries", where),
+            n_evaluations=integer(obj, "n_evaluations", where),
+            n_discarded=integer(obj, "n_discarded", where),
+            pb=_required(_nested(obj, "pb", where, PositionalBiasResult.from_dict), "pb",
+                         where),
+            spb=_nested(obj, "spb", where, Estimate.from_dict),
+            spb_paper=_nested(obj, "spb_paper", where, StrongBiasResult.from_dict),
+            ps=_nested(obj, "ps", where, Estimate.from_dict),
+            pob_icm_pvalue=optional_number(obj, "pob_icm_pvalue", where),
+            pob_unbp_pvalue=optional_number(obj, "pob_unbp_pvalue", where),
+            position_distribution=tuple(
+                to_float(v, "position_distribution", where)
+                for v in _items(obj, "position_distribution", where)),
+            inside_unmitigated_set=_required(_nested(
+                obj, "inside_unmitigated_set", where, Estimate.from_dict),
+                "inside_unmitigated_set", where),
+            iou_relevance_sets=_required(_nested(
+                obj, "iou_relevance_sets", where, Estimate.from_dict),
+                "iou_relevance_sets", where),
+            inside_true_set=_nested(obj, "inside_true_set", where, Estimate.from_dict),
+            calls_multiplier=number(obj, "calls_multiplier", where),
+            tokens_multiplier=optional_number(obj, "tokens_multiplier", where),
+            prior=None if prior is None else tuple(
+                to_float(v, "prior", where) for v in _items(obj, "prior", where)),
+        )
+
+
+@dataclass(frozen=True)
+class MitigationGroup:
+    """One (model, k, temperature, condition) group: every arm, ``none`` first."""
+
+    model: str
+    k: int
+    temperature: float
+    condition: str
+    arms: tuple[MitigationArm, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The group's object in ``mitigation.json``."""
+        return {"model": self.model, "k": self.k, "temperature": self.temperature,
+                "condition": self.condition, "arms": [a.to_dict() for a in self.arms]}
+
+    @classmethod
+    def from_dict(cls, obj: Any, *, where: str = "mitigation group") -> MitigationGroup:
+        """Inverse of :meth:`to_dict` (strict; a missing or wrong key named)."""
+        obj = as_mapping(obj, where)
+        return cls(text(obj, "model", where), integer(obj, "k", where),
+                   number(obj, "temperature", where), text(obj, "condition", where),
+                   tuple(MitigationArm.from_dict(a, where=f"{where}, arms[{i}]")
+                         for i, a in enumerate(_items(obj, "arms", where))))
+
+
+def _config(obj: Any, where: str) -> MitigationConfig:
+    """The ``[mitigation]`` table as :func:`compare_arms` records it (``asdict``)."""
+    obj = as_mapping(obj, where)
+    values: dict[str, Any] = {}
+    for f in fields(MitigationConfig):
+        if f.name == "methods":
+            values[f.name] = tuple(text({"methods": m}, "methods", where)
+                                   for m in _items(obj, "methods", where))
+        elif isinstance(f.default, int):
+            values[f.name] = integer(obj, f.name, where)
+        else:
+            values[f.name] = text(obj, f.name, where)
+    return MitigationConfig(**values)
+
+
+@dataclass(frozen=True)
+class MitigationComparison:
+    """``mitigation.json``: the mitigation config, sPB's threshold rule (``tau``), its
+    repeated cross-validation and the tests' resamples, and every group's arms."""
+
+    config: MitigationConfig
+    tau: float | Literal["auto"]
+    spb_repeats: int
+    n_resamples: int
+    groups: tuple[MitigationGroup, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The object :func:`compare_arms` returns and ``mitigation.json`` holds."""
+        return to_jsonable({
+            "kind": "mitigation", "config": asdict(self.config),
+            "analysis": {"tau": self.tau, "spb_repeats": self.spb_repeats,
+                         "n_resamples": self.n_resamples},
+            "groups": [g.to_dict() for g in self.groups]})
+
+    @classmethod
+    def from_dict(cls, obj: Any, *, where: str = MITIGATION_JSON) -> MitigationComparison:
+        """Inverse of :meth:`to_dict`; ``where`` names the file in every error."""
+        obj = as_mapping(obj, where)
+        if need(obj, "kind", where) != "mitigation":
+            raise InputError(f"{where}: `kind` must be \"mitigation\" (a mitigation.json "
+                             "written by `recaudit positional mitigate`)")
+        analysis = as_mapping(need(obj, "analysis", where), f"{where}, analysis")
+        tau = need(analysis, "tau", f"{where}, analysis")
+        return cls(
+            config=_config(need(obj, "config", where), f"{where}, config"),
+            tau="auto" if tau == "auto" else to_float(tau, "tau", f"{where}, analysis"),
+            spb_repeats=integer(analysis, "spb_repeats", f"{where}, analysis"),
+            n_resamples=integer(analysis, "n_resamples", f"{where}, analysis"),
+            groups=tuple(MitigationGroup.from_dict(g, where=f"{where}, groups[{i}]")
+                         for i, g in enumerate(_items(obj, "groups", where))),
+        )

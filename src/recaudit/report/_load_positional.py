@@ -26,7 +26,7 @@ import pandas as pd
 from .._read import read_json, read_text, read_toml
 from .._records import find_key, need_key, to_float, to_int
 from .._stats import Estimate
-from ..audit import RunSpend, SequentialAudit
+from ..audit import MitigationComparison, RunSpend, SequentialAudit
 from ..exceptions import InputError
 from ..positional import (
     GroupedAnalysis,
@@ -248,8 +248,9 @@ class PositionalRun:
     study: Mapping[str, Any] | None = None
     #: ``sequential.json`` of ``recaudit positional run --sequential`` (None when absent).
     sequential: SequentialAudit | None = None
-    #: ``mitigation.json`` of ``recaudit positional mitigate`` (None when absent).
-    mitigation: Mapping[str, Any] | None = None
+    #: ``mitigation.json`` of ``recaudit positional mitigate`` (None when absent; its
+    #: ``--out`` is the run folder, ``source``).
+    mitigation: MitigationComparison | None = None
     #: What answered, from ``run.json``'s last session: one entry per model and k with
     #: the engine, its version, the quantisation and the answer mode when known.
     engines: tuple[Mapping[str, str], ...] = ()
@@ -553,16 +554,14 @@ def _sequential(path: Path) -> SequentialAudit:
     return SequentialAudit.from_dict(read_json_file(path), where=str(path))
 
 
-def _mitigation(folder: Path) -> Mapping[str, Any] | None:
-    """``mitigation.json`` of ``recaudit positional mitigate`` (with the folder as ``out``)."""
+def _mitigation(folder: Path) -> MitigationComparison | None:
+    """``mitigation.json`` of ``recaudit positional mitigate`` (with the folder as ``out``),
+    read strictly (a missing or wrong key named with the file)."""
     path = folder / "mitigation.json"
     if not path.is_file():
         return None
     doc = read_json(path, what="the mitigation comparison")
-    if not isinstance(doc, dict):
-        raise InputError(f"{path} is not a mitigation.json written by "
-                         "`recaudit positional mitigate`; run it again")
-    return dict(doc, out=str(folder))
+    return MitigationComparison.from_dict(doc, where=str(path))
 
 
 @dataclass

@@ -31,7 +31,7 @@ from ..exceptions import InputError
 from ._load import Kind, load
 from ._load_fairness import FairnessRun
 from ._load_positional import PositionalRun
-from ._page import Section, json_value
+from ._page import Section, finite, json_value
 from ._sections_compare import comparison_section
 from ._sections_fairness import (
     fairness_data,
@@ -218,6 +218,7 @@ def _env() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters["jsonnum"] = lambda value: json.dumps(json_value(value))
+    env.tests["finite"] = finite
     return env
 
 

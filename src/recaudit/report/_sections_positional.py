@@ -501,5 +501,6 @@ def positional_data(run: PositionalRun, summary: dict[str, Any]) -> dict[str, An
             "versions": dict(run.versions),
             "engines": [dict(e) for e in run.engines],
         },
-        **({"mitigation": run.mitigation} if run.mitigation is not None else {}),
+        **({"mitigation": {**run.mitigation.to_dict(), "out": run.source}}
+           if run.mitigation is not None else {}),
     }
