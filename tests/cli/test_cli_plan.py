@@ -50,6 +50,22 @@ def test_table_output_marks_the_cheapest():
     assert "cheapest design reaching 80% power" in res.stdout
 
 
+def test_half_width_sizes_the_fixed_designs():
+    """`--half-width W`: the fixed designs sized so that PB's CI half-width is at most W
+    (their power at that size shown), marked against the width."""
+    rows = _plan("--k", "5", "--orders", "20", "--p-bias", "0.1", "--half-width", "0.02")
+    assert [r["design"] for r in rows] == ["fixed", "exact"]
+    for r in rows:
+        assert r["target_half_width"] == 0.02 and r["pb_half_width"] <= 0.02
+        assert r["adequate"] and r["queries"] >= 2 and r["power"] > 0.9
+    assert rows[1]["queries"] < rows[0]["queries"] and rows[1]["cheapest"]
+    res = runner.invoke(app, ["positional", "plan", "--p-bias", "0.1", "--half-width",
+                              "0.02", *FAST])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.stdout.split())
+    assert "queries for PB ± 0.02" in text and "cheapest design reaching PB ± 0.02" in text
+
+
 @pytest.fixture()
 def pilot_run(tmp_path):
     run = tmp_path / "pilot"
@@ -107,6 +123,12 @@ def test_pilot_errors_name_the_fix(pilot_run, tmp_path):
     (["--p-bias", "0.1", "--price-per-mtok", "-1"], "`--price-per-mtok` must be between"),
     ([], "give the effect to detect"),
     (["--p-bias", "0.1", "--pb", "0.1"], "give one effect"),
+    (["--p-bias", "0.1", "--half-width", "0"], "`--half-width` must be between"),
+    (["--p-bias", "0.1", "--half-width", "0.6"], "largest accepted value is 0.5"),
+    (["--p-bias", "0.1", "--half-width", "0.02", "--queries", "40"],
+     "give `--half-width` (size for a CI width) or `--queries`"),
+    (["--p-bias", "0.1", "--half-width", "0.02", "--sequential"],
+     "`--half-width` sizes the fixed designs"),
 ])
 def test_bad_inputs_exit_2_with_one_line(args, needle):
     res = runner.invoke(app, ["positional", "plan", *args])

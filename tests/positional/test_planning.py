@@ -26,6 +26,7 @@ from recaudit.positional._planning import (
     fixed_power,
     fixed_queries,
     pb_half_width,
+    queries_for_half_width,
     sequential_stopping_times,
     simulate_shares,
 )
@@ -175,6 +176,35 @@ def test_plan_at_given_queries_reports_power_and_half_width():
     assert by["fixed"].queries == 40 and by["fixed"].power < 0.1
     assert by["fixed"].pb_half_width > 0 and by["sequential"].pb_half_width is None
     assert plan.cheapest is None
+
+
+@pytest.mark.parametrize(("p_bias", "answers", "target"), [
+    (0.1, "sampled", 0.02), (0.03, "exact", 0.01), (0.0, "sampled", 0.02)])
+def test_queries_for_half_width_is_about_the_smallest(p_bias, answers, target):
+    """The planned size reaches the width on fresh simulations of the estimator and a
+    size 15 % smaller does not (the search lands within its 10 % steps)."""
+    effect = Effect.from_p_bias(p_bias, k=5)
+    n, hw, se = queries_for_half_width(effect, answers=answers, orders=20, target=target,
+                                       reps=60, gen=np.random.default_rng(3))
+    assert hw <= target and se < 0.05 * target
+    fresh = np.random.default_rng(4)
+    at_n, at_n_se = pb_half_width(effect, answers=answers, orders=20, queries=n, reps=60,
+                                  gen=fresh)
+    smaller, _ = pb_half_width(effect, answers=answers, orders=20,
+                               queries=max(2, int(0.85 * n)), reps=60, gen=fresh)
+    assert at_n <= target + 3 * at_n_se and smaller > target
+
+
+def test_plan_for_a_half_width_marks_the_width_and_round_trips():
+    plan = plan_audit(Effect.from_p_bias(0.1, k=5), orders=20, half_width=0.02,
+                      half_width_reps=30, rng=5)
+    by = {d.design: d for d in plan.designs}
+    assert by["fixed"].pb_half_width <= 0.02 and by["exact"].pb_half_width <= 0.02
+    assert by["sequential"].queries is None and "fixed-sample target" in by["sequential"].note
+    assert plan.cheapest == "exact" and plan.target_half_width == 0.02
+    assert AuditPlan.from_dict(json.loads(json.dumps(plan.to_dict()))) == plan
+    with pytest.raises(InputError, match="`half_width` must be a number in"):
+        plan_audit(Effect.from_p_bias(0.1, k=5), orders=20, half_width=0.02, queries=40)
 
 
 def _pilot_table(p_bias: float, exact: bool) -> object:

@@ -31,6 +31,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "--power": (0.01, 0.999),
     "--alpha": (1e-6, 0.5),
     "--queries": (2, 1_000_000),
+    "--half-width": (1e-4, 0.5),
     "--reps": (20, 20_000),
     "--half-width-reps": (10, 5_000),
     "--prompt-tokens": (0.0, 10_000_000.0),
@@ -46,6 +47,11 @@ MSG_BOUND = ("`{option}` must be between {low:g} and {high:g} (the largest accep
 MSG_EFFECT = ("give the effect to detect: `--p-bias P` (spec section 8), `--pb X` (a "
               "total-variation size) or `--pilot RUN` (estimated from a pilot run)")
 MSG_TWO_EFFECTS = "give one effect: `--p-bias`, `--pb` or `--pilot`, not {given}"
+MSG_WIDTH_OR_QUERIES = ("give `--half-width` (size for a CI width) or `--queries` (a size "
+                        "to evaluate), not both")
+MSG_WIDTH_SEQUENTIAL = ("`--half-width` sizes the fixed designs (a CI width is a fixed-sample "
+                        "target); drop `--sequential` (`run --sequential --ci-width` stops "
+                        "a cell once PB's CI is that narrow)")
 MSG_PRICE = ("`--price-per-mtok` must be one price or IN/OUT prices per million tokens, "
              "e.g. 0.15 or 0.15/0.60; got {value!r}")
 def _bounded(option: str, value: float | None) -> None:
@@ -107,6 +113,9 @@ def plan_command(
     queries: Annotated[int | None, typer.Option(
         "--queries", help="Evaluate this many queries per cell instead of sizing for "
         "--power.", show_default=False)] = None,
+    half_width: Annotated[float | None, typer.Option(
+        "--half-width", help="Size the fixed designs for PB's 95% CI half-width at most "
+        "this (e.g. 0.01 for +-1 pp) instead of --power.", show_default=False)] = None,
     exact: Annotated[bool, typer.Option(
         "--exact", help="Plan exact mode (choice probabilities) beside the fixed design.")
     ] = False,
@@ -138,13 +147,15 @@ def plan_command(
     json_output: Annotated[bool, typer.Option("--json", help="Print the designs as JSON.")
                            ] = False,
 ) -> None:
-    """Before the first call: queries for a target power (or the power and PB's CI
-    half-width at --queries), calls, tokens, wall time and money for each design."""
+    """Before the first call: queries for a target power (or for PB's CI half-width,
+    --half-width; or the power and half-width at --queries), calls, tokens, wall time
+    and money for each design."""
     from ..positional import CallCost, plan_audit
 
     for option, value in (("--k", k), ("--orders", orders), ("--temperatures", temperatures),
                           ("--p-bias", p_bias), ("--pb", pb), ("--power", power),
                           ("--alpha", alpha), ("--queries", queries), ("--reps", reps),
+                          ("--half-width", half_width),
                           ("--half-width-reps", half_width_reps),
                           ("--prompt-tokens", prompt_tokens),
                           ("--completion-tokens", completion_tokens),
@@ -157,7 +168,11 @@ def plan_command(
         raise InputError(MSG_EFFECT)
     if len(given) > 1:
         raise InputError(MSG_TWO_EFFECTS.format(given=" and ".join(given)))
-    designs = _designs(exact, sequential)
+    if half_width is not None and queries is not None:
+        raise InputError(MSG_WIDTH_OR_QUERIES)
+    if half_width is not None and sequential:
+        raise InputError(MSG_WIDTH_SEQUENTIAL)
+    designs = ["fixed", "exact"] if half_width is not None else _designs(exact, sequential)
     price_in, price_out = parse_price(price_per_mtok)
     effect, measured = _effect(k, p_bias, pb, pilot, pilot_model, seed)
     from ..audit import BATCH_DISCOUNT
@@ -173,7 +188,7 @@ def plan_command(
 
     plan = plan_audit(effect, orders=orders, temperatures=temperatures, alpha=alpha,
                       power=power, queries=queries, designs=designs, cost=cost, reps=reps,
-                      half_width_reps=half_width_reps,
+                      half_width_reps=half_width_reps, half_width=half_width,
                       round_evaluations=SequentialOptions().round_evaluations, rng=seed)
     if json_output:
         print_json(plan.to_list())
@@ -230,7 +245,9 @@ def print_plan(doc: dict[str, Any]) -> None:
     eff = doc["effect"]
     d0 = doc["designs"][0]
     source = {"p_bias": "section-8 p_bias", "pb": "PB", "pilot": "pilot"}[eff["source"]]
+    width = doc.get("target_half_width")
     target = (f"power at {doc['queries_given']} queries" if doc["queries_given"]
+              else f"queries for PB ± {width:g}" if width is not None
               else f"queries for {doc['target_power']:.0%} power")
     table = Table(title=f"k = {d0['k']}, {d0['orders']} orders/query, {d0['temperatures']} "
                   f"cell(s), alpha = {d0['alpha']:g}; PB = {eff['pb']:.4f} (p_bias "
@@ -267,7 +284,9 @@ def print_plan(doc: dict[str, Any]) -> None:
         legend.append(f"money at the batch price ({discount:g} x the live price; the "
                       "provider answers within its batch window, e.g. 24 h)")
     if any(d["cheapest"] for d in designs):
-        legend.insert(0, f"* cheapest design reaching {doc['target_power']:.0%} power")
+        goal = (f"PB ± {width:g}" if width is not None
+                else f"{doc['target_power']:.0%} power")
+        legend.insert(0, f"* cheapest design reaching {goal}")
     for line in legend:
         console.print(line, highlight=False)
     for d in doc["designs"]:

@@ -62,6 +62,7 @@ __all__ = [
     "fixed_power",
     "fixed_queries",
     "pb_half_width",
+    "queries_for_half_width",
     "sequential_stopping_times",
     "simulate_shares",
 ]
@@ -444,6 +445,48 @@ def pb_half_width(effect: Effect, *, answers: Answers, orders: int, queries: int
         done += n
     return float(widths.mean()), float(widths.std(ddof=1) / math.sqrt(reps)) if reps > 1 \
         else float("nan")
+
+
+def queries_for_half_width(effect: Effect, *, answers: Answers, orders: int, target: float,
+                           reps: int, gen: np.random.Generator,
+                           confidence_level: float = 0.95
+                           ) -> tuple[int, float, float] | None:
+    r"""The queries per cell at which PB's CI half-width (:func:`pb_half_width`, mean
+    over ``reps`` simulated data sets) is at most ``target``: ``(queries, half-width,
+    its Monte-Carlo SE)``, or None when it needs more than the simulated horizon
+    (:data:`MAX_SEQUENTIAL_EVALUATIONS` x 20 answers).
+
+    The half-width falls about as :math:`n^{-b}` (:math:`b = 1/2` for a clear bias,
+    less near none, where the interval's upper end is a maximum over favoured sets): a
+    second size from :math:`b = 1/2` and the half-width at 40 queries, a third from the
+    slope the two simulated points give (clipped to [0.25, 1]), then 10 % steps up until
+    the simulated half-width is at most ``target`` or a size already known to reach it
+    (so the size is at most ~10 % above the smallest, checked in
+    ``benchmarks/validate_plan.py``).
+    """
+    cap = max(2, 20 * MAX_SEQUENTIAL_EVALUATIONS // max(orders * effect.k, 1))
+
+    def width(n: int) -> tuple[int, float, float]:
+        hw, se = pb_half_width(effect, answers=answers, orders=orders, queries=n,
+                               reps=reps, gen=gen, confidence_level=confidence_level)
+        return n, hw, se
+
+    first = width(min(40, cap))
+    second = width(min(cap, max(2, math.ceil(first[0] * (first[1] / target) ** 2))))
+    points = sorted({first, second})
+    known = min((p for p in points if p[1] <= target), default=None)
+    (n0, hw0, _), (n1, hw1, _) = points[0], points[-1]
+    slope = 0.5 if n0 == n1 or hw1 <= 0 or hw0 <= hw1 else \
+        min(1.0, max(0.25, math.log(hw0 / hw1) / math.log(n1 / n0)))
+    n = min(cap, max(2, math.ceil(n1 * (hw1 / target) ** (1 / slope))))
+    while known is None or n < known[0]:
+        point = width(n)
+        if point[1] <= target:
+            return point
+        if n >= cap:
+            return None
+        n = min(cap, max(n + 1, math.ceil(n * 1.1)))
+    return known
 
 
 # -- costs -------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from ._planning import (
     fixed_power,
     fixed_queries,
     pb_half_width,
+    queries_for_half_width,
     sequential_stopping_times,
 )
 from ._unbp import query_position_shares
@@ -40,6 +41,12 @@ __all__ = ["AuditPlan", "DesignPlan", "effect_from_evaluations", "plan_audit"]
 
 NOTE_SEQUENTIAL_CI = "no fixed-sample CI after a sequential stop (descriptive only)"
 NOTE_NO_EFFECT = "no effect to detect: no number of queries reaches the target power"
+NOTE_WIDTH_SEQUENTIAL = ("a CI width is a fixed-sample target: plan it with a fixed design "
+                         "(`run --sequential --ci-width` stops a cell once PB's CI is that "
+                         "narrow, at about the fixed design's size)")
+NOTE_WIDTH_HORIZON = "PB's half-width does not reach the target within the simulated horizon"
+MSG_HALF_WIDTH = ("`half_width` must be a number in (0, 0.5] (PB's CI half-width to plan "
+                  "for) and comes instead of `queries`, got {value!r}")
 NOTE_HORIZON = ("the target power is not reached within {n} queries "
                 "(the simulated horizon); plan the fixed design")
 
@@ -114,8 +121,9 @@ class DesignPlan:
 class AuditPlan:
     """Every design planned for one effect; :meth:`to_list` is ``plan --json``.
 
-    ``target_power`` is what "adequate" means; ``queries_given`` the size asked about
-    (``None``: each design sized for the target). ``cheapest`` names the adequate
+    ``target_power`` is what "adequate" means -- or, with ``target_half_width``, PB's
+    CI half-width at most that; ``queries_given`` the size asked about (``None``: each
+    design sized for the target). ``cheapest`` names the adequate
     design with the least money, else wall time, else expected calls (``None`` when
     no design is adequate).
     """
@@ -129,6 +137,7 @@ class AuditPlan:
     reps: int
     seed: int | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    target_half_width: float | None = None
 
     @property
     def cheapest(self) -> str | None:
@@ -142,6 +151,7 @@ class AuditPlan:
         can take one."""
         extra = {"pb": self.effect.pb, "p_bias": self.effect.p_bias,
                  "effect_source": self.effect.source, "target_power": self.target_power,
+                 "target_half_width": self.target_half_width,
                  "batch_discount": self.cost.batch_discount}
         return [{**d.to_dict(), **extra} for d in self.designs]
 
@@ -151,7 +161,8 @@ class AuditPlan:
                 "effect": self.effect.to_dict(), "cost": self.cost.to_dict(),
                 "target_power": self.target_power, "queries_given": self.queries_given,
                 "confidence_level": self.confidence_level, "reps": self.reps,
-                "seed": self.seed, "cheapest": self.cheapest, "notes": list(self.notes)}
+                "seed": self.seed, "cheapest": self.cheapest, "notes": list(self.notes),
+                "target_half_width": self.target_half_width}
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> AuditPlan:
@@ -171,11 +182,13 @@ class AuditPlan:
                    confidence_level=number(obj, "confidence_level", what),
                    reps=int(number(obj, "reps", what)),
                    seed=None if seed is None else int(seed),
-                   notes=tuple(str(n) for n in obj.get("notes", [])))
+                   notes=tuple(str(n) for n in obj.get("notes", [])),
+                   target_half_width=optional_number(obj, "target_half_width", what))
 
 
 def _check_plan_args(orders: int, temperatures: int, alpha: float, power: float,
-                     queries: int | None, designs: Sequence[str], reps: int) -> None:
+                     queries: int | None, designs: Sequence[str], reps: int,
+                     half_width: float | None) -> None:
     for name, value, low in (("orders", orders, 1), ("temperatures", temperatures, 1),
                              ("reps", reps, 2)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
@@ -189,6 +202,10 @@ def _check_plan_args(orders: int, temperatures: int, alpha: float, power: float,
         raise InputError(MSG_POWER.format(alpha=alpha, value=power))
     if not designs or any(d not in DESIGNS for d in designs):
         raise InputError(MSG_DESIGN.format(choices=tuple(DESIGNS), value=list(designs)))
+    if half_width is not None and (queries is not None or isinstance(half_width, bool)
+                                   or not isinstance(half_width, float | int)
+                                   or not 0.0 < half_width <= 0.5):
+        raise InputError(MSG_HALF_WIDTH.format(value=half_width))
 
 
 def plan_audit(
@@ -205,6 +222,7 @@ def plan_audit(
     half_width_reps: int = 100,
     confidence_level: float = 0.95,
     round_evaluations: int = 20,
+    half_width: float | None = None,
     rng: np.random.Generator | int | None = None,
 ) -> AuditPlan:
     """Size and price every design for ``effect``.
@@ -238,10 +256,15 @@ def plan_audit(
         Tokens per call, rate and price (unknown parts stay ``None``).
     reps, half_width_reps : int
         Simulated paths of the sequential test; simulated data sets per half-width.
+    half_width : float, optional
+        Size the fixed designs for PB's CI half-width at most this (instead of
+        ``power``; :func:`~recaudit.positional._planning.queries_for_half_width`); their
+        power at that size is reported, and sequential designs are not sized (a width
+        is a fixed-sample target).
     rng : numpy.random.Generator or int, optional
         Seeds every simulation.
     """
-    _check_plan_args(orders, temperatures, alpha, power, queries, designs, reps)
+    _check_plan_args(orders, temperatures, alpha, power, queries, designs, reps, half_width)
     cost = cost or CallCost()
     gen = as_generator(rng)
     plans = []
@@ -249,27 +272,50 @@ def plan_audit(
         answers, stopping = DESIGNS[name]
         if stopping == "fixed":
             plan = _plan_fixed(name, effect, orders, temperatures, alpha, power, queries,
-                               half_width_reps, confidence_level, gen)
+                               half_width_reps, confidence_level, gen, half_width)
+        elif half_width is not None:
+            plan = _unsized(name, effect, orders, temperatures, alpha, NOTE_WIDTH_SEQUENTIAL)
         else:
             plan = _plan_sequential(name, effect, orders, temperatures, alpha, power,
                                     queries, reps, round_evaluations, gen)
         spent: dict[str, Any] = cost.spend(plan.calls) if plan.calls is not None else {}
-        plans.append(replace(plan, **spent,
-                             adequate=plan.power is not None and plan.power >= power))
+        adequate = (plan.power is not None and plan.power >= power) if half_width is None \
+            else plan.pb_half_width is not None and plan.pb_half_width <= half_width
+        plans.append(replace(plan, **spent, adequate=adequate))
     notes = _pilot_notes(effect, orders, temperatures, alpha, power)
     return AuditPlan(designs=_mark_cheapest(plans), effect=effect, cost=cost,
                      target_power=power, queries_given=queries,
                      confidence_level=confidence_level, reps=reps,
-                     seed=rng if isinstance(rng, int) else None, notes=notes)
+                     seed=rng if isinstance(rng, int) else None, notes=notes,
+                     target_half_width=None if half_width is None else float(half_width))
+
+
+def _unsized(name: str, effect: Effect, orders: int, temperatures: int, alpha: float,
+             note: str) -> DesignPlan:
+    """A design the plan does not size (its reason in ``note``)."""
+    return DesignPlan(design=name, k=effect.k, orders=orders, temperatures=temperatures,
+                      alpha=alpha, alpha_per_cell=alpha / temperatures, queries=None,
+                      power=None, power_se=None, power_method="not sized", calls=None,
+                      calls_max=None, max_evaluations=None, note=note)
 
 
 def _plan_fixed(name: str, effect: Effect, orders: int, temperatures: int, alpha: float,
                 power: float, queries: int | None, hw_reps: int, level: float,
-                gen: np.random.Generator) -> DesignPlan:
+                gen: np.random.Generator, half_width: float | None = None) -> DesignPlan:
     answers = DESIGNS[name][0]
     cell_alpha = alpha / temperatures
-    n = queries if queries is not None else fixed_queries(
-        effect, orders=orders, power=power, alpha=cell_alpha, answers=answers)
+    hw = hw_se = None
+    n: int | None
+    if half_width is not None:
+        sized = queries_for_half_width(effect, answers=answers, orders=orders,
+                                       target=half_width, reps=hw_reps, gen=gen,
+                                       confidence_level=level)
+        if sized is None:
+            return _unsized(name, effect, orders, temperatures, alpha, NOTE_WIDTH_HORIZON)
+        n, hw, hw_se = sized
+    else:
+        n = queries if queries is not None else fixed_queries(
+            effect, orders=orders, power=power, alpha=cell_alpha, answers=answers)
     base: dict[str, Any] = {
             "design": name, "k": effect.k, "orders": orders, "temperatures": temperatures,
             "alpha": alpha, "alpha_per_cell": cell_alpha, "power_se": 0.0,
@@ -279,12 +325,11 @@ def _plan_fixed(name: str, effect: Effect, orders: int, temperatures: int, alpha
                           max_evaluations=None, note=NOTE_NO_EFFECT)
     achieved = fixed_power(effect, orders=orders, queries=n, alpha=cell_alpha,
                            answers=answers)
-    hw = hw_se = None
     note = ""
-    if n * orders * effect.k <= 20 * MAX_SEQUENTIAL_EVALUATIONS:
+    if hw is None and n * orders * effect.k <= 20 * MAX_SEQUENTIAL_EVALUATIONS:
         hw, hw_se = pb_half_width(effect, answers=answers, orders=orders, queries=n,
                                   reps=hw_reps, gen=gen, confidence_level=level)
-    else:
+    elif hw is None:
         note = "PB half-width not simulated at this size"
     calls = n * orders * temperatures
     return DesignPlan(**base, queries=n, power=achieved, calls=float(calls), calls_max=calls,
