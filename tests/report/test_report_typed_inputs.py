@@ -35,6 +35,7 @@ from recaudit.audit import (
 from recaudit.audit._mitigation_compare import write_mitigation_json
 from recaudit.audit._spend import record_spend
 from recaudit.cli import app
+from recaudit.positional import AnalysisOptions, StudyFile, analyze_study
 from recaudit.report import build_report
 
 Edit = Callable[[dict[str, Any]], Any]
@@ -199,3 +200,50 @@ def test_a_malformed_mitigation_json_is_refused(mitigation_dir: Path, edit: Edit
     edit(doc)
     path.write_text(json.dumps(doc))
     _refused(mitigation_dir, r"mitigation\.json" + key)
+
+
+# --------------------------------------------------------------------------- study
+@pytest.fixture(scope="module")
+def study_text(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """``study.json`` of a small grid (two models, every condition, with candidates)."""
+    table, cands = synthetic_table(models={"biased": 0.5, "fair": 0.0}, n_queries=12,
+                                   n_evals=6, discard_rate=0.02, seed=1)
+    study = analyze_study(table, AnalysisOptions(n_boot=50, n_resamples=49),
+                          candidates=cands, rng=3)
+    folder = tmp_path_factory.mktemp("study")
+    return study.save(folder, write_analysis=False)["json"].read_text()
+
+
+@pytest.fixture
+def study_dir(positional_dir: Path, study_text: str) -> Path:
+    (positional_dir / "study.json").write_text(study_text)
+    return positional_dir
+
+
+def test_study_json_reads_back_byte_for_byte(study_dir: Path, study_text: str) -> None:
+    study = StudyFile.from_dict(json.loads(study_text))
+    assert json.dumps(study.to_dict(), indent=1, allow_nan=False) == study_text
+    assert StudyFile.from_dict(study.to_dict()).to_dict() == study.to_dict()
+    assert study.rows and study.comparisons and study.dispersion and study.skipped
+    # a skip names only the cell keys that apply: an analysis-wide one has none
+    assert any(s.model is not None and s.condition is None for s in study.skipped)
+    report = build_report(study_dir)
+    assert report.data["study"] == study.to_dict()
+    assert 'id="tab-study-cells"' in report.html
+
+
+@pytest.mark.parametrize(("edit", "key"), [
+    (lambda d: d["rows"][3].pop("metric"), r", rows\[3\]: missing key `metric`"),
+    (lambda d: d["comparisons"][0].update(pvalue="0.2"),
+     r", comparisons\[0\]: `pvalue` must be a number"),
+    (lambda d: d["dispersion"][0].update(n_queries=2.5),
+     r", dispersion\[0\]: `n_queries` must be a whole number"),
+    (lambda d: d["settings"].pop("n_queries_complete"),
+     r", settings: missing key `n_queries_complete`"),
+])
+def test_a_malformed_study_json_is_refused(study_dir: Path, edit: Edit, key: str) -> None:
+    path = study_dir / "study.json"
+    doc = json.loads(path.read_text())
+    edit(doc)
+    path.write_text(json.dumps(doc))
+    _refused(study_dir, r"study\.json" + key)

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from helpers import synthetic_table
 from recaudit.cli import app
 from recaudit.exceptions import InputError
-from recaudit.positional import STUDY_COLUMNS, AnalysisOptions, analyze_study
+from recaudit.positional import STUDY_COLUMNS, AnalysisOptions, StudyFile, analyze_study
 from recaudit.positional._study import REASON_DEGENERATE, REASON_NO_DECODING
 from recaudit.report import build_report
 
@@ -137,8 +137,14 @@ def test_save_and_report_every_number_resolves(grid, tmp_path):
     back = pd.read_parquet(paths["parquet"])
     assert len(back) == len(study.table)
     assert pd.read_csv(paths["csv"]).shape == study.table.shape
-    data = json.loads(paths["json"].read_text())
+    text = paths["json"].read_text()
+    data = json.loads(text)
     assert data["kind"] == "positional_study" and len(data["rows"]) == len(study.table)
+    # read back into its type (the report renders it) and written back the same bytes
+    typed = StudyFile.from_dict(data, where=str(paths["json"]))
+    assert json.dumps(typed.to_dict(), indent=1, allow_nan=False) == text
+    assert len(typed.comparisons) == len(study.comparisons)
+    assert typed.settings.complete_case_by == tuple(study.settings["complete_case_by"])
     report = build_report(tmp_path)
     assert "tab-study-comparisons" in report.html and "tab-study-dispersion" in report.html
     sidecar = report.data

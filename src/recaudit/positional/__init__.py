@@ -82,6 +82,14 @@ from ._counterfactual import (
     set_iou,
 )
 from ._study import STUDY_COLUMNS, PositionalStudyResult, analyze_study, analyze_study_folder
+from ._study_file import (
+    StudyComparison,
+    StudyDispersion,
+    StudyFile,
+    StudyRow,
+    StudySettings,
+    StudySkip,
+)
 
 __all__ = [
     "DEFAULT_SEQUENTIAL_METHOD",
@@ -164,6 +172,12 @@ __all__ = [
     "InstanceSpb",
     "IoUResult",
     "PositionalStudyResult",
+    "StudyComparison",
+    "StudyDispersion",
+    "StudyFile",
+    "StudyRow",
+    "StudySettings",
+    "StudySkip",
     "WilcoxonResult",
     "analyze_study",
     "analyze_study_folder",

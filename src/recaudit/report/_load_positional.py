@@ -6,9 +6,14 @@
 has turned older or hand-written spellings (``sPB``, ``POB-ICM``, a position
 distribution as a list of intervals or with ``_ci_low``/``_ci_high`` lists, statistics
 without their coverage) into the current shape -- fields older files lack are filled
-with ``null`` or 0 and none of them is shown. The run folder's companions
-(evaluations, simulation, resolved config, ``study.json``, ``sequential.json``) are
-read into the small view types below, which the library has no equivalent of.
+with ``null`` or 0 and none of them is shown. The run folder's result files are read
+by their types' ``from_dict`` (strict: a missing key or a value of the wrong kind names
+the file and the key): ``study.json`` a :class:`~recaudit.positional.StudyFile`,
+``sequential.json`` a :class:`~recaudit.audit.SequentialAudit`, ``mitigation.json`` a
+:class:`~recaudit.audit.MitigationComparison`, ``run.json``'s ``spend`` a
+:class:`~recaudit.audit.RunSpend`, ``topn.json`` and ``compare.json`` theirs; the
+evaluations table, the simulation and the resolved config into the small view types
+below.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from ..positional import (
     PositionalAnalysis,
     PowerRow,
     RunComparisons,
+    StudyFile,
     TopNGroups,
 )
 from ._files import first_file, read_json_file, read_table_file
@@ -53,6 +59,7 @@ __all__ = [
 POSITIONAL_CMD = "`recaudit positional analyze RUN_DIR --json > RUN_DIR/analysis.json`"
 EVALUATIONS_CMD = "`recaudit positional run CONFIG`"
 SEQUENTIAL_JSON = "sequential.json"
+STUDY_JSON = "study.json"
 TOPN_JSON, TOPN_WHAT = "topn.json", "the ranked-list statistics (topn.json)"
 COMPARE_JSON = "compare.json"
 #: The method named on an sPB split read from an older file (which does not name one).
@@ -245,7 +252,7 @@ class PositionalRun:
     versions: Mapping[str, str]
     missing: tuple[str, ...]
     #: ``study.json`` of ``recaudit positional study`` (None when absent).
-    study: Mapping[str, Any] | None = None
+    study: StudyFile | None = None
     #: ``sequential.json`` of ``recaudit positional run --sequential`` (None when absent).
     sequential: SequentialAudit | None = None
     #: ``mitigation.json`` of ``recaudit positional mitigate`` (None when absent; its
@@ -634,8 +641,9 @@ def load_positional(analysis: Any, *, source: str, folder: Path | None = None) -
         versions={str(k): str(v) for k, v in (find_key(meta, "versions", "environment")
                                                or {}).items()},
         missing=tuple(missing),
-        study=read_json_file(folder / "study.json")
-        if folder is not None and (folder / "study.json").is_file() else None,
+        study=StudyFile.from_dict(read_json_file(folder / STUDY_JSON),
+                                  where=str(folder / STUDY_JSON))
+        if folder is not None and (folder / STUDY_JSON).is_file() else None,
         sequential=_sequential(folder / SEQUENTIAL_JSON)
         if folder is not None and (folder / SEQUENTIAL_JSON).is_file() else None,
         mitigation=_mitigation(folder) if folder is not None else None,

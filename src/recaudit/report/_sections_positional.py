@@ -487,7 +487,7 @@ def positional_data(run: PositionalRun, summary: dict[str, Any]) -> dict[str, An
             for e in run.discard_examples
         ],
         "simulation": _simulation_dict(run),
-        **({"study": run.study} if run.study is not None else {}),
+        **({"study": run.study.to_dict()} if run.study is not None else {}),
         **({"sequential": run.sequential.to_dict()} if run.sequential is not None
            else {}),
         **({"spend": run.spend.to_dict()} if run.spend is not None else {}),

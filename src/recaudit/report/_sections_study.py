@@ -8,9 +8,7 @@ cell points into the sidecar's ``study`` object (``data-path``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
+from ..positional import StudyComparison, StudyDispersion, StudyFile, StudyRow
 from ._page import Cell, Section, Table, finite, fmt, fmt_p
 
 #: How ``recaudit.positional._icm.MSG_ICM_NO_REPEATS`` starts (the study rows carry the
@@ -28,86 +26,86 @@ _CELL_LABELS = {
     "spb": "sPB [95% CI]",
     "spb_noise_floor": "sPB noise floor [95% CI]",
 }
+#: A cell of the grid: (model, k, temperature, condition).
+_Key = tuple[str, int, float, str]
 
 
-def _est_cell(path: str, row: Mapping[str, Any] | None) -> Cell:
+def _est_text(est: float, lo: float, hi: float) -> str:
+    """``est [lo, hi]`` (one decimal from 10 on; the value alone without a CI)."""
+    digits = 1 if abs(est) >= 10 else 3
+    return fmt(est, digits) + (f" [{fmt(lo, digits)}, {fmt(hi, digits)}]"
+                               if finite(lo) and finite(hi) else "")
+
+
+def _est_cell(path: str, row: StudyRow | None) -> Cell:
     if row is None:
         return Cell("-")
-    est, lo, hi = row.get("estimate"), row.get("ci_low"), row.get("ci_high")
-    if not finite(est):
+    if not finite(row.estimate):
         return Cell("n/a", f"{path}/estimate", None)
-    digits = 1 if abs(float(est or 0.0)) >= 10 else 3
-    text = fmt(est, digits) + (f" [{fmt(lo, digits)}, {fmt(hi, digits)}]"
-                                if finite(lo) and finite(hi) else "")
-    return Cell(text, f"{path}/estimate", est)
+    return Cell(_est_text(row.estimate, row.ci_low, row.ci_high), f"{path}/estimate",
+                row.estimate)
 
 
-def _p_cell(path: str, row: Mapping[str, Any] | None) -> Cell:
+def _p_cell(path: str, row: StudyRow | None) -> Cell:
     if row is None:
         return Cell("-")
-    p = row.get("p_holm")
-    if finite(p):
-        return Cell(fmt_p(p), f"{path}/p_holm", p)
-    return Cell(fmt_p(row.get("p_value")), f"{path}/p_value", row.get("p_value"))
+    if finite(row.p_holm):
+        return Cell(fmt_p(row.p_holm), f"{path}/p_holm", row.p_holm)
+    return Cell(fmt_p(row.p_value), f"{path}/p_value", row.p_value)
 
 
-def _cell_value(metric: str, path: str, row: Mapping[str, Any] | None) -> Cell:
+def _cell_value(metric: str, path: str, row: StudyRow | None) -> Cell:
     if metric == "pob_icm":
         return _p_cell(path, row)
-    if metric == "pob_unbp_L" and row is not None and finite(row.get("estimate")):
-        p = row.get("p_holm") if finite(row.get("p_holm")) else row.get("p_value")
-        return Cell(f"{100 * row['estimate']:.2f} pp ({fmt_p(p)})", f"{path}/estimate",
-                    row["estimate"])
+    if metric == "pob_unbp_L" and row is not None and finite(row.estimate):
+        p = row.p_holm if finite(row.p_holm) else row.p_value
+        return Cell(f"{100 * row.estimate:.2f} pp ({fmt_p(p)})", f"{path}/estimate",
+                    row.estimate)
     return _est_cell(path, row)
 
 
-def _row_index(study: Mapping[str, Any]) -> dict[tuple[Any, ...], int]:
+def _row_index(study: StudyFile) -> dict[tuple[str, str, int, float, str, str], int]:
     """``(analysis, model, k, temperature, condition, metric)`` -> index in ``rows``."""
-    return {(r["analysis"], r["model"], r["k"], r["temperature"], r["condition"],
-             r["metric"]): i for i, r in enumerate(study.get("rows") or [])}
+    return {(r.analysis, r.model, r.k, r.temperature, r.condition, r.metric): i
+            for i, r in enumerate(study.rows)}
 
 
-def _cell_row(study: Mapping[str, Any], index: Mapping[tuple[Any, ...], int],
-              cell: tuple[Any, ...], base: str) -> tuple[Cell, ...]:
-    rows = list(study.get("rows") or [])
-
-    def get(analysis: str, metric: str) -> tuple[str, Mapping[str, Any] | None]:
+def _cell_row(study: StudyFile, index: dict[tuple[str, str, int, float, str, str], int],
+              cell: _Key, base: str) -> tuple[Cell, ...]:
+    def get(analysis: str, metric: str) -> tuple[str, StudyRow | None]:
         i = index.get((analysis, *cell, metric))
-        return (f"{base}/rows/{i}", None) if i is None else (f"{base}/rows/{i}", rows[i])
+        return (f"{base}/rows/{i}", None if i is None else study.rows[i])
 
-    out = [Cell(str(cell[0])), Cell(str(cell[1]), value=cell[1]),
-           Cell(f"{cell[2]:g}"), Cell(str(cell[3]))]
+    out = [Cell(cell[0]), Cell(str(cell[1]), value=cell[1]), Cell(f"{cell[2]:g}"),
+           Cell(cell[3])]
     for metric in _CELL_METRICS:
         path, row = get("full", metric)
         out.append(_cell_value(metric, path, row))
     path, row = get("complete_case", "spb")
     out.append(_est_cell(path, row))
     path, row = get("full", "pb")
-    out.append(Cell(str(row["n_queries"]) if row else "-"))
+    out.append(Cell(str(row.n_queries) if row else "-"))
     return tuple(out)
 
 
-def _cell_notes(study: Mapping[str, Any]) -> tuple[str, ...]:
-    rows = list(study.get("rows") or [])
-    skipped = list(study.get("skipped") or [])
-    reasons = sorted({f"{s.get('what')}: {s.get('reason')}" for s in skipped})
-    settings = study.get("settings") or {}
+def _cell_notes(study: StudyFile) -> tuple[str, ...]:
+    reasons = sorted({f"{s.what}: {s.reason}" for s in study.skipped})
+    settings = study.settings
     return (
-        f"Complete cases: {settings.get('n_queries_complete', 'n/a')} queries; "
-        f"{settings.get('n_queries_with_discards', 'n/a')} with a discarded generation are "
+        f"Complete cases: {settings.n_queries_complete} queries; "
+        f"{settings.n_queries_with_discards} with a discarded generation are "
         "left out of the complete-case analysis.",
         *(f"Not computed - {r}" for r in reasons),
-        *sorted({f"POB-ICM: {r['note']}" for r in rows if r.get("metric") == "pob_icm"
-                 and str(r.get("note") or "").startswith(ICM_NO_REPEATS_START)}),
+        *sorted({f"POB-ICM: {r.note}" for r in study.rows if r.metric == "pob_icm"
+                 and r.note.startswith(ICM_NO_REPEATS_START)}),
     )
 
 
-def cells_section(study: Mapping[str, Any], *, base: str = "study") -> Section:
+def cells_section(study: StudyFile, *, base: str = "study") -> Section:
     """Every cell of the study grid (full analysis, complete-case sPB beside it)."""
-    rows = list(study.get("rows") or [])
     index = _row_index(study)
-    cells = sorted({(r["model"], r["k"], r["temperature"], r["condition"]) for r in rows
-                    if r["metric"] == "pb"}, key=lambda c: (str(c[0]), c[1], c[2], str(c[3])))
+    cells = sorted({(r.model, r.k, r.temperature, r.condition) for r in study.rows
+                    if r.metric == "pb"})
     table = Table(
         "tab-study-cells",
         "Every cell of the study grid (full analysis): POB-ICM and POB-UNBP with Holm across "
@@ -122,27 +120,25 @@ def cells_section(study: Mapping[str, Any], *, base: str = "study") -> Section:
                    notes=_cell_notes(study))
 
 
-def _comparison_row(c: Mapping[str, Any], p: str) -> tuple[Cell, ...]:
-    hl = {"estimate": c.get("effect"), "ci_low": c.get("ci_low"), "ci_high": c.get("ci_high")}
-    iou = {"estimate": c.get("iou"), "ci_low": c.get("iou_ci_low"),
-           "ci_high": c.get("iou_ci_high")}
+def _comparison_row(c: StudyComparison, p: str) -> tuple[Cell, ...]:
     return (
-        Cell(str(c["analysis"])), Cell(str(c["model"])), Cell(str(c["k"]), value=c["k"]),
-        Cell(f"{c['temperature']:g}"), Cell(str(c["comparison"])),
-        Cell(f"{c['n_used']} / {c['n_pairs']}", f"{p}/n_used", c["n_used"]),
-        Cell(f"{fmt(c.get('mean_a'))} vs {fmt(c.get('mean_b'))}", f"{p}/mean_a",
-             c.get("mean_a")),
-        Cell(_est_cell(p, hl).text, f"{p}/effect", c.get("effect")),
-        Cell(fmt_p(c.get("pvalue")), f"{p}/pvalue", c.get("pvalue")),
-        Cell(fmt_p(c.get("pvalue_holm")), f"{p}/pvalue_holm", c.get("pvalue_holm")),
-        Cell(_est_cell(p, iou).text, f"{p}/iou", c.get("iou")),
+        Cell(c.analysis), Cell(c.model), Cell(str(c.k), value=c.k),
+        Cell(f"{c.temperature:g}"), Cell(c.comparison),
+        Cell(f"{c.n_used} / {c.n_pairs}", f"{p}/n_used", c.n_used),
+        Cell(f"{fmt(c.mean_a)} vs {fmt(c.mean_b)}", f"{p}/mean_a", c.mean_a),
+        Cell(_est_text(c.effect, c.ci_low, c.ci_high) if finite(c.effect) else "n/a",
+             f"{p}/effect", c.effect),
+        Cell(fmt_p(c.pvalue), f"{p}/pvalue", c.pvalue),
+        Cell(fmt_p(c.pvalue_holm), f"{p}/pvalue_holm", c.pvalue_holm),
+        Cell(_est_text(c.iou, c.iou_ci_low, c.iou_ci_high) if finite(c.iou) else "n/a",
+             f"{p}/iou", c.iou),
     )
 
 
-def comparisons_section(study: Mapping[str, Any], *, base: str = "study") -> Section:
+def comparisons_section(study: StudyFile, *, base: str = "study") -> Section:
     """The paired counterfactual comparisons (Wilcoxon, Hodges-Lehmann, IoU)."""
     rows = tuple(_comparison_row(c, f"{base}/comparisons/{i}")
-                 for i, c in enumerate(study.get("comparisons") or []))
+                 for i, c in enumerate(study.comparisons))
     return Section(
         "study-comparisons",
         "Counterfactual comparisons (paired, per instance)",
@@ -160,22 +156,22 @@ def comparisons_section(study: Mapping[str, Any], *, base: str = "study") -> Sec
     )
 
 
-def _dispersion_row(d: Mapping[str, Any], p: str) -> tuple[Cell, ...]:
-    slope = {"estimate": d.get("slope"), "ci_low": d.get("ci_low"), "ci_high": d.get("ci_high")}
+def _dispersion_row(d: StudyDispersion, p: str) -> tuple[Cell, ...]:
     return (
-        Cell(str(d["analysis"])), Cell(str(d["model"])), Cell(str(d["k"]), value=d["k"]),
-        Cell(f"{d['temperature']:g}"), Cell(str(d["condition"])),
-        Cell(_est_cell(p, slope).text, f"{p}/slope", d.get("slope")),
-        Cell(fmt_p(d.get("pvalue")), f"{p}/pvalue", d.get("pvalue")),
-        Cell(fmt_p(d.get("pvalue_holm")), f"{p}/pvalue_holm", d.get("pvalue_holm")),
-        Cell(str(d["n_queries"]), f"{p}/n_queries", d["n_queries"]),
+        Cell(d.analysis), Cell(d.model), Cell(str(d.k), value=d.k),
+        Cell(f"{d.temperature:g}"), Cell(d.condition),
+        Cell(_est_text(d.slope, d.ci_low, d.ci_high) if finite(d.slope) else "n/a",
+             f"{p}/slope", d.slope),
+        Cell(fmt_p(d.pvalue), f"{p}/pvalue", d.pvalue),
+        Cell(fmt_p(d.pvalue_holm), f"{p}/pvalue_holm", d.pvalue_holm),
+        Cell(str(d.n_queries), f"{p}/n_queries", d.n_queries),
     )
 
 
-def dispersion_section(study: Mapping[str, Any], *, base: str = "study") -> Section:
+def dispersion_section(study: StudyFile, *, base: str = "study") -> Section:
     """The retrieval-score dispersion regressions (WLS, HC1)."""
     rows = tuple(_dispersion_row(d, f"{base}/dispersion/{i}")
-                 for i, d in enumerate(study.get("dispersion") or []))
+                 for i, d in enumerate(study.dispersion))
     return Section(
         "study-dispersion",
         "Retrieval-score dispersion",
@@ -194,7 +190,7 @@ def dispersion_section(study: Mapping[str, Any], *, base: str = "study") -> Sect
     )
 
 
-def study_sections(study: Mapping[str, Any], *, base: str = "study") -> list[Section]:
+def study_sections(study: StudyFile, *, base: str = "study") -> list[Section]:
     """The study's sections (cells, comparisons, dispersion), in page order."""
     return [cells_section(study, base=base), comparisons_section(study, base=base),
             dispersion_section(study, base=base)]
