@@ -3,9 +3,8 @@ sentences, and bad input as exit 2 with a one-line message."""
 
 from __future__ import annotations
 
-import math
-
 import json
+import math
 from pathlib import Path
 
 import pytest

@@ -78,8 +78,26 @@ def parse_price(text: str | None) -> tuple[float | None, float | None]:
     return prices[0], prices[-1]
 
 
-def _designs(exact: bool, sequential: bool) -> list[str]:
-    """All designs; with a flag, the fixed baseline and the flagged design(s)."""
+def _check_effect(p_bias: float | None, pb: float | None, pilot: Path | None) -> None:
+    """Exactly one effect: ``--p-bias``, ``--pb`` or ``--pilot``."""
+    given = [name for name, v in (("--p-bias", p_bias), ("--pb", pb), ("--pilot", pilot))
+             if v is not None]
+    if not given:
+        raise InputError(MSG_EFFECT)
+    if len(given) > 1:
+        raise InputError(MSG_TWO_EFFECTS.format(given=" and ".join(given)))
+
+
+def _designs(exact: bool, sequential: bool, half_width: float | None = None,
+             queries: int | None = None) -> list[str]:
+    """All designs; with a flag, the fixed baseline and the flagged design(s); for a
+    CI width (``--half-width``), the fixed designs."""
+    if half_width is not None:
+        if queries is not None:
+            raise InputError(MSG_WIDTH_OR_QUERIES)
+        if sequential:
+            raise InputError(MSG_WIDTH_SEQUENTIAL)
+        return ["fixed", "exact"]
     if exact and sequential:
         return ["fixed", "exact", "exact+sequential"]
     if exact:
@@ -162,17 +180,8 @@ def plan_command(
                           ("--calls-per-s", calls_per_s), ("--seed", seed),
                           ("--batch-discount", batch_discount)):
         _bounded(option, value)
-    given = [name for name, v in (("--p-bias", p_bias), ("--pb", pb), ("--pilot", pilot))
-             if v is not None]
-    if not given:
-        raise InputError(MSG_EFFECT)
-    if len(given) > 1:
-        raise InputError(MSG_TWO_EFFECTS.format(given=" and ".join(given)))
-    if half_width is not None and queries is not None:
-        raise InputError(MSG_WIDTH_OR_QUERIES)
-    if half_width is not None and sequential:
-        raise InputError(MSG_WIDTH_SEQUENTIAL)
-    designs = ["fixed", "exact"] if half_width is not None else _designs(exact, sequential)
+    _check_effect(p_bias, pb, pilot)
+    designs = _designs(exact, sequential, half_width, queries)
     price_in, price_out = parse_price(price_per_mtok)
     effect, measured = _effect(k, p_bias, pb, pilot, pilot_model, seed)
     from ..audit import BATCH_DISCOUNT
