@@ -273,3 +273,29 @@ def test_one_model_is_refused() -> None:
     recs, test, users = _models()
     with pytest.raises(InputError, match="needs >= 2 models"):
         _compare({"A": recs["A"]}, test, users)
+
+
+def test_a_sampled_protocol_is_named_checked_and_warned() -> None:
+    """Under a sampled protocol the values are `evaluate`'s under it, the result names
+    the protocol and carries its warnings, and a list outside the candidates is
+    refused as `evaluate` refuses it."""
+    recs, test, users = _models()
+    two = {"A": recs["A"], "C": recs["C"]}
+    candidates = pd.concat([t[["user_id", "item_id"]] for t in (*two.values(), test)]
+                           ).drop_duplicates()
+    result = _compare(two, test, users, candidates=candidates, protocol="uni100")
+    assert result.protocol == "uni100" and len(result.warnings) == 2
+    assert "sampled ranking (uni100)" in result.warnings[0]
+    n_items = len(pd.unique(pd.concat([t.item_id for t in [*two.values(), test]])))
+    ev = evaluate(recs["C"], test, users, attribute="gender", protected="F",
+                  n_items=n_items, options=EvaluateOptions(n=CUTS, n_boot=0, n_resamples=0),
+                  candidates=candidates, protocol="uni100")
+    assert _row(result, "A", "C", "ndcg@10").value_b == pytest.approx(
+        ev.overall["ndcg@10"].value, rel=1e-12)
+    back = FairnessComparison.from_dict(json.loads(json.dumps(to_jsonable(result.to_dict()))))
+    assert back.protocol == "uni100" and back.warnings == result.warnings
+    old = to_jsonable(result.to_dict())
+    del old["protocol"], old["warnings"]  # a compare.json written before the keys
+    assert FairnessComparison.from_dict(old).protocol == "full"
+    with pytest.raises(InputError, match="not among"):
+        _compare(two, test, users, candidates=candidates.iloc[5:], protocol="uni100")

@@ -7,6 +7,7 @@ import json
 import math
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from _fm_data import synthetic
 from typer.testing import CliRunner
@@ -28,6 +29,9 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     better.to_parquet(paths["b"])
     test.to_csv(paths["test"], index=False)
     users.to_csv(paths["users"], index=False)
+    paths["candidates"] = root / "candidates.csv"
+    pd.concat([t[["user_id", "item_id"]] for t in (recs, better, test)]).drop_duplicates(
+        ).to_csv(paths["candidates"], index=False)
     return paths
 
 
@@ -49,6 +53,17 @@ def test_json_has_every_row(files: dict[str, Path]) -> None:
     row = next(r for r in result.rows if r.metric == "ndcg@10" and not r.group)
     assert {"a", "b", "metric", "difference", "ci_low", "ci_high", "pvalue",
             "pvalue_adjusted"} <= set(row.to_dict())
+
+
+def test_a_sampled_protocol_is_named_and_warned(files: dict[str, Path]) -> None:
+    res = runner.invoke(app, _args(files, "--json", "--protocol", "pop50", "--candidates",
+                                   str(files["candidates"])))
+    assert res.exit_code == 0, res.output
+    result = FairnessComparison.from_dict(json.loads(res.stdout))
+    assert result.protocol == "pop50" and result.warnings
+    assert "sampled ranking (pop50)" in res.stderr
+    res = runner.invoke(app, _args(files, "--protocol", "pop50"))
+    assert res.exit_code == 2 and "pass `candidates`" in res.output
 
 
 def test_the_table_and_its_sentences(files: dict[str, Path]) -> None:

@@ -147,6 +147,11 @@ def test_a_finished_model_gains_a_protocol_without_retraining(recbole, tmp_path,
     assert sorted(zip(summary["model"], summary["protocol"], strict=True)) == [
         ("MF", "full"), ("MF", "uni20"), ("MostPop", "full"), ("MostPop", "uni20"),
         ("Random", "full"), ("Random", "uni20")]
+    compared = {p: json.loads((tmp_path / "run" / "toy" / name).read_text())
+                for p, name in (("full", "compare.json"), ("uni20", "compare-uni20.json"))}
+    assert {p: c["protocol"] for p, c in compared.items()} == {"full": "full",
+                                                               "uni20": "uni20"}
+    assert not compared["full"]["warnings"] and compared["uni20"]["warnings"]
     rescored = pd.read_parquet(tmp_path / "run" / "toy" / "recs" / "uni20" / "MF.parquet")
     cand = pd.read_parquet(tmp_path / "run" / "toy" / "candidates" / "uni20.parquet")
     assert set(map(tuple, rescored[["user_id", "item_id"]].to_numpy())) <= set(

@@ -59,3 +59,18 @@ def test_a_damaged_compare_json_is_refused_naming_it(fairness_study_dir: Path) -
     with pytest.raises(InputError, match=r"compare.json, row 3: `difference` must be a "
                                          r"number or null"):
         build_report(fairness_study_dir)
+
+
+def test_a_sampled_comparison_says_its_protocol(fairness_study_dir: Path) -> None:
+    """compare.json of a study whose first protocol is sampled: the section names the
+    protocol and shows its warnings; the IB rows appear in the table."""
+    _write_comparison(fairness_study_dir)
+    path = fairness_study_dir / "ml-100k" / "compare.json"
+    doc = json.loads(path.read_text())
+    doc["protocol"] = "uni100"
+    doc["warnings"] = ["sampled ranking (uni100): metrics computed on sampled negatives"]
+    path.write_text(json.dumps(doc))
+    html = " ".join(build_report(fairness_study_dir).html.split())
+    assert "ranked under the sampled protocol uni100" in html
+    assert "sampled ranking (uni100): metrics computed on sampled negatives" in html
+    assert "ib_ndcg@10" in html

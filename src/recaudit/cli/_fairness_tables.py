@@ -182,9 +182,10 @@ def print_comparison(result: FairnessComparison, *, keys: Sequence[str]) -> None
     CI, adjusted p), then one sentence per row."""
     alpha = 1.0 - result.confidence_level
     shown = [r for r in result.rows if r.metric.split("_", 1)[-1] in keys]
-    table = Table(title=f"Paired comparisons ({result.test}; {result.adjust} within each "
-                        f"family of rows, {result.n_resamples} permutations; CIs at the "
-                        "family's level)")
+    ranking = "" if result.protocol == "full" else f"sampled ranking {result.protocol}; "
+    table = Table(title=f"Paired comparisons ({ranking}{result.test}; {result.adjust} within "
+                        f"each family of rows, {result.n_resamples} permutations; CIs at "
+                        "the family's level)")
     for col in ("a", "b", "figure", "group", "value a", "value b", "a - b [CI]", "p adj."):
         table.add_column(col, justify="right" if col in ("a - b [CI]", "p adj.") else "left")
     for r in shown:

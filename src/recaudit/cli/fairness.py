@@ -333,30 +333,43 @@ def compare_command(
     seed: Annotated[int | None, typer.Option(min=0, help="Random seed (>= 0).")] = None,
     min_group_size: Annotated[int, typer.Option(help="Minimum users per group.")] = 20,
     confidence_level: Annotated[float, typer.Option(help="CI level.")] = 0.95,
+    candidates: Annotated[Path | None, typer.Option(
+        help="Each user's candidates user_id,item_id under a sampled --protocol: every "
+        "model's recommended and every test item must be one.")] = None,
+    protocol: Annotated[str | None, typer.Option(
+        help="How every --recs was ranked: full (default) or uniN / popN (within "
+        "--candidates).")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Compare recommenders, paired by user: every metric, group and gap (RD, NRD).
+    """Compare recommenders, paired by user: every metric, group and gap (RD, NRD, IB).
 
     Every pair of --recs models evaluated on the same --test and --users: the difference
     of each model's mean metric (all users and each group) and of its group gap, with
     a user-bootstrap CI and a paired test, adjusted within each family of rows
-    (--adjust). The table shows NDCG@10; --json has every row (`rows`).
+    (--adjust); IB by a test that swaps whole lists (no CI). The table shows NDCG@10;
+    --json has every row (`rows`). Under a sampled --protocol the sampled-metrics
+    warning goes to stderr and to `warnings` in --json.
     """
-    from ..fairness import EvaluateOptions, compare_models
+    from ..fairness import EvaluateOptions, compare_models, resolve_protocol
 
     options = EvaluateOptions(n=tuple(_parse_n(n, list(ctx.args))), n_boot=n_boot,
                               n_resamples=n_resamples, min_group_size=min_group_size,
                               confidence_level=confidence_level)
     named = _named_recs(recs)
+    used_protocol = resolve_protocol(protocol, candidates)
     users_table = _read_table(users, "users")
     tables = _read_tables(users_table, users, test=test, items=items, train=train,
+                          candidates=candidates,
                           **{f"recs {name}": path for name, path in named.items()})
     result = compare_models(
         {name: tables[f"recs {name}"] for name in named}, tables["test"], users_table,
         attribute=[a.strip() for a in attribute.split(",")],
         protected=[v.strip() for v in protected.split(",")], n_items=n_items,
         items=tables.get("items"), train=tables.get("train"), options=options,
-        stat_test=stat_test, adjust=adjust, rng=seed)
+        stat_test=stat_test, adjust=adjust, rng=seed, candidates=tables.get("candidates"),
+        protocol=used_protocol)
+    for warning in result.warnings:
+        warnings.warn(warning, RecauditWarning, stacklevel=1)
     if json_output:
         print_json(result.to_dict())
         return

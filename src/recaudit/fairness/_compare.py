@@ -65,6 +65,7 @@ from ._inputs import _catalog_iv, _evaluate_iv
 from ._interbias import normalized_relative_difference, relative_difference
 from ._metrics import METRICS, _union_index, ranking_metrics
 from ._options import EvaluateOptions
+from ._protocol import Protocol, _candidates_iv
 
 __all__ = ["STAT_TESTS", "compare_models", "permutations_needed"]
 
@@ -345,6 +346,14 @@ def _models(recs: Mapping[str, pd.DataFrame], test: pd.DataFrame, users: pd.Data
     return models, design, inp.protected
 
 
+def _protocol_iv(protocol: str | Protocol | None, candidates: pd.DataFrame | None,
+                 recs: Mapping[str, pd.DataFrame], test: pd.DataFrame) -> Protocol:
+    """The protocol, every model's lists and the test checked against the candidates
+    (as :func:`~recaudit.fairness.evaluate` checks one model's)."""
+    used = [_candidates_iv(protocol, candidates, table, test) for table in recs.values()]
+    return used[0]
+
+
 def compare_models(
     recs: Mapping[str, pd.DataFrame],
     test: pd.DataFrame,
@@ -359,6 +368,8 @@ def compare_models(
     stat_test: str = "permutation",
     adjust: str = "holm",
     rng: np.random.Generator | int | None = None,
+    candidates: pd.DataFrame | None = None,
+    protocol: str | Protocol | None = None,
 ) -> FairnessComparison:
     r"""Compare every pair of recommenders on their metrics and group gaps, paired by user.
 
@@ -385,6 +396,11 @@ def compare_models(
         one group's mean, RD, NRD or IB) over every pair, metric and cut-off.
     rng : numpy.random.Generator or int, optional
         Source of the resamples (an int seeds a new generator).
+    candidates, protocol
+        As for :func:`~recaudit.fairness.evaluate`: under a sampled protocol every
+        model's lists were ranked within each user's ``candidates`` (each recommended
+        and each test item must be one); the result names the protocol and carries its
+        warnings (sampled metrics can reorder models and change group gaps).
 
     Returns
     -------
@@ -415,6 +431,7 @@ def compare_models(
     models, design, protected_name = _models(
         recs, test, users, attribute=attribute, protected=protected, n_items=n_items,
         items=items, train=train, options=options)
+    used = _protocol_iv(protocol, candidates, recs, test)
     rows: list[dict[str, Any]] = []
     for name_a, name_b in combinations(models, 2):
         rows += _pair_rows(name_a, models[name_a], name_b, models[name_b], design,
@@ -423,4 +440,5 @@ def compare_models(
         models=tuple(models), rows=tuple(_adjust(rows, adjust, options.confidence_level)),
         protected=protected_name, n=options.n, test=stat_test, adjust=adjust,
         n_boot=options.n_boot, n_resamples=options.n_resamples,
-        confidence_level=options.confidence_level, n_users=design.codes.size)
+        confidence_level=options.confidence_level, n_users=design.codes.size,
+        protocol=used.name, warnings=used.warnings())

@@ -129,6 +129,11 @@ class FairnessComparison:
     confidence_level : float
     n_users : int
         Evaluated users (those with a test item), the same for every model.
+    protocol : str
+        How the lists were ranked: ``"full"`` or a sampled protocol (``uni100``, ...;
+        ``"full"`` when read from a JSON without the key).
+    warnings : tuple of str
+        A sampled protocol's warnings (none for full ranking).
     """
 
     models: tuple[str, ...]
@@ -141,11 +146,14 @@ class FairnessComparison:
     n_resamples: int
     confidence_level: float
     n_users: int
+    protocol: str = "full"
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form: the settings and ``rows``."""
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "rows"}
         out["models"], out["n"] = list(self.models), list(self.n)
+        out["warnings"] = list(self.warnings)
         out["rows"] = [r.to_dict() for r in self.rows]
         return out
 
@@ -156,9 +164,10 @@ class FairnessComparison:
         obj = as_mapping(obj, where)
         rows = need(obj, "rows", where)
         models, cuts = need(obj, "models", where), need(obj, "n", where)
-        if not isinstance(rows, list) or not isinstance(models, list) \
-                or not isinstance(cuts, list):
-            raise InputError(f"{where}: `rows`, `models` and `n` must be JSON lists")
+        notes = obj.get("warnings", [])
+        if not all(isinstance(x, list) for x in (rows, models, cuts, notes)):
+            raise InputError(f"{where}: `rows`, `models`, `n` and `warnings` must be JSON "
+                             "lists")
         return cls(
             models=tuple(str(m) for m in models),
             rows=tuple(MetricComparison.from_dict(r, where=f"{where}, row {i}")
@@ -171,6 +180,8 @@ class FairnessComparison:
             n_resamples=integer(obj, "n_resamples", where),
             confidence_level=number(obj, "confidence_level", where),
             n_users=integer(obj, "n_users", where),
+            protocol=text(obj, "protocol", where) if "protocol" in obj else "full",
+            warnings=tuple(str(w) for w in notes),
         )
 
     def to_dataframe(self) -> pd.DataFrame:

@@ -105,6 +105,9 @@ def fairness_comparison_section(result: FairnessComparison, key: str, *,
     )
     notes = (
         fairness_comparison_verdict(result, key, alpha),
+        *(() if result.protocol == "full" else (
+            f"These lists were ranked under the sampled protocol {result.protocol}.",
+            *result.warnings)),
         "Paired by user: a user bootstrap stratified by group (the same users resampled "
         "for both models) for every interval; the paired permutation test for the means "
         "(or the paired t / Wilcoxon test, as chosen), RD and NRD. IB is tested by "

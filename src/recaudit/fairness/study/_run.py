@@ -26,8 +26,9 @@ and writes everything into the run folder::
         recs/PROTOCOL/MODEL.{parquet,csv}   the lists ranked within the candidates
         summary.csv              one row per model and protocol: time, IB, group
                                  NDCG, coverage
-        compare.json             every pair of models compared, paired by user
-                                 (full ranking; recaudit.fairness.compare_models)
+        compare.json             every pair of models compared, paired by user, on
+                                 the first protocol's lists (compare_models)
+        compare-PROTOCOL.json    the same under each further protocol
 
 A model whose ``done.json`` exists (with the same model settings) is not trained
 again, so an interrupted run resumes where it stopped; a finished model that lacks
@@ -526,21 +527,26 @@ def _compare_models(
     records: dict[str, dict[str, Any]], folder: Path,
 ) -> None:
     """``compare.json``: every pair of the dataset's models and baselines compared on
-    their full-ranking lists (:func:`compare_models`, Holm over every row), rewritten
-    on every run (cheap next to training; its seed is the dataset's). Not written
-    with fewer than two models or without resamples (``n_boot`` or ``n_resamples`` 0:
-    no intervals, no tests)."""
+    their lists of the study's first protocol (:func:`compare_models`, Holm over every
+    row), and ``compare-PROTOCOL.json`` under each further protocol (a sampled one:
+    the lists ranked within its candidates); rewritten on every run (cheap next to
+    training; its seed is the dataset's). Not written with fewer than two models or
+    without resamples (``n_boot`` or ``n_resamples`` 0: no intervals, no tests)."""
     if (len(records) < 2 or config.evaluate.n_boot == 0
             or config.evaluate.n_resamples == 0):
         return
-    result = compare_models(
-        {name: pd.read_parquet(record["recs"]) for name, record in records.items()},
-        prepared.split.test, prepared.groups.users[[USER_ID, dconf.attribute]],
-        attribute=dconf.attribute, protected=dconf.protected,
-        items=pd.DataFrame({ITEM_ID: prepared.items}),
-        options=config.evaluate_options(dconf), rng=np.random.default_rng((dconf.seed, 2)))
-    write_text_atomic(folder / "compare.json",
-                      json.dumps(to_jsonable(result.to_dict()), indent=2))
+    for i, protocol in enumerate(prepared.protocols):
+        recs = {name: pd.read_parquet(record["recs"] if not protocol.sampled
+                                      else record["recs_sampled"][protocol.name])
+                for name, record in records.items()}
+        result = compare_models(
+            recs, prepared.split.test, prepared.groups.users[[USER_ID, dconf.attribute]],
+            attribute=dconf.attribute, protected=dconf.protected,
+            items=pd.DataFrame({ITEM_ID: prepared.items}),
+            options=config.evaluate_options(dconf), rng=np.random.default_rng((dconf.seed, 2)),
+            candidates=prepared.candidates.get(protocol.name), protocol=protocol)
+        name = "compare.json" if i == 0 else f"compare-{protocol.name}.json"
+        write_text_atomic(folder / name, json.dumps(to_jsonable(result.to_dict()), indent=2))
 
 
 def _model_settings(config: FairnessStudyConfig, mconf: GridModel) -> dict[str, Any]:
