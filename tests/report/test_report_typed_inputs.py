@@ -88,7 +88,7 @@ def test_spend_without_any_cell_reads_back(tmp_path: Path) -> None:
     manifest = tmp_path / "run.json"
     manifest.write_text(json.dumps({"sessions": [{"backends": []}]}))
     written = record_spend(manifest, _spend_table().iloc[:0], wall_s=1.0, ran_now=0)
-    assert RunSpend.from_dict(written).to_dict() == written
+    assert RunSpend.from_dict(written.to_dict()) == written
     assert json.loads(manifest.read_text())["spend"]["total"]["latency_s"] == 0.0
 
 

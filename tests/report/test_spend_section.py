@@ -28,7 +28,7 @@ def _run_json(folder: Path, *, priced: bool = True) -> dict[str, Any]:
     manifest = folder / "run.json"
     manifest.write_text(json.dumps({"sessions": [{"backends": []}]}))
     prices = {"cheap": (2.0, 8.0)} if priced else None
-    return record_spend(manifest, _table(), wall_s=4.25, ran_now=5, prices=prices)
+    return record_spend(manifest, _table(), wall_s=4.25, ran_now=5, prices=prices).to_dict()
 
 
 def test_spend_per_cell_and_total_are_shown_andresolve(positional_dir: Path) -> None:

@@ -21,14 +21,15 @@ def test_spend_sums_the_table_per_cell_and_prices_it():
         "completion_tokens": pd.array([10, 20, None, 5], dtype="Int64"),
         "latency_s": [1.0, 2.0, 0.5, 1.0], "retries": [0, 1, 0, 0]})
     a, b = spend_by_cell(table, {"a": (2.0, 8.0)})
-    assert (a["calls"], a["prompt_tokens"], a["completion_tokens"]) == (3, 300, 30)
-    assert a["calls_without_usage"] == 1 and a["retries"] == 1
-    assert a["money"] == pytest.approx((300 * 2.0 + 30 * 8.0) / 1e6)
-    assert a["money_batch"] == pytest.approx(0.5 * a["money"])  # the providers' batch price
-    assert "money" not in b and "money_batch" not in b and b["calls"] == 1
+    assert (a.calls, a.prompt_tokens, a.completion_tokens) == (3, 300, 30)
+    assert a.calls_without_usage == 1 and a.retries == 1
+    assert a.money == pytest.approx((300 * 2.0 + 30 * 8.0) / 1e6)
+    assert a.money_batch == pytest.approx(0.5 * a.money)  # the providers' batch price
+    assert b.money is None and b.money_batch is None and b.calls == 1
+    assert "money" not in b.to_dict() and "money_batch" not in b.to_dict()
     (a4,) = spend_by_cell(table[table["model"] == "a"], {"a": (2.0, 8.0)},
                           batch_discount=0.25)
-    assert a4["money_batch"] == pytest.approx(0.25 * a["money"])
+    assert a4.money_batch == pytest.approx(0.25 * a.money)
 
 
 def test_a_run_records_its_spend_and_a_resume_adds_a_session(tmp_path, retriever, emb_cache):

@@ -171,9 +171,9 @@ class RunSpend:
 
 def spend_by_cell(table: pd.DataFrame,
                   prices: Mapping[str, tuple[float, float]] | None = None, *,
-                  batch_discount: float = BATCH_DISCOUNT) -> list[dict[str, Any]]:
-    """One row per cell of the evaluations ``table`` (ok and discarded rows):
-    ``calls``, ``prompt_tokens``, ``completion_tokens``, ``calls_without_usage``,
+                  batch_discount: float = BATCH_DISCOUNT) -> list[SpendCell]:
+    """One :class:`SpendCell` per cell of the evaluations ``table`` (ok and discarded
+    rows): ``calls``, ``prompt_tokens``, ``completion_tokens``, ``calls_without_usage``,
     ``latency_s`` (summed call time: more than the wall time when calls overlap),
     ``retries`` and, with a price for the cell's model, ``money``
     (:math:`(t_{in} p_{in} + t_{out} p_{out}) / 10^6`) and ``money_batch``
@@ -182,51 +182,51 @@ def spend_by_cell(table: pd.DataFrame,
         raise ValueError(f"batch_discount must be in (0, 1], got {batch_discount!r}")
     if table.empty:
         return []
-    cols = [c for c in CELL if c in table.columns]
     frame = table.assign(
         _p=pd.to_numeric(table.get("prompt_tokens"), errors="coerce"),
         _c=pd.to_numeric(table.get("completion_tokens"), errors="coerce"),
         _l=pd.to_numeric(table.get("latency_s"), errors="coerce"),
         _r=pd.to_numeric(table.get("retries", 0), errors="coerce"),
     )
-    rows = []
-    for key, g in frame.groupby(cols, sort=True, dropna=False):
-        cell = dict(zip(cols, key if isinstance(key, tuple) else (key,), strict=True))
-        row: dict[str, Any] = {
-            **{c: (v.item() if hasattr(v, "item") else v) for c, v in cell.items()},
-            "calls": int(len(g)),
-            "prompt_tokens": int(g["_p"].fillna(0).sum()),
-            "completion_tokens": int(g["_c"].fillna(0).sum()),
-            "calls_without_usage": int((g["_p"].isna() & g["_c"].isna()).sum()),
-            "latency_s": float(g["_l"].fillna(0).sum()),
-            "retries": int(g["_r"].fillna(0).sum()),
-        }
-        price = (prices or {}).get(str(cell.get("model")))
-        if price is not None:
-            row["money"] = (row["prompt_tokens"] * price[0]
-                            + row["completion_tokens"] * price[1]) / 1e6
-            row["money_batch"] = batch_discount * row["money"]
-        rows.append(row)
-    return rows
+    cells = []
+    for key, g in frame.groupby(list(CELL), sort=True, dropna=False):
+        model, k, temperature, condition = (v.item() if hasattr(v, "item") else v
+                                            for v in key)
+        prompt, completion = int(g["_p"].fillna(0).sum()), int(g["_c"].fillna(0).sum())
+        price = (prices or {}).get(str(model))
+        money = None if price is None else (prompt * price[0] + completion * price[1]) / 1e6
+        cells.append(SpendCell(
+            model=str(model), k=int(k), temperature=float(temperature),
+            condition=str(condition), calls=int(len(g)), prompt_tokens=prompt,
+            completion_tokens=completion,
+            calls_without_usage=int((g["_p"].isna() & g["_c"].isna()).sum()),
+            latency_s=float(g["_l"].fillna(0).sum()), retries=int(g["_r"].fillna(0).sum()),
+            money=money, money_batch=None if money is None else batch_discount * money))
+    return cells
 
 
-def _totals(cells: list[dict[str, Any]]) -> dict[str, Any]:
-    keys = ("calls", "prompt_tokens", "completion_tokens", "calls_without_usage",
-            "latency_s", "retries")
-    out: dict[str, Any] = {k: sum(c[k] for c in cells) for k in keys}
-    out["latency_s"] = float(out["latency_s"])  # a number even without cells
-    if any("money" in c for c in cells):
-        out["money"] = sum(c.get("money", 0.0) for c in cells)
-        out["money_batch"] = sum(c.get("money_batch", 0.0) for c in cells)
-    return out
+def _totals(cells: list[SpendCell], wall_s: float | None) -> SpendTotal:
+    """The cells' sums (money over the priced cells, None when none is) and the wall
+    time."""
+    priced = [c for c in cells if c.money is not None]
+    return SpendTotal(
+        calls=sum(c.calls for c in cells), prompt_tokens=sum(c.prompt_tokens for c in cells),
+        completion_tokens=sum(c.completion_tokens for c in cells),
+        calls_without_usage=sum(c.calls_without_usage for c in cells),
+        latency_s=float(sum(c.latency_s for c in cells)),
+        retries=sum(c.retries for c in cells),
+        money=sum(c.money or 0.0 for c in priced) if priced else None,
+        money_batch=sum(c.money_batch or 0.0 for c in priced) if priced else None,
+        wall_s=wall_s)
 
 
 def record_spend(manifest: Path, table: pd.DataFrame, *, wall_s: float, ran_now: int,
-                 prices: Mapping[str, tuple[float, float]] | None = None) -> dict[str, Any]:
+                 prices: Mapping[str, tuple[float, float]] | None = None) -> RunSpend:
     """Add the run's spend to ``run.json`` (written atomically) and return it.
 
     ``sessions[-1]["spend"] = {"wall_s", "calls"}`` for this session; ``spend`` =
-    ``{"cells": [...], "total": {...}}`` over every journaled evaluation.
+    :meth:`RunSpend.to_dict` over every journaled evaluation, its total's ``wall_s``
+    summed over the sessions.
     """
     try:
         data = json.loads(manifest.read_text(encoding="utf-8"))
@@ -235,14 +235,14 @@ def record_spend(manifest: Path, table: pd.DataFrame, *, wall_s: float, ran_now:
     if not isinstance(data, dict):
         data = {}
     cells = spend_by_cell(table, prices)
-    total = _totals(cells)
-    spend: dict[str, Any] = {"cells": cells, "total": total}
     sessions = data.get("sessions")
+    total_wall = None
     if isinstance(sessions, list) and sessions and isinstance(sessions[-1], dict):
         sessions[-1]["spend"] = {"wall_s": wall_s, "calls": ran_now}
-        total["wall_s"] = sum(
+        total_wall = sum(
             float(s.get("spend", {}).get("wall_s", 0.0)) for s in sessions
             if isinstance(s, dict) and isinstance(s.get("spend"), dict))
-    data["spend"] = spend
+    spend = RunSpend(tuple(cells), _totals(cells, total_wall))
+    data["spend"] = spend.to_dict()
     write_text_atomic(manifest, json.dumps(data, indent=2))
     return spend
