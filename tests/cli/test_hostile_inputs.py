@@ -271,6 +271,10 @@ def _options(tables: Path) -> list[tuple[str, list[str], str, st.SearchStrategy[
         i = sim.index(option)
         return sim[:i] + sim[i + 2:]
 
+    recs = str(tables / "recs.csv")
+    compare = ["fairness", "compare", "--recs", f"A={recs}", "--recs", f"B={recs}",
+               *without[4:]]  # fairness evaluate's tables and groups, two models
+
     return [
         ("--n-resamples", [*analyze, "--n-boot", "10"], "n-resamples", HUGE | SMALL),
         ("--n-boot", [*analyze, "--n-resamples", "19"], "n-boot", HUGE | SMALL),
@@ -289,6 +293,9 @@ def _options(tables: Path) -> list[tuple[str, list[str], str, st.SearchStrategy[
         ("--n", [*without, "--n-boot", "0", "--n-resamples", "0"], "n", HUGE | SMALL),
         ("--n-boot", [*without, "--n-resamples", "0"], "n-boot", HUGE | SMALL),
         ("--n-resamples", [*without, "--n-boot", "0"], "n-resamples", HUGE | SMALL),
+        ("--n-boot", [*compare, "--n-resamples", "19"], "n-boot", HUGE | SMALL),
+        ("--n-resamples", [*compare, "--n-boot", "10"], "n-resamples", HUGE | SMALL),
+        ("--n", [*compare, "--n-boot", "10", "--n-resamples", "19"], "n", HUGE | SMALL),
     ]
 
 
@@ -303,7 +310,9 @@ def option_cases(tables: Path) -> list[tuple[str, list[str], str, st.SearchStrat
 OPTION_IDS = ["analyze --n-resamples", "analyze --n-boot", "analyze --spb-repeats",
               "analyze --seed", "simulate --k", "simulate --queries", "simulate --perms",
               "simulate --reps", "simulate --n-resamples", "topn --n-resamples",
-              "topn --n-boot", "fairness --n", "fairness --n-boot", "fairness --n-resamples"]
+              "topn --n-boot", "fairness --n", "fairness --n-boot", "fairness --n-resamples",
+              "fairness compare --n-boot", "fairness compare --n-resamples",
+              "fairness compare --n"]
 
 
 def _peak_rss() -> int:
