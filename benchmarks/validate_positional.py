@@ -25,7 +25,13 @@ line per grid cell (a cell already in the file, at any REPS,
 is skipped, so an interrupted run resumes and runs with different REPS per number of
 queries share one file; ``--replace`` drops the grid's cells from the file first, to
 rerun them after an estimator changed); ``table`` prints the markdown tables of
-docs/positional-statistics.md ("Validation against known truth").
+docs/positional-statistics.md ("Validation against known truth"); ``table --compact``
+one row per cell (the discards' tables of docs/validation-positional.md).
+
+``run --discard D --discard-mode position query`` discards a mean share D of the
+evaluations not at random (DISCARD_MODES); the truth stays the model's on all its
+answers. ``check`` prints how often a test of the discards against the order
+(``_discard_z``, a prototype; recaudit does not run it) rejects in each mode.
 """
 
 from __future__ import annotations
@@ -65,30 +71,66 @@ N_BOOT = 500
 SPB_REPEATS = 5
 
 
-def _dataset(model: str, n: int, k: int, p_bias: float, discard: float,
-             gen: np.random.Generator) -> Any:
-    """One simulated data set; with ``discard`` > 0 that share of the evaluations,
-    drawn at random, is a discarded answer (an unparseable generation at T > 0: missing
-    completely at random, so the truth is the model's)."""
+#: How the discarded evaluations are chosen (``--discard-mode``), each with mean share
+#: ``--discard`` (d): ``mcar`` at random (probability d each); ``position``, not at
+#: random: d (1/2 + (p - 1) / (k - 1)) at the picked position p, linear from d / 2 at
+#: position 1 to 3 d / 2 at position k (mean d when the picks are uniform over the
+#: positions); ``query``: a per-query probability drawn from Beta(d c, (1 - d) c),
+#: c = QUERY_CONCENTRATION (heterogeneous, independent of the position: a control).
+DISCARD_MODES = ("mcar", "position", "query")
+QUERY_CONCENTRATION = 4.0
+
+
+def _discard_law(k: int, discard: float) -> Any:
+    """``position`` mode: the discard probability at each (0-based) position."""
+    return discard * (0.5 + np.arange(k) / (k - 1))
+
+
+def _simulate(model: str, n: int, k: int, p_bias: float, discard: float, mode: str,
+              gen: np.random.Generator) -> tuple[Any, Any]:
+    """All the model's answers and which of them are discarded (None without)."""
     ev = simulate_scenario(model, n, k=k, p_bias=p_bias, n_orders=N_ORDERS, rng=gen)
     if discard <= 0:
-        return ev
+        return ev, None
+    if mode == "mcar":
+        return ev, gen.random(len(ev.query)) < discard
+    if mode == "position":
+        prob = _discard_law(k, discard)[ev.position]
+    else:
+        c = QUERY_CONCENTRATION
+        prob = gen.beta(discard * c, (1 - discard) * c, size=n)[ev.query]
+    return ev, gen.random(len(ev.query)) < prob
+
+
+def _dataset(model: str, n: int, k: int, p_bias: float, discard: float, mode: str,
+             gen: np.random.Generator) -> tuple[Any, float]:
+    """One simulated data set and its discarded share; with ``discard`` > 0 the
+    discarded evaluations (unparseable generations at T > 0) are chosen as
+    ``mode`` says (DISCARD_MODES). The truth stays the model's on all its answers,
+    what the user asks about; in ``position`` mode the valid answers under-represent
+    the late positions, and the bias measured is that of the statistics against it."""
+    ev, lost = _simulate(model, n, k, p_bias, discard, mode, gen)
+    if lost is None:
+        return ev, 0.0
     frame = ev.to_frame()
-    lost = gen.random(len(frame)) < discard
     frame["selected_position"] = frame["selected_position"].astype("Int64").mask(lost)
-    return evaluations_from_table(frame)
+    return evaluations_from_table(frame), float(lost.mean())
 
 
-def _cell(args: tuple[str, int, int, float, int, int, float]) -> dict[str, Any]:
-    model, k, n, p_bias, reps, seed, discard = args
+Cell = tuple[str, int, int, float, int, int, float, str]
+
+
+def _cell(args: Cell) -> dict[str, Any]:
+    model, k, n, p_bias, reps, seed, discard, mode = args
     truth = scenario_truth(model, k=k, p_bias=p_bias, rng=seed)
     gen = np.random.default_rng([seed, k, n, int(round(p_bias * 1000)), MODELS.index(model)])
     values: dict[str, list[float]] = {name: [] for name in ESTIMATORS}
     covered: dict[str, list[bool]] = {name: [] for name in ESTIMATORS}
     contains0: dict[str, list[bool]] = {name: [] for name in ESTIMATORS}
-    l_below, position_cov, unidentified = [], [], []
+    l_below, position_cov, unidentified, shares = [], [], [], []
     for _ in range(reps):
-        ev = _dataset(model, n, k, p_bias, discard, gen)
+        ev, share = _dataset(model, n, k, p_bias, discard, mode, gen)
+        shares.append(share)
         d = analyze(ev, AnalysisOptions(n_resamples=1, n_boot=N_BOOT, spb_repeats=SPB_REPEATS),
                     rng=gen).to_dict()
         d["pb_plugin"] = {"value": d["pb"]["plugin"], "ci_low": None, "ci_high": None}
@@ -109,7 +151,8 @@ def _cell(args: tuple[str, int, int, float, int, int, float]) -> dict[str, Any]:
         position_cov.append(float(np.mean((lo <= truth.position) & (truth.position <= hi))))
     out: dict[str, Any] = {"model": model, "k": k, "queries": n, "p_bias": p_bias,
                            "reps": reps, "seed": seed, "estimators": {},
-                           **({"discard": discard} if discard else {})}
+                           **({"discard": discard} if discard else {}),
+                           **_mode_fields(mode, discard, k, truth.position, shares)}
     for name, (_, attr) in ESTIMATORS.items():
         out["estimators"][name] = _estimator_row(values[name], covered[name],
                                                  contains0[name], float(getattr(truth, attr)))
@@ -117,6 +160,20 @@ def _cell(args: tuple[str, int, int, float, int, int, float]) -> dict[str, Any]:
     out["L_below_tv"] = {"rate": c, "se": float(np.sqrt(c * (1 - c) / len(l_below)))}
     out["position_coverage"] = float(np.mean(position_cov))
     out["split_unidentified"] = float(np.mean(unidentified))
+    return out
+
+
+def _mode_fields(mode: str, discard: float, k: int, position: Any,
+                 shares: list[float]) -> dict[str, Any]:
+    """A not-at-random cell's mode, its mean discarded share and, in ``position`` mode,
+    the PB of the valid answers' position law q_p (1 - d_p) / sum (the distorted
+    distribution the statistics read; the truth compared against stays the model's)."""
+    if mode == "mcar" or not discard:
+        return {}
+    out = {"discard_mode": mode, "discarded_share": float(np.mean(shares))}
+    if mode == "position":
+        valid = position * (1 - _discard_law(k, discard))
+        out["pb_valid_answers"] = float(0.5 * np.abs(valid / valid.sum() - 1 / k).sum())
     return out
 
 
@@ -136,7 +193,7 @@ def _estimator_row(values: list[float], covered: list[bool], contains0: list[boo
     return row
 
 
-def _ps_cell(args: tuple[str, int, int, float, int, int, float]) -> dict[str, Any]:
+def _ps_cell(args: Cell) -> dict[str, Any]:
     """The pairwise PS alone, exactly as ``analyze`` computes it in ``_cell``.
 
     ``analyze`` only spawns child streams from the generator it is given (the third
@@ -144,12 +201,12 @@ def _ps_cell(args: tuple[str, int, int, float, int, int, float]) -> dict[str, An
     ``simulate_scenario`` alone: the data sets and the PS resamples here are those of
     the full cell, and REPS beyond the full cell's continue the same stream.
     """
-    model, k, n, p_bias, reps, seed, discard = args
+    model, k, n, p_bias, reps, seed, discard, mode = args
     truth = scenario_truth(model, k=k, p_bias=p_bias, rng=seed).ps
     gen = np.random.default_rng([seed, k, n, int(round(p_bias * 1000)), MODELS.index(model)])
     values, covered, contains0 = [], [], []
     for _ in range(reps):
-        ev = _dataset(model, n, k, p_bias, discard, gen)
+        ev, _ = _dataset(model, n, k, p_bias, discard, mode, gen)
         g_ps2 = gen.spawn(6)[2]  # analyze's stream for the pairwise PS
         est = permutation_sensitivity(ev, kind="pairwise", n_boot=N_BOOT, rng=g_ps2)
         values.append(est.value)
@@ -157,16 +214,17 @@ def _ps_cell(args: tuple[str, int, int, float, int, int, float]) -> dict[str, An
         contains0.append(est.ci.low <= 0.0)
     return {"model": model, "k": k, "queries": n, "p_bias": p_bias, "seed": seed,
             "ps": _estimator_row(values, covered, contains0, float(truth)),
-            **({"discard": discard} if discard else {})}
+            **({"discard": discard} if discard else {}),
+            **({"discard_mode": mode} if discard and mode != "mcar" else {})}
 
 
-def _key(r: dict[str, Any]) -> tuple[str, int, int, float, int, float]:
-    return (r["model"], r["k"], r["queries"], r["p_bias"], r["seed"], r.get("discard", 0.0))
+def _key(r: dict[str, Any]) -> tuple[str, int, int, float, int, float, str]:
+    return (r["model"], r["k"], r["queries"], r["p_bias"], r["seed"], r.get("discard", 0.0),
+            r.get("discard_mode", "mcar"))
 
 
-def _cell_key(c: tuple[str, int, int, float, int, int, float]
-              ) -> tuple[str, int, int, float, int, float]:
-    return (c[0], c[1], c[2], c[3], c[5], c[6])
+def _cell_key(c: Cell) -> tuple[str, int, int, float, int, float, str]:
+    return (c[0], c[1], c[2], c[3], c[5], c[6], c[7] if c[6] else "mcar")
 
 
 def _store(out: Path, res: dict[str, Any]) -> None:
@@ -182,12 +240,17 @@ def _store(out: Path, res: dict[str, Any]) -> None:
     tmp.replace(out)
 
 
+def _grid(args: argparse.Namespace) -> list[Cell]:
+    return [(m, k, n, p, args.reps, args.seed, d, mode) for m in args.models for k in args.k
+            for n in args.queries for p in args.p_bias for d in args.discard
+            for mode in (args.discard_mode if d else ["mcar"])]
+
+
 def run_ps(args: argparse.Namespace) -> None:
     """``run --ps-only``: replace the PS row of every grid cell already in --out."""
     out = Path(args.out)
     rows = {_key(r): r for r in map(json.loads, out.read_text().splitlines())}
-    cells = [(m, k, n, p, args.reps, args.seed, d) for m in args.models for k in args.k
-             for n in args.queries for p in args.p_bias for d in args.discard]
+    cells = _grid(args)
     todo = [c for c in cells if _cell_key(c) in rows
             and (args.tag is None or rows[_cell_key(c)].get("ps_run") != args.tag)]
     for c in todo:
@@ -206,8 +269,7 @@ def run(args: argparse.Namespace) -> None:
         return
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    cells = [(m, k, n, p, args.reps, args.seed, d) for m in args.models for k in args.k
-             for n in args.queries for p in args.p_bias for d in args.discard]
+    cells = _grid(args)
     lines = out.read_text().splitlines() if out.exists() else []
     # a cell is skipped when it is in the file -- with --replace, only when its line
     # carries this run's --tag (so an interrupted rerun resumes)
@@ -232,6 +294,69 @@ def run(args: argparse.Namespace) -> None:
                   file=sys.stderr, flush=True)
 
 
+def _discard_z(ev: Any, lost: Any) -> float:
+    """A check of discards against the order, from what an audit knows: each
+    evaluation's order, query and whether it was discarded, and the valid picks.
+
+    s_e = sum_i f_q(i) pos_e(i) - (k - 1) / 2 is where order e puts the items query q's
+    valid answers pick (f_q: their share of the query's valid picks, leaving out the
+    evaluations of e's own order; pos_e: 0-based position in order e); over uniformly
+    random orders its mean is 0 whatever f_q. Discards independent of the order (at
+    random, or at a per-query rate) leave U_q = sum_e (D_e - mean_q D) s_e at mean 0,
+    and queries are independent: z = sum_q U_q / sqrt(sum_q U_q^2), about N(0, 1).
+    Discards that rise with the picked position make z positive where the pick is
+    predictable from the item (small relevance sets)."""
+    k, q = ev.orders.shape[1], ev.query
+    nq, valid = int(q.max()) + 1, ~lost
+    group = np.unique(np.column_stack([q, ev.orders]), axis=0, return_inverse=True)[1]
+    group = np.ravel(group)
+    counts = np.zeros((nq, k))
+    np.add.at(counts, (q[valid], ev.item[valid]), 1.0)
+    own = np.zeros((int(group.max()) + 1, k))
+    np.add.at(own, (group[valid], ev.item[valid]), 1.0)
+    rest = counts[q] - own[group]
+    total = rest.sum(axis=1, keepdims=True)
+    f = np.divide(rest, total, out=np.full_like(rest, 1.0 / k), where=total > 0)
+    s = (f * np.argsort(ev.orders, axis=1)).sum(axis=1) - (k - 1) / 2
+    d = lost.astype(float)
+    d -= (np.bincount(q, d, nq) / np.bincount(q, minlength=nq))[q]
+    u = np.bincount(q, d * s, nq)
+    return float(u.sum() / np.sqrt((u**2).sum())) if np.any(u) else 0.0
+
+
+def _check_cell(args: Cell) -> dict[str, Any]:
+    """The rejection rate of ``_discard_z`` (two-sided, 5 %) on the cell's data sets
+    (the first REPS of the full cell's: ``analyze`` consumes none of the stream)."""
+    model, k, n, p_bias, reps, seed, discard, mode = args
+    gen = np.random.default_rng([seed, k, n, int(round(p_bias * 1000)), MODELS.index(model)])
+    z, shares = [], []
+    for _ in range(reps):
+        ev, lost = _simulate(model, n, k, p_bias, discard, mode, gen)
+        z.append(_discard_z(ev, lost))
+        shares.append(float(lost.mean()))
+    rate = float(np.mean(np.abs(z) > 1.959964))
+    return {"model": model, "k": k, "queries": n, "p_bias": p_bias, "reps": reps,
+            "seed": seed, "discard": discard, "discard_mode": mode,
+            "discarded_share": float(np.mean(shares)), "reject": rate,
+            "reject_se": float(np.sqrt(rate * (1 - rate) / reps)),
+            "z_mean": float(np.mean(z)), "z_sd": float(np.std(z, ddof=1))}
+
+
+def check(args: argparse.Namespace) -> None:
+    """``check``: the rejection rates of ``_discard_z`` per cell and discard mode,
+    written to --out (replaced) and printed as a markdown table."""
+    cells = [c for c in _grid(args) if c[6] > 0]
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        rows = list(pool.map(_check_cell, cells))
+    Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    print("| model | k | n | p_bias | mode | discarded | rejected at 5 % (s.e.) | mean z (sd) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['model']} | {r['k']} | {r['queries']} | {r['p_bias']:g} | "
+              f"{r['discard_mode']} | {r['discarded_share']:.3f} | {r['reject']:.3f} "
+              f"({r['reject_se']:.3f}) | {r['z_mean']:+.2f} ({r['z_sd']:.2f}) |")
+
+
 def _pct(x: float | None, digits: int = 2) -> str:
     return "–" if x is None else f"{100 * x:+.{digits}f}"
 
@@ -242,13 +367,50 @@ def _stale(r: dict[str, Any], current: str | None) -> bool:
 
 
 def _model(r: dict[str, Any], current: str | None) -> str:
-    lost = f" ({r['discard']:.0%} discarded)" if r.get("discard") else ""
+    mode = f", {r['discard_mode']}" if r.get("discard_mode") else ""
+    lost = f" ({r['discard']:.0%} discarded{mode})" if r.get("discard") else ""
     return r["model"] + lost + (" †" if _stale(r, current) else "")
 
 
+def _read(paths: list[str]) -> list[dict[str, Any]]:
+    rows = [json.loads(line) for p in paths for line in Path(p).read_text().splitlines()]
+    rows.sort(key=lambda r: (MODELS.index(r["model"]), r["k"], r["queries"], r["p_bias"],
+                             r.get("discard", 0.0),
+                             DISCARD_MODES.index(r.get("discard_mode", "mcar"))))
+    return rows
+
+
+def _bias_cov(e: dict[str, Any]) -> str:
+    bias = f"{_pct(e['bias'])} ({100 * (e['bias_se'] or 0):.2f})" if "bias" in e else "–"
+    return bias + (f" / {e['coverage']:.3f}" if "coverage" in e else "")
+
+
+def _compact(rows: list[dict[str, Any]]) -> None:
+    """``table --compact``: one row per cell (the discards' tables of
+    docs/validation-positional.md): bias in pp (Monte-Carlo s.e.) / coverage."""
+    print("| model | discards | k | p_bias | PB truth / valid answers' | PB bias / coverage "
+          "| 0 in PB CI | PS bias / coverage | sPB bias / coverage | share bias / coverage "
+          "| P(L <= TV) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        e = r["estimators"]
+        lost = (f"{r.get('discard_mode', 'mcar')} {r.get('discarded_share', r['discard']):.3f}"
+                if r.get("discard") else "none")
+        valid = r.get("pb_valid_answers")
+        pb_truth = f"{100 * e['pb']['truth']:.2f}" + (
+            f" / {100 * valid:.2f}" if valid is not None else "")
+        zero = f"{e['pb']['contains_0']:.3f}" if r["p_bias"] == 0 else "–"
+        print(f"| {r['model']} | {lost} | {r['k']} | {r['p_bias']:g} | {pb_truth} | "
+              f"{_bias_cov(e['pb'])} | {zero} | {_bias_cov(e['ps'])} | "
+              f"{_bias_cov(e['spb'])} | {_bias_cov(e['positional_share'])} | "
+              f"{r['L_below_tv']['rate']:.3f} |")
+
+
 def table(args: argparse.Namespace) -> None:
-    rows = [json.loads(line) for line in Path(args.results).read_text().splitlines()]
-    rows.sort(key=lambda r: (MODELS.index(r["model"]), r["k"], r["queries"], r["p_bias"]))
+    rows = _read(args.results)
+    if args.compact:
+        _compact(rows)
+        return
     print("Bias in percentage points (Monte-Carlo s.e. in brackets); coverage of the 95 % CI "
           "(s.e. in brackets); the last table: share of CIs containing 0 when the truth is 0."
           "\n")
@@ -401,8 +563,7 @@ def summary(args: argparse.Namespace) -> None:
     """Per estimator and model: the worst bias, the coverage range, and how many cells
     fall outside 0.92-0.97 or short of 0.95 by more than two Monte-Carlo standard
     errors; then every cell where PB, PS or sPB miss a goal (over-coverage aside)."""
-    rows = [json.loads(line) for line in Path(args.results).read_text().splitlines()]
-    rows.sort(key=lambda r: (MODELS.index(r["model"]), r["k"], r["queries"], r["p_bias"]))
+    rows = _read(args.results)
     print("| estimator | model | cells | max abs bias, pp (cell) | cells with abs bias > 1 pp "
           "| coverage range | cells < 0.92 / > 0.97 | cells below 0.95 by > 2 s.e. "
           "| min share of CIs with 0 at p_bias 0 |")
@@ -439,8 +600,11 @@ def main() -> None:
     r.add_argument("--p-bias", nargs="+", type=float, default=[0.0, 0.03, 0.1])
     r.add_argument("--reps", type=int, default=200)
     r.add_argument("--discard", nargs="+", type=float, default=[0.0],
-                   help="shares of evaluations discarded at random (answers that do not "
+                   help="mean shares of evaluations discarded (answers that do not "
                         "parse, as at temperatures above 0)")
+    r.add_argument("--discard-mode", nargs="+", default=["mcar"], choices=DISCARD_MODES,
+                   help="how the discards are chosen: at random (mcar), more often at "
+                        "later picked positions (position), at a per-query rate (query)")
     r.add_argument("--seed", type=int, default=20261201)
     r.add_argument("--jobs", type=int, default=1)
     r.add_argument("--out", default="benchmarks/results/validate_positional.jsonl")
@@ -454,13 +618,26 @@ def main() -> None:
                    help="recompute only the pairwise PS row of the cells already in --out "
                         "(same data sets; --reps may exceed the cell's), skipping those "
                         "whose 'ps_run' is --tag")
+    c = sub.add_parser("check", help="the discard-order check's rejection rates")
+    for flag, kind, default in (("--models", str, ["paper", "decoding", "primacy"]),
+                                ("--k", int, [5, 10]), ("--queries", int, [100]),
+                                ("--p-bias", float, [0.0, 0.1]), ("--discard", float, [0.2]),
+                                ("--discard-mode", str, list(DISCARD_MODES))):
+        c.add_argument(flag, nargs="+", type=kind, default=default)
+    c.add_argument("--reps", type=int, default=1000)
+    c.add_argument("--seed", type=int, default=20261205)
+    c.add_argument("--jobs", type=int, default=1)
+    c.add_argument("--out", default="benchmarks/results/validate_positional_discards_check.jsonl")
     for name in ("table", "summary"):
         t = sub.add_parser(name)
-        t.add_argument("results")
+        t.add_argument("results", nargs="+")
+        t.add_argument("--compact", action="store_true",
+                       help="table: one row per cell (bias / coverage of PB, PS, sPB, "
+                            "the share; the discard mode)")
         t.add_argument("--current", default=None,
                        help="mark the cells whose 'run' tag is not this one")
     args = parser.parse_args()
-    {"run": run, "table": table, "summary": summary}[args.command](args)
+    {"run": run, "table": table, "summary": summary, "check": check}[args.command](args)
 
 
 if __name__ == "__main__":
