@@ -83,6 +83,7 @@ def print_analysis(rows: list[dict[str, Any]], by: list[str], *,
         ("k", lambda r: str(r["k"])),
         ("queries / evaluations", lambda r: f"{r['n_queries']} / {r['n_evaluations']}"),
         ("discarded generations", lambda r: str(r["n_discarded"])),
+        ("discards vs order: z (p); PB shift bound", _discard_line),
         ("queries without PS / sPB (< 2 valid)", lambda r: str(r["n_queries_excluded_ps"])),
         (
             f"POB-ICM X2 (p{holm})",
@@ -108,6 +109,7 @@ def print_analysis(rows: list[dict[str, Any]], by: list[str], *,
     for text, groups in caveats.items():
         where = groups[0] if len(groups) == 1 else f"{len(groups)} groups: {'; '.join(groups)}"
         console.print(f"[yellow]POB-ICM ({where}):[/] {text}", highlight=False)
+    _warn_discards(rows, names)
     if not verdict:  # a sequential run's verdict is its sequential decision
         _print_notes(rows, names, tests=False)
         return
@@ -119,10 +121,46 @@ def print_analysis(rows: list[dict[str, Any]], by: list[str], *,
         or r["pob_unbp"].get("reject_holm", r["pob_unbp"]["reject"])
     ]
     if biased:
-        console.print(f"[bold red]Positional bias detected[/] ({level}) in: {'; '.join(biased)}")
+        flagged = [n for n in biased if _order_dependent(rows[names.index(n)])]
+        console.print(f"[bold red]Positional bias detected[/] ({level}) in: {'; '.join(biased)}"
+                      + (f" -- but the discards depend on the order in {'; '.join(flagged)}:"
+                         " see the warning above" if flagged else ""))
     else:
         console.print(f"[bold green]No positional bias detected[/] ({level})")
     _print_notes(rows, names, tests=True)
+
+
+MSG_DISCARDS_ORDER = (
+    "discards depend on the order shown in {where} (z = {z:+.2f}, p = {p:.3g}): PB, the "
+    "position distribution, the positional share and POB-UNBP's bound describe the "
+    "parseable answers; PB of all answers lies within +-{bound:.3f} of PB (sPB and PS "
+    "held in validation; docs/validation-positional.md, 'Discards that depend on the "
+    "answer')")
+
+
+def _discard_line(r: dict[str, Any]) -> str:
+    """``z (p); +-bound`` of ``discard_check``, ``-`` without discards."""
+    c = r.get("discard_check")
+    if c is None:
+        return "-"
+    test = "n/a" if c["z"] is None else f"{c['z']:+.2f} ({c['pvalue']:.3g})"
+    return f"{test}; +-{c['pb_shift_bound']:.3f}"
+
+
+def _order_dependent(r: dict[str, Any]) -> bool:
+    """Whether the group's discard check rejects at its alpha."""
+    c = r.get("discard_check")
+    return c is not None and c["pvalue"] is not None and c["pvalue"] <= r["alpha"]
+
+
+def _warn_discards(rows: list[dict[str, Any]], names: list[str]) -> None:
+    """One warning per group whose discards depend on the order (at its alpha)."""
+    for name, r in zip(names, rows, strict=True):
+        if _order_dependent(r):
+            c = r["discard_check"]
+            console.print("[yellow]warning:[/] " + MSG_DISCARDS_ORDER.format(
+                where=name, z=c["z"], p=c["pvalue"], bound=c["pb_shift_bound"]),
+                highlight=False)
 
 
 def _topn_line(fmt: Callable[[dict[str, Any]], str]) -> Callable[[dict[str, Any]], str]:

@@ -18,6 +18,7 @@ from ._bootstrap import bootstrap_ci
 from ._compare import Comparison, compare_systems
 from ._compare_cells import CellComparison, RunComparisons, compare_cells
 from ._crossfit import PositionalBiasResult, positional_bias, positional_bias_from_shares
+from ._discards import DiscardCheck, discard_check
 from ._distribution import position_distribution, selection_rate_matrix
 from ._evaluations import Evaluations, evaluations_from_table, group_table, read_table
 from ._exact import (
@@ -101,6 +102,7 @@ __all__ = [
     "CallCost",
     "ClassPositionLift",
     "DesignPlan",
+    "DiscardCheck",
     "Effect",
     "Evaluations",
     "ExactAnalysis",
@@ -132,6 +134,7 @@ __all__ = [
     "compare_cells",
     "compare_systems",
     "contingency_table",
+    "discard_check",
     "draw_ranking",
     "effect_from_evaluations",
     "evaluations_from_table",

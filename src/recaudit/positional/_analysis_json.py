@@ -29,6 +29,7 @@ from .._records import (
 from .._stats import METHOD_FROM_JSON, ConfidenceInterval, Estimate
 from ..exceptions import InputError
 from ._crossfit import PositionalBiasResult
+from ._discards import DiscardCheck
 from ._icm import PobIcmResult
 from ._metrics import MSG_TAU, StrongBiasResult
 from ._strong import StrongSoftResult, split_note, spread_upper
@@ -183,6 +184,8 @@ def analysis_fields(obj: Mapping[str, Any], confidence_level: float) -> dict[str
         "group": group_keys(obj, "n_queries"),
         "tau": _tau(obj, what),
         "spb_threshold_from": paper.get("threshold_from"),
+        "discard_check": None if obj.get("discard_check") is None
+        else DiscardCheck.from_dict(obj["discard_check"], where=f"{what}.discard_check"),
     }
 
 

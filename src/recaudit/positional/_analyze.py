@@ -16,6 +16,7 @@ from .._stats import ConfidenceInterval, Estimate, as_generator, holm
 from ..exceptions import InputError
 from ._analysis_json import STATISTICS, Coverage, analysis_fields, holm_column
 from ._crossfit import PositionalBiasResult, crossfit_shares, positional_bias_crossfit
+from ._discards import DiscardCheck, discard_check
 from ._distribution import position_distribution, selection_rate_matrix
 from ._evaluations import (
     GROUP_COLUMNS,
@@ -104,6 +105,7 @@ class PositionalAnalysis:
     group: dict[str, Any] = field(default_factory=dict)
     tau: float | Literal["auto"] = "auto"
     spb_threshold_from: dict[str, Any] | None = None
+    discard_check: DiscardCheck | None = None
 
     @property
     def pob_icm_pvalue(self) -> float:
@@ -189,6 +191,8 @@ class PositionalAnalysis:
             "position_distribution": [e.value for e in self.position_distribution],
             "position_distribution_ci": [[e.ci.low, e.ci.high] for e in self.position_distribution],
             "selection_rate_matrix": self.selection_rate_matrix.tolist(),
+            "discard_check": None if self.discard_check is None
+            else self.discard_check.to_dict(),
         }
 
     @classmethod
@@ -437,6 +441,7 @@ def _analyze_group(
         group=keys,
         tau=settings.tau,
         spb_threshold_from=threshold_from,
+        discard_check=discard_check(evals),
     )
 
 

@@ -12,7 +12,7 @@ Rows are numbered from 1 in the order of the table (the header is not a row), so
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +104,10 @@ class Evaluations:
         Discarded generations (empty ``selected_position``) in the group.
     n_queries_all_discarded : int
         Queries whose every generation was discarded (not in ``query_ids``).
+    discarded_query, discarded_orders : ndarray of int64, shapes (m,) and (m, k)
+        Query code and order of each discarded generation of a query in
+        ``query_ids`` (what :func:`~recaudit.positional.discard_check` needs to test
+        whether discards depend on the order); empty when nothing was discarded.
 
     Notes
     -----
@@ -121,6 +125,10 @@ class Evaluations:
     rows: npt.NDArray[np.int64]
     n_discarded: int = 0
     n_queries_all_discarded: int = 0
+    discarded_query: npt.NDArray[np.int64] = field(
+        default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
+    discarded_orders: npt.NDArray[np.int64] = field(
+        default_factory=lambda: np.zeros((0, 0), dtype=np.int64), repr=False)
 
     @property
     def n_queries(self) -> int:
@@ -264,6 +272,7 @@ def evaluations_from_table(table: pd.DataFrame | str | Path) -> Evaluations:
     kept_codes, query = np.unique(all_codes[valid], return_inverse=True)
     orders_v = orders[valid]
     pos_v = position[valid]
+    lost = discarded & np.isin(all_codes, kept_codes)  # of a query with a valid one
     return Evaluations(
         k=k,
         query_ids=np.asarray(all_ids)[kept_codes],
@@ -274,6 +283,8 @@ def evaluations_from_table(table: pd.DataFrame | str | Path) -> Evaluations:
         rows=rows[valid],
         n_discarded=int(discarded.sum()),
         n_queries_all_discarded=int(all_ids.size - kept_codes.size),
+        discarded_query=np.searchsorted(kept_codes, all_codes[lost]).astype(np.int64),
+        discarded_orders=orders[lost],
     )
 
 

@@ -464,6 +464,7 @@ def canonical(obj: Any, index: int, alpha: float | None = None, *,
         **_distribution(obj, where, k),
         "selection_rate_matrix": [[to_float(x, "selection_rate_matrix", where) for x in row]
                                   for row in matrix],
+        "discard_check": obj.get("discard_check"),  # read strictly by from_dict
     }
 
 

@@ -378,8 +378,36 @@ def _discard_tables(run: PositionalRun) -> tuple[Table, ...]:
     return tuple(tables)
 
 
+def _discard_notes(run: PositionalRun) -> tuple[str, ...]:
+    """Per configuration with discards: whether they depend on the order shown
+    (:class:`~recaudit.positional.DiscardCheck`) and how far PB of all answers can be."""
+    notes = []
+    for g in run.groups:
+        c = g.analysis.discard_check
+        if c is None:
+            continue
+        if c.depends_on_order(g.analysis.alpha):
+            notes.append(
+                f"{g.label}: the discards depend on the order shown (z = {c.z:+.2f}, "
+                f"p = {c.pvalue:.3g}). PB, the position distribution, the positional "
+                "share and POB-UNBP's bound describe the answers that parsed, not the "
+                f"model: PB of all its answers lies within +-{c.pb_shift_bound:.3f} of "
+                "the PB shown. sPB and PS held under such discards in validation "
+                "(docs/validation-positional.md).")
+        else:
+            test = ("" if c.z is None else
+                    f" (z = {c.z:+.2f}, p = {c.pvalue:.3g}; the check cannot see a "
+                    "dependence when the picks do not follow the candidates)")
+            notes.append(
+                f"{g.label}: no dependence of the discards on the order was found{test}; "
+                f"whatever made them, PB of all answers lies within "
+                f"+-{c.pb_shift_bound:.3f} of the PB shown.")
+    return tuple(notes)
+
+
 def discards_section(run: PositionalRun) -> Section:
-    """Discarded generations per model and reason, with verbatim examples."""
+    """Discarded generations per model and reason, with verbatim examples, and whether
+    they depend on the order shown."""
     return Section(
         "discards",
         "Discarded generations",
@@ -387,12 +415,12 @@ def discards_section(run: PositionalRun) -> Section:
             "fig-discards",
             "Discarded generations per model",
             "Share of each model's generations that were discarded, by reason. A high "
-            "share means the model often ignores the answer format; if discards depend "
-            "on the order shown, they can bias the tests: compare with the complete-case "
-            "analysis.",
+            "share means the model often ignores the answer format; discards that depend "
+            "on the order shown bias PB and POB-UNBP (the notes below test for it).",
             _plots.discards(run.discards, run.generations, fig_id="fig-discards"),
         ),),
         tables=_discard_tables(run),
+        notes=_discard_notes(run),
     )
 
 
