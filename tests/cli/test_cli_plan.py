@@ -94,6 +94,17 @@ def test_pilot_gives_effect_tokens_and_rate(pilot_run):
     assert fixed["money"] == pytest.approx(fixed["calls"] * 315 / 1e6)
 
 
+def test_the_rate_counts_the_engine_s_slots_not_the_run_s_concurrency(pilot_run):
+    """An in-process llama.cpp engine answers `n_parallel` calls at a time whatever the
+    run's concurrency (its latency starts when a slot takes the call): the rate is
+    min(concurrency, slots) / latency (measured on SmolLM2: 0.48 calls/s, not 0.97)."""
+    (pilot_run / "run.json").write_text(json.dumps({"sessions": [{"backends": [
+        {"model": "sim", "engine": "llama.cpp", "n_parallel": 2},
+        {"model": "other", "engine": "llama.cpp", "n_parallel": 1}]}]}))
+    fixed = _plan("--pilot", str(pilot_run))[0]
+    assert fixed["wall_s"] == pytest.approx(fixed["calls"] / (2 / 0.5))  # 2 slots / 0.5 s
+
+
 def test_pilot_errors_name_the_fix(pilot_run, tmp_path):
     res = runner.invoke(app, ["positional", "plan", "--pilot", str(pilot_run), "--k", "10"])
     assert res.exit_code == 2 and "no evaluation at k = 10" in res.output

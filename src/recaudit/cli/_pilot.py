@@ -5,8 +5,11 @@ reader hands them one cell of the pilot's evaluations table and measures, from t
 same folder, what a call costs: mean prompt and completion tokens per call (the
 journal's ``prompt_tokens``, ``completion_tokens``) and the backend's rate. The rate
 is Little's law on the journaled latencies: with ``concurrency`` calls in flight
-(``config.resolved.json``), ``calls/s = min(concurrency, calls) / mean latency`` --
-an estimate that assumes the pilot kept its in-flight limit full.
+(``config.resolved.json``), capped by the engine's own parallel slots where the run
+records them (``n_parallel`` of the model's backend in ``run.json``: the in-process
+llama.cpp engine answers ``batch_size`` calls at a time and times a call from the
+moment a slot takes it), ``calls/s = min(in flight, calls) / mean latency`` -- an
+estimate that assumes the pilot kept its in-flight limit full.
 """
 
 from __future__ import annotations
@@ -82,6 +85,20 @@ def _concurrency(run: Path) -> int:
     return max(1, value)
 
 
+def _engine_slots(run: Path, model: str | None) -> int | None:
+    """The fewest ``n_parallel`` slots the pilot's backends recorded for ``model`` (any
+    model when None) in ``run.json``'s last session; None when none is recorded."""
+    try:
+        manifest = json.loads((run / "run.json").read_text(encoding="utf-8"))
+        backends = manifest["sessions"][-1]["backends"]
+        slots = [int(b["n_parallel"]) for b in backends
+                 if isinstance(b, dict) and isinstance(b.get("n_parallel"), int)
+                 and (model is None or b.get("model") == model)]
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
+    return max(1, min(slots)) if slots else None
+
+
 def read_pilot(run: Path, *, k: int, model: str | None = None) -> Pilot:
     """The pilot's evaluations at ``k`` (one model, temperature, condition) and rates."""
     if not run.is_dir():
@@ -106,7 +123,10 @@ def read_pilot(run: Path, *, k: int, model: str | None = None) -> Pilot:
     exact = bool("choice_probs" in table.columns
                  and table["choice_probs"].notna().mean() >= 0.5)
     latency = _mean(table, "latency_s")
-    rate = (min(_concurrency(run), len(table)) / latency) if latency else None
+    names = table["model"].dropna().unique() if "model" in table.columns else []
+    slots = _engine_slots(run, str(names[0]) if len(names) == 1 else model)
+    in_flight = min(_concurrency(run), slots) if slots is not None else _concurrency(run)
+    rate = (min(in_flight, len(table)) / latency) if latency else None
     return Pilot(table=table.reset_index(drop=True), cell=cell, exact=exact, calls_per_s=rate,
                  prompt_tokens=_mean(table, "prompt_tokens"),
                  completion_tokens=_mean(table, "completion_tokens"))
