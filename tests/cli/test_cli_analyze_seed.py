@@ -1,0 +1,30 @@
+"""`positional analyze RUN` without --seed uses the run's seed (config.resolved.json),
+as its --help says: the same table twice, and the same as --seed SEED."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from recaudit.cli import app
+from recaudit.positional import simulate_evaluations
+
+runner = CliRunner()
+FAST = ["--n-boot", "50", "--n-resamples", "49", "--json"]
+
+
+def test_a_run_folder_is_analysed_with_its_seed(tmp_path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    simulate_evaluations(20, k=4, n_perms=6, p_bias=0.2, rng=1).to_frame().to_parquet(
+        run / "evaluations.parquet")
+    (run / "config.resolved.json").write_text(json.dumps({"seed": 7}))
+    first, again, given = (runner.invoke(app, ["positional", "analyze", str(run), *FAST, *x])
+                           for x in ([], [], ["--seed", "7"]))
+    assert first.exit_code == 0, first.output
+    assert first.stdout == again.stdout == given.stdout
+    other = runner.invoke(app, ["positional", "analyze", str(run), *FAST, "--seed", "8"])
+    assert json.loads(other.stdout)["pb"] != json.loads(first.stdout)["pb"]
+    (run / "config.resolved.json").write_text("not json")  # no config seed: still analysed
+    assert runner.invoke(app, ["positional", "analyze", str(run), *FAST]).exit_code == 0
