@@ -88,11 +88,12 @@ def _observed(ma: sparse.csr_matrix, mb: sparse.csr_matrix, n_items: int
             np.count_nonzero(np.asarray(mb.sum(axis=0)).ravel()) / n_items)
 
 
-def _swapped(ma: sparse.csr_matrix, mb: sparse.csr_matrix, swap: npt.NDArray[np.float32],
-             n_items: int) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+def _swapped(ma: sparse.csr_matrix, mb: sparse.csr_matrix, total: npt.NDArray[np.float64],
+             swap: npt.NDArray[np.float32], n_items: int
+             ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """IC of A's and of B's lists under each row of ``swap`` (permutations x users; 1 =
-    the user's two lists swapped): each of shape ``(m,)``."""
-    total = np.asarray(ma.sum(axis=0) + mb.sum(axis=0)).ravel()
+    the user's two lists swapped), ``total`` the two lists' column sums (the same under
+    every swap): each of shape ``(m,)``."""
     kept = (1.0 - swap).astype(np.float32)
     cover_a = np.asarray((ma.T @ kept.T + mb.T @ swap.T).T)  # m x shown items
     covered_a = np.count_nonzero(cover_a > 0.5, axis=1)
@@ -124,6 +125,8 @@ class PairCoverage:
                  design: CoverageDesign) -> None:
         self._design = design
         self._matrices = [_incidence(items_a, items_b, c) for c in design.cuts]
+        self._totals = [np.asarray(ma.sum(axis=0) + mb.sum(axis=0)).ravel()
+                        for ma, mb in self._matrices]  # swaps keep them: once per pair
 
     def observed(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """IC of A and of B at every cut-off (each of shape ``(cuts,)``)."""
@@ -135,6 +138,7 @@ class PairCoverage:
                 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """IC of A and of B under each row of ``swap`` (each of shape ``(m, cuts)``)."""
         s = swap.astype(np.float32)
-        pairs = [_swapped(ma, mb, s, self._design.n_items) for ma, mb in self._matrices]
+        pairs = [_swapped(ma, mb, total, s, self._design.n_items)
+                 for (ma, mb), total in zip(self._matrices, self._totals, strict=True)]
         return (np.stack([a for a, _ in pairs], axis=1),
                 np.stack([b for _, b in pairs], axis=1))
