@@ -53,6 +53,7 @@ from ._journal import (
     ResultSink,
     unescape_row,
 )
+from ._manifest import manifest_backends
 from ._mitigation_compare import (
     ArmRun,
     MitigationArm,
@@ -67,8 +68,13 @@ from ._plan import answer_schema, build_tasks, design_notes
 from ._run import AuditInterrupted, AuditResult, make_executor, run_audit
 from ._run_options import RunOptions
 from ._runner import EmbeddingProgress, EvalTask, RunProgress, RunSummary, run_tasks
-from ._sequential_driver import SequentialOptions
-from ._sequential_file import SequentialAudit, SequentialCell, SequentialEvidence, SequentialPb
+from ._sequential_file import (
+    SequentialAudit,
+    SequentialCell,
+    SequentialEvidence,
+    SequentialOptions,
+    SequentialPb,
+)
 from ._spend import BATCH_DISCOUNT, RunSpend, SpendCell, SpendTotal
 from ._study_driver import StudyRun, run_positional_study
 
@@ -152,4 +158,5 @@ __all__ = [
     "run_positional_study",
     "apply_plan",
     "choose_design",
+    "manifest_backends",
 ]

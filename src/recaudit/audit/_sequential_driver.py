@@ -34,8 +34,9 @@ with a vector counting, its text parsed or not; rows without one are skipped.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +48,6 @@ from .._io import write_text_atomic
 from .._seeds import stable_words
 from ..exceptions import ConfigError, InputError
 from ..positional import (
-    DEFAULT_SEQUENTIAL_METHOD,
-    EXACT_SEQUENTIAL_METHODS,
-    SEQUENTIAL_METHODS,
     positional_bias_from_shares,
     sequential_exact_test,
     sequential_uniformity_test,
@@ -57,6 +55,13 @@ from ..positional import (
 from ._config import AuditConfig
 from ._journal import EvalKey, Journal
 from ._runner import EvalTask, RunProgress, RunSummary
+from ._sequential_file import (
+    SequentialAudit,
+    SequentialCell,
+    SequentialEvidence,
+    SequentialOptions,
+    SequentialPb,
+)
 
 __all__ = ["SEQUENTIAL_FILE", "SequentialOptions", "cell_order", "drive_sequential"]
 
@@ -68,15 +73,6 @@ MSG_DESIGN = (
     "kind = \"sampled\" and samples_per_order = 1 (got kind = {kind!r}, "
     "samples_per_order = {spo})"
 )
-MSG_EXACT_METHOD = (
-    "--sequential on choice probabilities (exact mode) has the e-processes {allowed}; "
-    "got method = {method!r} (or set answers = \"sampled\")"
-)
-MSG_NO_PROBS = (
-    "--sequential with answers = \"exact\" needs [prompt] choice_probabilities = true "
-    "(the run must record the choice-probability vectors)"
-)
-ANSWERS = ("auto", "sampled", "exact")
 MSG_VECTOR_LENGTH = ("journal: a `choice_probs` vector does not have k = {k} entries; the "
                      "journal is not from this config (use a new --out)")
 MSG_CONDITION = (
@@ -85,68 +81,6 @@ MSG_CONDITION = (
 )
 
 Cell = tuple[str, int, float, str]
-
-
-@dataclass(frozen=True)
-class SequentialOptions:
-    """How a sequential run stops.
-
-    Attributes
-    ----------
-    alpha : float
-        Family-wise level over all cells (each cell gets ``alpha / n_cells``).
-    max_evaluations : int
-        Budget per cell (evaluations sent, discarded ones included).
-    method : str
-        The e-process (``recaudit.positional.sequential_uniformity_test``; in exact
-        mode one of ``_sequential_exact.EXACT_SEQUENTIAL_METHODS``).
-    round_evaluations : int
-        Evaluations per cell per round (rounded up to whole query blocks).
-    answers : {'auto', 'sampled', 'exact'}
-        What the e-process reads: the sampled answers' positions, or the choice-
-        probability vectors; ``"auto"`` reads the vectors when the run records them.
-    ci_width : float or None
-        Stop a cell once the 95 % CI of its PB is at most this wide (``ci_high -
-        ci_low``), whether or not its e-process has rejected; ``None``: stop at the
-        rejection. The test's verdict at that look stays anytime-valid; the CI's
-        coverage after stopping on its width is measured in docs/exact-and-sequential.md.
-    """
-
-    alpha: float = 0.05
-    max_evaluations: int = 2000
-    method: str = DEFAULT_SEQUENTIAL_METHOD
-    round_evaluations: int = 20
-    answers: str = "auto"
-    ci_width: float | None = None
-
-    def __post_init__(self) -> None:
-        if not 0.0 < self.alpha < 1.0:
-            raise ConfigError(f"`--alpha` must be in (0, 1), got {self.alpha!r}")
-        for name in ("max_evaluations", "round_evaluations"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"`{name}` must be an integer >= 1, got {value!r}")
-        if self.method not in SEQUENTIAL_METHODS:
-            raise ConfigError(f"`method` must be one of {SEQUENTIAL_METHODS}, got {self.method!r}")
-        if self.answers not in ANSWERS:
-            raise ConfigError(f"`answers` must be one of {ANSWERS}, got {self.answers!r}")
-        width = self.ci_width
-        if width is not None and (isinstance(width, bool) or not isinstance(width, (int, float))
-                                  or not 0.0 < width <= 1.0):
-            raise ConfigError(f"`--ci-width` must be in (0, 1] (a CI's width as a fraction, "
-                              f"e.g. 0.05), got {width!r}")
-
-    def exact(self, cfg: AuditConfig) -> bool:
-        """Whether the cells read choice-probability vectors for this config (raises
-        :class:`ConfigError` when exact mode is asked and impossible)."""
-        records = bool(cfg.prompt.choice_probabilities)
-        if self.answers == "exact" and not records:
-            raise ConfigError(MSG_NO_PROBS)
-        use = self.answers == "exact" or (self.answers == "auto" and records)
-        if use and self.method not in EXACT_SEQUENTIAL_METHODS:
-            raise ConfigError(MSG_EXACT_METHOD.format(allowed=", ".join(EXACT_SEQUENTIAL_METHODS),
-                                                      method=self.method))
-        return use
 
 
 def check_sequential_config(cfg: AuditConfig) -> None:
@@ -208,8 +142,8 @@ def _rounds(blocks: list[list[EvalTask]], options: SequentialOptions) -> list[li
 
 def _evidence(cell_rounds: list[list[EvalTask]], n_done: int, status: dict[EvalKey, Any],
               k: int, alpha: float, method: str,
-              vectors: dict[EvalKey, Any] | None = None) -> tuple[dict[str, Any], bool]:
-    """Test over the first ``n_done`` completed rounds; returns (evidence, rejected).
+              vectors: dict[EvalKey, Any] | None = None) -> SequentialEvidence:
+    """The cell's evidence over its first ``n_done`` completed rounds.
 
     E is looked at after EVERY valid evaluation (Ville's inequality bounds the
     supremum over all of them); a crossing inside a round is acted on at the end of
@@ -234,21 +168,23 @@ def _evidence(cell_rounds: list[list[EvalTask]], n_done: int, status: dict[EvalK
             raise InputError(MSG_VECTOR_LENGTH.format(k=k))
         probs = np.asarray(observed, dtype=float).reshape(len(observed), k)
         res = sequential_exact_test(probs, alpha=alpha, method=method)  # type: ignore[arg-type]
-    evidence = res.to_dict()
-    evidence["answers"] = "sampled" if vectors is None else "exact"
-    if vectors is not None:
-        evidence["counts"] = [round(float(c), 3) for c in res.counts]
     # keep the JSON small: the path at round ends (and at the crossing)
     looks: list[int] = []
     if observed:
         ends = np.flatnonzero(np.diff(np.r_[round_end, np.inf]) > 0) + 1
         looks = sorted({int(t) for t in ends if t <= res.stopped_at} | {res.stopped_at})
-    evidence["checkpoints"] = looks
-    evidence["log_e_path"] = [float(res.log_e_path[t - 1]) for t in looks]
-    evidence["evaluations_at_checkpoints"] = [round_end[t - 1] for t in looks]
-    evidence["valid_evaluations"] = res.stopped_at if observed else 0
-    evidence["evaluations_used"] = round_end[res.stopped_at - 1] if res.reject else used
-    return evidence, res.reject
+    return SequentialEvidence(
+        reject=res.reject, stopped_at=res.stopped_at, e_value=res.e_value,
+        threshold=1.0 / res.alpha, pvalue=res.pvalue, alpha=res.alpha, method=res.method,
+        checkpoints=tuple(looks),
+        log_e_path=tuple(float(res.log_e_path[t - 1]) for t in looks),
+        counts=tuple(res.counts.tolist() if vectors is None
+                     else [round(float(c), 3) for c in res.counts]),
+        cs_low=tuple(res.cs_low.tolist()), cs_high=tuple(res.cs_high.tolist()),
+        answers="sampled" if vectors is None else "exact",
+        evaluations_at_checkpoints=tuple(round_end[t - 1] for t in looks),
+        valid_evaluations=res.stopped_at if observed else 0,
+        evaluations_used=round_end[res.stopped_at - 1] if res.reject else used)
 
 
 async def drive_sequential(
@@ -275,7 +211,7 @@ async def drive_sequential(
     level = options.alpha / len(cells)
     plan = {c: _rounds(ordered[c], options) for c in cells}
     active = set(cells)
-    state: dict[Cell, dict[str, Any]] = {}
+    state: dict[Cell, SequentialEvidence] = {}
     totals = {"ok": 0, "discarded": 0, "failed": 0, "retries": 0, "elapsed": 0.0}
     n_round = {c: 0 for c in cells}
     if progress is not None:
@@ -310,7 +246,7 @@ async def drive_sequential(
 
 
 def _advance(c: Cell, rounds: list[list[EvalTask]], n_round: dict[Cell, int],
-             status: dict[EvalKey, Any], state: dict[Cell, dict[str, Any]], level: float,
+             status: dict[EvalKey, Any], state: dict[Cell, SequentialEvidence], level: float,
              options: SequentialOptions, vectors: dict[EvalKey, Any] | None = None,
              seed: int = 0) -> bool:
     """Advance cell ``c`` over the rounds already complete in the journal, updating its
@@ -318,34 +254,34 @@ def _advance(c: Cell, rounds: list[list[EvalTask]], n_round: dict[Cell, int],
     narrow enough -- or every round run)."""
     while n_round[c] < len(rounds) and all(t.key in status for t in rounds[n_round[c]]):
         n_round[c] += 1
-        evidence, rejected = _evidence(rounds, n_round[c], status, c[1], level,
-                                       options.method, vectors)
+        evidence = _evidence(rounds, n_round[c], status, c[1], level, options.method,
+                             vectors)
         if options.ci_width is not None:  # runs past a rejection until the width
-            evidence["pb"] = _pb_at_look(rounds[:n_round[c]], status, vectors, c, seed)
-            evidence["ci_width_reached"] = _narrow(evidence["pb"], options.ci_width)
-            evidence["evaluations_used"] = sum(len(r) for r in rounds[:n_round[c]])
+            pb = _pb_at_look(rounds[:n_round[c]], status, vectors, c, seed)
+            evidence = replace(evidence, pb=pb, ci_width_reached=_narrow(pb, options.ci_width),
+                               evaluations_used=sum(len(r) for r in rounds[:n_round[c]]))
         state[c] = evidence
-        if _stops(evidence, rejected, options):
+        if _stops(evidence, options):
             break
     ev = state.get(c)
-    return (ev is not None and _stops(ev, bool(ev["reject"]), options)) \
-        or n_round[c] >= len(rounds)
+    return (ev is not None and _stops(ev, options)) or n_round[c] >= len(rounds)
 
 
-def _stops(evidence: dict[str, Any], rejected: bool, options: SequentialOptions) -> bool:
+def _stops(evidence: SequentialEvidence, options: SequentialOptions) -> bool:
     """A cell's stop rule at one look: the rejection, or with ``ci_width`` the width."""
     if options.ci_width is None:
-        return rejected
-    return bool(evidence.get("ci_width_reached"))
+        return evidence.reject
+    return bool(evidence.ci_width_reached)
 
 
-def _narrow(pb: dict[str, Any], width: float) -> bool:
-    low, high = pb.get("ci_low"), pb.get("ci_high")
-    return low is not None and high is not None and high - low <= width
+def _narrow(pb: SequentialPb, width: float) -> bool:
+    """Whether PB's CI is defined and at most ``width`` wide."""
+    return math.isfinite(pb.ci_low) and math.isfinite(pb.ci_high) \
+        and pb.ci_high - pb.ci_low <= width
 
 
 def _pb_at_look(done: list[list[EvalTask]], status: dict[EvalKey, Any],
-                vectors: dict[EvalKey, Any] | None, c: Cell, seed: int) -> dict[str, Any]:
+                vectors: dict[EvalKey, Any] | None, c: Cell, seed: int) -> SequentialPb:
     """PB with its CI over the cell's completed rounds (queries whole: a round takes
     whole query blocks), from per-query position shares or, in exact mode, per-query
     mean choice vectors; the bootstrap seeded by (seed, cell, evaluations), so a resume
@@ -367,13 +303,12 @@ def _pb_at_look(done: list[list[EvalTask]], status: dict[EvalKey, Any],
                 x[int(pos) - 1] = 1.0
             rows.setdefault(t.key.query_id, []).append(x)
     if len(rows) < 2:
-        return {"value": None, "ci_low": None, "ci_high": None, "n_queries": len(rows)}
+        return SequentialPb(math.nan, math.nan, math.nan, len(rows))
     shares = np.stack([np.mean(v, axis=0) for v in rows.values()])
     n_eval = sum(len(v) for v in rows.values())
     gen = np.random.default_rng(stable_words("ci_width", seed, *c, n_eval))
     pb = positional_bias_from_shares(shares, rng=gen)
-    return {"value": pb.value, "ci_low": pb.ci.low, "ci_high": pb.ci.high,
-            "n_queries": len(rows)}
+    return SequentialPb(pb.value, pb.ci.low, pb.ci.high, len(rows))
 
 
 def _journal_status(journal: Journal) -> tuple[dict[EvalKey, Any], dict[EvalKey, Any]]:
@@ -402,12 +337,12 @@ def _vector(value: Any) -> list[float] | None:
     return None if value is None else [float(x) for x in value]
 
 
-def _decision(ev: dict[str, Any] | None, options: SequentialOptions, ran_all: bool,
+def _decision(ev: SequentialEvidence | None, options: SequentialOptions, ran_all: bool,
               capped: bool) -> str:
     """A cell's state: running, rejected, ci_width_reached (with ``--ci-width``: the
     width reached without a rejection), budget_spent or plan_exhausted."""
-    if ev is not None and _stops(ev, bool(ev["reject"]), options):
-        return "rejected" if ev["reject"] else "ci_width_reached"
+    if ev is not None and _stops(ev, options):
+        return "rejected" if ev.reject else "ci_width_reached"
     if ev is not None and ran_all:
         return "budget_spent" if capped else "plan_exhausted"
     return "running"
@@ -415,18 +350,19 @@ def _decision(ev: dict[str, Any] | None, options: SequentialOptions, ran_all: bo
 
 def _write(run_dir: Path, options: SequentialOptions, cfg: AuditConfig, cells: list[Cell],
            level: float, plan: dict[Cell, list[list[EvalTask]]],
-           state: dict[Cell, dict[str, Any]],
+           state: dict[Cell, SequentialEvidence],
            ordered: dict[Cell, list[list[EvalTask]]], n_round: dict[Cell, int]) -> None:
+    """Write the run's :class:`SequentialAudit` (its ``to_dict``) to ``sequential.json``."""
     out_cells = []
     for c in cells:
         ev = state.get(c)
         planned = sum(len(b) for b in ordered[c])
         budget = sum(len(r) for r in plan[c])
         decision = _decision(ev, options, n_round[c] >= len(plan[c]), budget < planned)
-        out_cells.append({"model": c[0], "k": c[1], "temperature": c[2], "condition": c[3],
-                          "decision": decision, "planned_evaluations": planned,
-                          "budget": budget, **(ev or {})})
-    doc = {"options": asdict(options), "alpha_per_cell": level, "n_cells": len(cells),
-           "seed": cfg.seed, "cells": out_cells}
-    text = json.dumps(doc, indent=2, allow_nan=False)
+        out_cells.append(SequentialCell(model=c[0], k=c[1], temperature=c[2], condition=c[3],
+                                        decision=decision, planned_evaluations=planned,
+                                        budget=budget, evidence=ev))
+    audit = SequentialAudit(options=options, alpha_per_cell=level, n_cells=len(cells),
+                            seed=cfg.seed, cells=tuple(out_cells))
+    text = json.dumps(audit.to_dict(), indent=2, allow_nan=False)
     write_text_atomic(run_dir / SEQUENTIAL_FILE, text)

@@ -1,10 +1,13 @@
-"""``sequential.json`` read back: the typed evidence of a sequential audit.
+"""``sequential.json``: the typed evidence of a sequential audit, written and read.
 
-:func:`~recaudit.audit._sequential_driver.drive_sequential` writes ``RUN_DIR /
-sequential.json`` after every round; :class:`SequentialAudit` is that file read back
-(``from_dict``, strict: a missing key or a value of the wrong kind is an
-:class:`~recaudit.InputError` naming the file and the key) and ``to_dict`` gives the
-written object back key for key, so ``json.dumps(..., indent=2)`` writes the same bytes.
+:func:`~recaudit.audit._sequential_driver.drive_sequential` builds a
+:class:`SequentialAudit` after every round (the run's :class:`SequentialOptions`, one
+:class:`SequentialCell` per cell, its :class:`SequentialEvidence` once a round is done)
+and writes its ``to_dict`` to ``RUN_DIR / sequential.json``. ``from_dict`` reads the file
+back (strict: a missing key or a value of the wrong kind is an
+:class:`~recaudit.InputError` naming the file and the key), and ``to_dict`` of what it
+reads is the written object key for key, so ``json.dumps(..., indent=2)`` writes the
+same bytes.
 """
 
 from __future__ import annotations
@@ -25,11 +28,84 @@ from .._records import (
     to_int,
 )
 from ..exceptions import ConfigError, InputError
-from ._sequential_driver import SequentialOptions
+from ..positional import DEFAULT_SEQUENTIAL_METHOD, EXACT_SEQUENTIAL_METHODS, SEQUENTIAL_METHODS
+from ._config import AuditConfig
 
-__all__ = ["SequentialAudit", "SequentialCell", "SequentialEvidence", "SequentialPb"]
+__all__ = ["SequentialAudit", "SequentialCell", "SequentialEvidence", "SequentialOptions",
+           "SequentialPb"]
 
 MSG_NOT_LIST = "{where}: `{key}` must be a JSON list, got {kind}"
+MSG_EXACT_METHOD = (
+    "--sequential on choice probabilities (exact mode) has the e-processes {allowed}; "
+    "got method = {method!r} (or set answers = \"sampled\")"
+)
+MSG_NO_PROBS = (
+    "--sequential with answers = \"exact\" needs [prompt] choice_probabilities = true "
+    "(the run must record the choice-probability vectors)"
+)
+ANSWERS = ("auto", "sampled", "exact")
+
+
+@dataclass(frozen=True)
+class SequentialOptions:
+    """How a sequential run stops.
+
+    Attributes
+    ----------
+    alpha : float
+        Family-wise level over all cells (each cell gets ``alpha / n_cells``).
+    max_evaluations : int
+        Budget per cell (evaluations sent, discarded ones included).
+    method : str
+        The e-process (``recaudit.positional.sequential_uniformity_test``; in exact
+        mode one of ``_sequential_exact.EXACT_SEQUENTIAL_METHODS``).
+    round_evaluations : int
+        Evaluations per cell per round (rounded up to whole query blocks).
+    answers : {'auto', 'sampled', 'exact'}
+        What the e-process reads: the sampled answers' positions, or the choice-
+        probability vectors; ``"auto"`` reads the vectors when the run records them.
+    ci_width : float or None
+        Stop a cell once the 95 % CI of its PB is at most this wide (``ci_high -
+        ci_low``), whether or not its e-process has rejected; ``None``: stop at the
+        rejection. The test's verdict at that look stays anytime-valid; the CI's
+        coverage after stopping on its width is measured in docs/exact-and-sequential.md.
+    """
+
+    alpha: float = 0.05
+    max_evaluations: int = 2000
+    method: str = DEFAULT_SEQUENTIAL_METHOD
+    round_evaluations: int = 20
+    answers: str = "auto"
+    ci_width: float | None = None
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.alpha < 1.0:
+            raise ConfigError(f"`--alpha` must be in (0, 1), got {self.alpha!r}")
+        for name in ("max_evaluations", "round_evaluations"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"`{name}` must be an integer >= 1, got {value!r}")
+        if self.method not in SEQUENTIAL_METHODS:
+            raise ConfigError(f"`method` must be one of {SEQUENTIAL_METHODS}, got {self.method!r}")
+        if self.answers not in ANSWERS:
+            raise ConfigError(f"`answers` must be one of {ANSWERS}, got {self.answers!r}")
+        width = self.ci_width
+        if width is not None and (isinstance(width, bool) or not isinstance(width, (int, float))
+                                  or not 0.0 < width <= 1.0):
+            raise ConfigError(f"`--ci-width` must be in (0, 1] (a CI's width as a fraction, "
+                              f"e.g. 0.05), got {width!r}")
+
+    def exact(self, cfg: AuditConfig) -> bool:
+        """Whether the cells read choice-probability vectors for this config (raises
+        :class:`ConfigError` when exact mode is asked and impossible)."""
+        records = bool(cfg.prompt.choice_probabilities)
+        if self.answers == "exact" and not records:
+            raise ConfigError(MSG_NO_PROBS)
+        use = self.answers == "exact" or (self.answers == "auto" and records)
+        if use and self.method not in EXACT_SEQUENTIAL_METHODS:
+            raise ConfigError(MSG_EXACT_METHOD.format(allowed=", ".join(EXACT_SEQUENTIAL_METHODS),
+                                                      method=self.method))
+        return use
 
 
 def _list(obj: Any, key: str, where: str, read: Callable[[Any, str, str], Any]
@@ -65,8 +141,8 @@ class SequentialPb:
 
 @dataclass(frozen=True)
 class SequentialEvidence:
-    """A cell's e-process at its last look (``SequentialResult.to_dict`` and what the
-    driver adds).
+    """A cell's e-process at its last look (the driver's
+    :class:`~recaudit.positional.SequentialResult` at the cell's looks).
 
     Attributes
     ----------
