@@ -31,6 +31,7 @@ from recaudit.audit import (
     RunSpend,
     SequentialAudit,
     compare_arms,
+    mitigation_comparison,
 )
 from recaudit.audit._mitigation_compare import write_mitigation_json
 from recaudit.audit._spend import record_spend
@@ -183,6 +184,21 @@ def test_mitigation_json_reads_back_byte_for_byte(mitigation_dir: Path) -> None:
     assert report.data["mitigation"] == {**comparison.to_dict(), "out": str(mitigation_dir)}
     assert f"--out {mitigation_dir}" in report.html
     assert f"{ensemble.pb.value:.3f} [{ensemble.pb.ci.low:.3f}" in report.html
+
+
+def test_the_mitigation_writer_builds_the_type_it_writes(mitigation_dir: Path,
+                                                         tmp_path: Path) -> None:
+    """``mitigation_comparison`` is the type ``mitigation.json`` reads back into, and
+    ``compare_arms`` its ``to_dict``: written either way, the same bytes."""
+    arms = [ArmRun(m, mitigation_dir / "arms" / m,
+                   mitigation_dir / "arms" / m / "evaluations.parquet", {})
+            for m in ("none", "ensemble")]
+    mcfg = MitigationConfig(methods=("ensemble",), n_boot=50)
+    typed = mitigation_comparison(arms, mcfg, seed=1, n_resamples=49)
+    assert isinstance(typed, MitigationComparison)
+    written = write_mitigation_json(typed, tmp_path).read_text()
+    assert written == (mitigation_dir / "mitigation.json").read_text()
+    assert MitigationComparison.from_dict(json.loads(written)).to_dict() == typed.to_dict()
 
 
 @pytest.mark.parametrize(("edit", "key"), [

@@ -61,6 +61,7 @@ from ._mitigation_compare import (
     MitigationGroup,
     agreement,
     compare_arms,
+    mitigation_comparison,
 )
 from ._mitigation_config import MitigationConfig, load_mitigation_config, parse_mitigation
 from ._mitigation_driver import MitigationRun, mitigate, run_mitigation
@@ -152,6 +153,7 @@ __all__ = [
     "compare_arms",
     "load_mitigation_config",
     "mitigate",
+    "mitigation_comparison",
     "parse_mitigation",
     "run_and_analyze",
     "run_mitigation",

@@ -1,11 +1,12 @@
 """Comparing the arms of ``recaudit positional mitigate``: PB, sPB, PS, agreement with
 the unmitigated relevance sets, and cost, per (model, k, temperature, condition).
 
-:func:`compare_arms` is the JSON written to ``OUT/mitigation.json``;
-:class:`MitigationComparison` is that file read back (``from_dict``, strict: a missing
-key or a value of the wrong kind is an :class:`~recaudit.InputError` naming the file and
-the key), its ``to_dict`` the written object; :func:`write_combined` makes ``OUT`` a
-positional run folder of every arm's rows.
+:func:`mitigation_comparison` builds the :class:`MitigationComparison` (a
+:class:`MitigationGroup` per cell, a :class:`MitigationArm` per arm) whose ``to_dict``
+is written to ``OUT/mitigation.json`` (:func:`write_mitigation_json`) and returned by
+:func:`compare_arms`; ``from_dict`` reads the file back (strict: a missing key or a
+value of the wrong kind is an :class:`~recaudit.InputError` naming the file and the
+key). :func:`write_combined` makes ``OUT`` a positional run folder of every arm's rows.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ __all__ = [
     "MitigationGroup",
     "agreement",
     "compare_arms",
+    "mitigation_comparison",
     "write_combined",
     "write_mitigation_json",
 ]
@@ -165,12 +167,23 @@ def compare_arms(arms: list[ArmRun], mcfg: MitigationConfig, *, seed: int = 0,
                  n_resamples: int = 999, cfg: AuditConfig | None = None,
                  tau: float | Literal["auto"] = "auto",
                  spb_repeats: int = SPB_REPEATS) -> dict[str, Any]:
+    """The JSON of :func:`mitigation_comparison` (its ``to_dict``: the object
+    ``mitigation.json`` holds and ``positional mitigate --json`` prints); same
+    arguments."""
+    return mitigation_comparison(arms, mcfg, seed=seed, n_resamples=n_resamples, cfg=cfg,
+                                 tau=tau, spb_repeats=spb_repeats).to_dict()
+
+
+def mitigation_comparison(arms: list[ArmRun], mcfg: MitigationConfig, *, seed: int = 0,
+                          n_resamples: int = 999, cfg: AuditConfig | None = None,
+                          tau: float | Literal["auto"] = "auto",
+                          spb_repeats: int = SPB_REPEATS) -> MitigationComparison:
     """PB, sPB, PS, agreement and cost of every arm, per (model, k, temperature,
-    condition) group; the JSON written to ``mitigation.json``. With ``cfg``, simulated
-    models also get ``inside_true_set``: the share of answers inside the simulator's
-    TRUE relevance sets (query mean, bootstrap CI). ``tau`` and ``spb_repeats`` are
-    :func:`recaudit.positional.analyze`'s (sPB's threshold and its repeated
-    cross-validation) and are recorded in the JSON's ``analysis`` entry."""
+    condition) group: the :class:`MitigationComparison` written to ``mitigation.json``.
+    With ``cfg``, simulated models also get ``inside_true_set``: the share of answers
+    inside the simulator's TRUE relevance sets (query mean, bootstrap CI). ``tau`` and
+    ``spb_repeats`` are :func:`recaudit.positional.analyze`'s (sPB's threshold and its
+    repeated cross-validation) and are recorded in the JSON's ``analysis`` entry."""
     options = AnalysisOptions(n_resamples=n_resamples, n_boot=mcfg.n_boot, tau=tau,
                               spb_repeats=spb_repeats)
     base = next(a for a in arms if a.method == "none")
@@ -184,55 +197,49 @@ def compare_arms(arms: list[ArmRun], mcfg: MitigationConfig, *, seed: int = 0,
                          & (table["temperature"] == t) & (table["condition"] == c)]
 
         b = part(base_table, model)
-        b_evals = evaluations_from_table(b)
-        b_tokens = _tokens(b)
         rows = []
         for arm in arms:
             name = model + mcfg.suffix(arm.method)
             table = b if arm.method == "none" else part(pd.read_parquet(arm.evaluations_path),
                                                         name)
-            evals = evaluations_from_table(table)
             gen = np.random.default_rng(stable_words("compare", seed, name, k, temperature,
                                                      condition))
-            res = analyze(table, options, rng=gen)
-            agr = agreement(b_evals, evals, n_boot=mcfg.n_boot, rng=gen)
-            calls = 1.0 if arm.method == "none" else (
-                float(mcfg.ensemble_m) if arm.method == "ensemble" else 1.0)
-            tokens = _tokens(table)
-            truth = _true_sets(cfg, model, int(k))
-            true_inside = None if truth is None else _inside_truth(evals, truth, mcfg.n_boot,
-                                                                   gen).to_dict()
-            prior = arm.priors.get(f"{model}|{k}")
-            if prior is not None:
-                calls += prior.calls / max(1, len(table))
-                if tokens is not None:
-                    tokens += (prior.prompt_tokens + prior.completion_tokens) / max(1, len(table))
-            rows.append({
-                "mitigation": arm.method,
-                "model_name": name,
-                "n_queries": res.n_queries,
-                "n_evaluations": res.n_evaluations,
-                "n_discarded": res.n_discarded,
-                "pb": res.pb.to_dict(),
-                "spb": None if res.spb is None else res.spb.strong.to_dict(),
-                "spb_paper": None if res.spb_paper is None else res.spb_paper.to_dict(),
-                "ps": None if res.ps is None else res.ps.to_dict(),
-                "pob_icm_pvalue": None if res.pob_icm is None else res.pob_icm.pvalue,
-                "pob_unbp_pvalue": None if res.pob_unbp is None else res.pob_unbp.pvalue,
-                "position_distribution": [e.value for e in res.position_distribution],
-                "inside_unmitigated_set": agr.inside.to_dict(),
-                "iou_relevance_sets": agr.iou.to_dict(),
-                "inside_true_set": true_inside,
-                "calls_multiplier": calls,
-                "tokens_multiplier": (None if tokens is None or not b_tokens
-                                      else tokens / b_tokens),
-                "prior": None if prior is None else list(prior.weights),
-            })
-        groups.append({"model": model, "k": int(k), "temperature": float(temperature),
-                       "condition": condition, "arms": rows})
-    return {"kind": "mitigation", "config": asdict(mcfg),
-            "analysis": {"tau": tau, "spb_repeats": spb_repeats, "n_resamples": n_resamples},
-            "groups": groups}
+            rows.append(_arm(arm, name, table, b, options, mcfg, gen,
+                             _true_sets(cfg, model, int(k)), arm.priors.get(f"{model}|{k}")))
+        groups.append(MitigationGroup(model=model, k=int(k), temperature=float(temperature),
+                                      condition=condition, arms=tuple(rows)))
+    return MitigationComparison(config=mcfg, tau=tau, spb_repeats=spb_repeats,
+                                n_resamples=n_resamples, groups=tuple(groups))
+
+
+def _arm(arm: ArmRun, name: str, table: pd.DataFrame, base: pd.DataFrame,
+         options: AnalysisOptions, mcfg: MitigationConfig, gen: np.random.Generator,
+         truth: Callable[[str], tuple[int, ...]] | None,
+         prior: PositionPrior | None) -> MitigationArm:
+    """One arm of a group: its analysis, its agreement with the unmitigated ``base``
+    rows and its cost relative to them (the calibration prior's calls and tokens spread
+    over the arm's evaluations)."""
+    evals = evaluations_from_table(table)
+    res = analyze(table, options, rng=gen)
+    agr = agreement(evaluations_from_table(base), evals, n_boot=mcfg.n_boot, rng=gen)
+    calls = float(mcfg.ensemble_m) if arm.method == "ensemble" else 1.0
+    tokens, b_tokens = _tokens(table), _tokens(base)
+    true_inside = None if truth is None else _inside_truth(evals, truth, mcfg.n_boot, gen)
+    if prior is not None:
+        calls += prior.calls / max(1, len(table))
+        if tokens is not None:
+            tokens += (prior.prompt_tokens + prior.completion_tokens) / max(1, len(table))
+    return MitigationArm(
+        mitigation=arm.method, model_name=name, n_queries=res.n_queries,
+        n_evaluations=res.n_evaluations, n_discarded=res.n_discarded, pb=res.pb,
+        spb=None if res.spb is None else res.spb.strong, spb_paper=res.spb_paper,
+        ps=res.ps, pob_icm_pvalue=None if res.pob_icm is None else res.pob_icm.pvalue,
+        pob_unbp_pvalue=None if res.pob_unbp is None else res.pob_unbp.pvalue,
+        position_distribution=tuple(e.value for e in res.position_distribution),
+        inside_unmitigated_set=agr.inside, iou_relevance_sets=agr.iou,
+        inside_true_set=true_inside, calls_multiplier=calls,
+        tokens_multiplier=None if tokens is None or not b_tokens else tokens / b_tokens,
+        prior=None if prior is None else tuple(prior.weights))
 
 
 def write_combined(arms: list[ArmRun], out_dir: str | Path) -> Path:
@@ -250,10 +257,13 @@ def write_combined(arms: list[ArmRun], out_dir: str | Path) -> Path:
     return target
 
 
-def write_mitigation_json(data: Mapping[str, Any], out_dir: str | Path) -> Path:
-    """Write ``OUT/mitigation.json`` atomically."""
+def write_mitigation_json(data: MitigationComparison | Mapping[str, Any],
+                          out_dir: str | Path) -> Path:
+    """Write ``OUT/mitigation.json`` atomically: the comparison's ``to_dict`` (or its
+    JSON, as :func:`compare_arms` returns it)."""
     target = Path(out_dir) / MITIGATION_JSON
-    text = json.dumps(to_jsonable(data), indent=2, allow_nan=False)
+    doc = data.to_dict() if isinstance(data, MitigationComparison) else to_jsonable(data)
+    text = json.dumps(doc, indent=2, allow_nan=False)
     write_text_atomic(target, text)
     return target
 
@@ -291,7 +301,7 @@ def _items(obj: Mapping[str, Any], key: str, where: str) -> list[Any]:
 
 @dataclass(frozen=True)
 class MitigationArm:
-    """One arm of a group of ``mitigation.json`` (a row of :func:`compare_arms`).
+    """One arm of a group of ``mitigation.json``.
 
     Attributes
     ----------
@@ -432,7 +442,7 @@ class MitigationComparison:
     groups: tuple[MitigationGroup, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        """The object :func:`compare_arms` returns and ``mitigation.json`` holds."""
+        """The object ``mitigation.json`` holds (and :func:`compare_arms` returns)."""
         return to_jsonable({
             "kind": "mitigation", "config": asdict(self.config),
             "analysis": {"tau": self.tau, "spb_repeats": self.spb_repeats,

@@ -8,7 +8,7 @@ resumes after a crash, and can be analysed alone with ``recaudit positional anal
 The mitigations are backend WRAPPERS (:mod:`recaudit.llm._mitigation`, part of the
 system under test), handed to :func:`~recaudit.audit.run_audit` through its
 ``wrap_backends`` seam. :func:`mitigate` runs the arms, compares them
-(:func:`~recaudit.audit._mitigation_compare.compare_arms`, ``OUT/mitigation.json``) and
+(:func:`~recaudit.audit.mitigation_comparison`, ``OUT/mitigation.json``) and
 analyses ``OUT`` as one positional run folder (:func:`~recaudit.audit.analyze_run`).
 """
 
@@ -51,7 +51,12 @@ from ..positional import AnalysisOptions
 from ._analysis import RunAnalysis, analyze_run
 from ._config import AuditConfig
 from ._executor import Backends
-from ._mitigation_compare import ArmRun, compare_arms, write_combined, write_mitigation_json
+from ._mitigation_compare import (
+    ArmRun,
+    mitigation_comparison,
+    write_combined,
+    write_mitigation_json,
+)
 from ._mitigation_config import MitigationConfig
 from ._plan import JOURNAL, answer_schema, load_config_catalog
 from ._run import run_audit
@@ -266,7 +271,8 @@ class MitigationRun:
     arms : list of ArmRun
         One run folder per arm.
     comparison : dict
-        :func:`~recaudit.audit._mitigation_compare.compare_arms` (``mitigation.json``).
+        The comparison's JSON, as ``mitigation.json`` holds it (the ``to_dict`` of
+        :func:`~recaudit.audit.mitigation_comparison`'s result).
     path : Path
         ``OUT/mitigation.json``.
     analysis : RunAnalysis
@@ -298,11 +304,12 @@ def mitigate(cfg: AuditConfig, mcfg: MitigationConfig, *, out_dir: str | Path,
                           retriever=retriever)
     say("comparing the arms (PB, sPB, PS, agreement, cost)")
     repeats = SPB_REPEATS if spb_repeats is None else spb_repeats
-    comparison = compare_arms(arms, mcfg, seed=cfg.seed, cfg=cfg, tau=tau,
-                              spb_repeats=repeats)
+    comparison = mitigation_comparison(arms, mcfg, seed=cfg.seed, cfg=cfg, tau=tau,
+                                       spb_repeats=repeats)
     path = write_mitigation_json(comparison, folder)
     # OUT is also a positional run folder: every arm's rows, analysed per model name
     say("analysing (POB-ICM, POB-UNBP, PS, PB, sPB)")
     analysis = analyze_run(write_combined(arms, folder),
                            AnalysisOptions(tau=tau, spb_repeats=repeats), seed=cfg.seed)
-    return MitigationRun(arms=arms, comparison=comparison, path=path, analysis=analysis)
+    return MitigationRun(arms=arms, comparison=comparison.to_dict(), path=path,
+                        analysis=analysis)
