@@ -88,14 +88,11 @@ def _concurrency(run: Path) -> int:
 def _engine_slots(run: Path, model: str | None) -> int | None:
     """The fewest ``n_parallel`` slots the pilot's backends recorded for ``model`` (any
     model when None) in ``run.json``'s last session; None when none is recorded."""
-    try:
-        manifest = json.loads((run / "run.json").read_text(encoding="utf-8"))
-        backends = manifest["sessions"][-1]["backends"]
-        slots = [int(b["n_parallel"]) for b in backends
-                 if isinstance(b, dict) and isinstance(b.get("n_parallel"), int)
-                 and (model is None or b.get("model") == model)]
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
-        return None
+    from ..audit import manifest_backends
+
+    slots = [int(b["n_parallel"]) for b in manifest_backends(run / "run.json")
+             if isinstance(b.get("n_parallel"), int)
+             and (model is None or b.get("model") == model)]
     return max(1, min(slots)) if slots else None
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .._read import read_json
-from ..audit import RunSpend
+from ..audit import RunSpend, manifest_backends
 from ..exceptions import InputError
 
 __all__ = ["ENGINE_FIELDS", "engines", "spend"]
@@ -30,12 +30,10 @@ def _manifest(path: Path) -> Mapping[str, Any]:
 
 
 def engines(path: Path) -> tuple[Mapping[str, str], ...]:
-    """The backends of ``run.json``'s last session (none when it has none)."""
-    sessions = _manifest(path).get("sessions") or []
-    last = sessions[-1] if isinstance(sessions, list) and sessions else {}
-    backends = last.get("backends") or [] if isinstance(last, dict) else []
+    """The backends of ``run.json``'s last session (none when it has none;
+    :func:`~recaudit.audit.manifest_backends`), their :data:`ENGINE_FIELDS` as text."""
     return tuple({f: str(b[f]) for f in ENGINE_FIELDS if b.get(f) is not None}
-                 for b in backends if isinstance(b, dict))
+                 for b in manifest_backends(path))
 
 
 def spend(path: Path) -> RunSpend | None:
