@@ -214,13 +214,17 @@ def _direction_paths(
     s = np.zeros(k)
     for r in range(n_rows):
         s[:] = 0.0
-        w = shrink * k  # pooled null second-moment mass, shrunk
+        v = 0.0  # pooled null second-moment mass of the evaluations so far
         lf = 0.0
         ld = 0.0
         lp = 0.0
         for t in range(n):
             xt = x[r, t]
-            if t > 0:
+            # the prior: `shrink` evaluations of the mean second moment so far (shrink * k
+            # for one-hot vectors, whose k |x|^2 - 1 is k - 1)
+            prior = shrink * k * (v / t) / (k - 1.0) if t > 0 else 0.0
+            w = v + prior
+            if t > 0 and w > 1e-300:
                 hi = 0
                 lo = 0
                 for p in range(1, k):
@@ -244,14 +248,14 @@ def _direction_paths(
                     dmin = min(dmin, d)
                     dot += d * xt[p]
                 if norm > 1e-15 and dmin < 0.0:
-                    keep = max(0.0, 1.0 - (w - shrink * k) / (k * t * t * norm))
+                    keep = max(0.0, 1.0 - v / (k * t * t * norm))
                     b = min((k - 1.0) * t / w * keep, cap / (k * -dmin))
                     lp += np.log1p(b * k * dot)
             sq = 0.0
             for p in range(k):
                 s[p] += xt[p]
                 sq += xt[p] * xt[p]
-            w += k * sq - 1.0
+            v += k * sq - 1.0
             out[0, r, t] = lf
             out[1, r, t] = ld
             out[2, r, t] = lp

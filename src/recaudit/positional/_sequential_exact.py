@@ -35,20 +35,28 @@ growth-rate-adaptive fraction (GRAPA, Waudby-Smith & Ramdas 2024)
 x_s\rangle`, where the second moment uses the variance POOLED over positions (under H0
 a uniform order makes the coordinates exchangeable, as in POB-UNBP's pooled variance):
 :math:`\hat V_t = \frac{k \|d_t\|^2}{k - 1} \sum_{s<t} (k \|x_s\|^2 - 1)`, shrunk by
-``c`` evaluations of the one-hot value (c = 50). Directions:
+``c`` evaluations (c = 50) of the mean second moment seen so far,
+:math:`\bar m_t = \frac{1}{t}\sum_{s<t}(k\|x_s\|^2 - 1)`: with
+:math:`V_t = \sum_{s<t}(k\|x_s\|^2 - 1)`, the mass is
+:math:`W_t = V_t + c\,k\,\bar m_t / (k - 1)`. For one-hot vectors
+(:math:`k\|x\|^2 - 1 = k - 1`) the prior is :math:`c\,k`, the sampled test's; for
+choice vectors that vary little it shrinks with them (a prior fixed at the one-hot value
+weighed as thousands of such evaluations and kept the bets far below the growth-optimal
+fraction: docs/exact-and-sequential.md, "The prior in the vectors' own units"). It is
+predictable (a function of :math:`x_1..x_{t-1}`), so validity is untouched.
+Directions:
 
 - ``"favoured"``: :math:`d = e_{\hat p} - u`, :math:`\hat p` the position with the
-  largest running sum; :math:`b = k(S_{\hat p} - t/k)^+ / W_t` with
-  :math:`W_t = \sum_{s<t}(k\|x_s\|^2 - 1) + c\,k`, capped at 0.6. On one-hot vectors
-  it IS the sampled ``favoured`` e-process (same bets, tested).
+  largest running sum; :math:`b = k(S_{\hat p} - t/k)^+ / W_t`, capped at 0.6. On
+  one-hot vectors it IS the sampled ``favoured`` e-process (same bets, tested).
 - ``"disfavoured"``: :math:`d = u - e_{\check p}`, :math:`\check p` the least selected
   position; :math:`b = k(t/k - S_{\check p})^+ / W_t`, capped at 0.6 / (k - 1).
 - ``"plugin"``: :math:`d = S_t / t - u`, the running mean's deviation (every
   direction: favoured, avoided, graded); :math:`b = \frac{(k - 1) t}{W_t}
-  \left(1 - \frac{W_t - c k}{k t^2 \|d\|^2}\right)^+`: the plug-in multinomial
+  \left(1 - \frac{V_t}{k t^2 \|d\|^2}\right)^+`: the plug-in multinomial
   likelihood ratio :math:`k\,\hat q_t(P_t)` on one-hot vectors, with the deviation
   shrunk by the positive-part James-Stein factor (the null's expected
-  :math:`\|d\|^2` is :math:`(W_t - c k)/(k t^2)` with the pooled variance), which
+  :math:`\|d\|^2` is :math:`V_t/(k t^2)` with the pooled variance), which
   stops it betting on noise (James & Stein 1961): in an exploratory run it raised the
   sampled power against a diffuse aversion from 0.18 to 0.28 and against graded
   preferences at k = 10 from 0.06 to 0.22, and roughly halved its type-I error.
