@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 from recaudit.cli import app
-from recaudit.positional import simulate_evaluations
+from recaudit.positional import effect_from_evaluations, plan_audit, simulate_evaluations
 
 runner = CliRunner()
 FAST = ["--reps", "100", "--half-width-reps", "10"]
@@ -103,6 +104,68 @@ def test_the_rate_counts_the_engine_s_slots_not_the_run_s_concurrency(pilot_run)
         {"model": "other", "engine": "llama.cpp", "n_parallel": 1}]}]}))
     fixed = _plan("--pilot", str(pilot_run))[0]
     assert fixed["wall_s"] == pytest.approx(fixed["calls"] / (2 / 0.5))  # 2 slots / 0.5 s
+
+
+@pytest.fixture()
+def vectors_pilot(pilot_run):
+    """The pilot with choice-probability vectors less biased than its answers (answers
+    at p_bias 0.3, vectors at 0.1: as at temperature 0, where the greedy answers are)."""
+    table = pd.read_parquet(pilot_run / "evaluations.parquet")
+    ev, rel = simulate_evaluations(60, k=5, n_perms=10, p_bias=0.3, rng=1,
+                                   return_truth=True)  # the fixture's answers
+    assert (ev.position + 1 == table["selected_position"]).all()
+    shown = rel[ev.query[:, None], ev.orders]
+    probs = 0.9 * shown / shown.sum(axis=1, keepdims=True)
+    probs[:, 0] += 0.1
+    table["choice_probs"] = [json.dumps(list(p)) for p in probs]
+    table.to_parquet(pilot_run / "evaluations.parquet", index=False)
+    return pilot_run, table
+
+
+def test_a_vectors_pilot_plans_the_sampled_designs_with_its_answers(vectors_pilot):
+    """The sampled designs get the answers' PB (larger: fewer queries than the vectors'
+    effect gives them), the exact designs the vectors' as before; each design says
+    which effect it was planned with."""
+    run, table = vectors_pilot
+    answers = effect_from_evaluations(table, exact=False, rng=0)
+    vectors = effect_from_evaluations(table, exact=True, rng=0)
+    assert answers.pb > 2 * vectors.pb
+    rows = {r["design"]: r for r in _plan("--pilot", str(run))}
+    old = {d.design: d for d in plan_audit(vectors, orders=20, reps=100, half_width_reps=10,
+                                           rng=0).designs}  # every design on the vectors
+    for name, effect in (("fixed", answers), ("sequential", answers), ("exact", vectors),
+                         ("exact+sequential", vectors)):
+        row = rows[name]
+        assert row["effect"] == effect.to_dict() and row["pb"] == effect.pb
+        assert row["effect"]["measured_on"] == ("vectors" if "exact" in name else "answers")
+    for name in ("fixed", "sequential"):
+        assert rows[name]["queries"] < old[name].queries
+    assert (rows["exact"]["queries"], rows["exact"]["power"]) == (
+        old["exact"].queries, old["exact"].power)
+    res = runner.invoke(app, ["positional", "plan", "--pilot", str(run), *FAST])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert f"PB = {answers.pb:.4f} on the answers (sampled designs)" in text
+    assert f"{vectors.pb:.4f} on the vectors (exact designs)" in text
+    assert "fixed answers" in text and "exact vectors" in text
+
+
+def test_vectors_without_parsed_answers_plan_every_design(vectors_pilot):
+    run, table = vectors_pilot
+    table["selected_position"] = np.nan
+    table.to_parquet(run / "evaluations.parquet", index=False)
+    res = runner.invoke(app, ["positional", "plan", "--pilot", str(run), "--exact", *FAST,
+                              "--json"])
+    assert res.exit_code == 0, res.output
+    assert "the pilot's answers give no effect" in " ".join(res.stderr.split())
+    rows = json.loads(res.stdout)
+    assert [r["effect"]["measured_on"] for r in rows] == ["vectors", "vectors"]
+
+
+def test_a_pilot_without_vectors_plans_every_design_with_its_answers(pilot_run):
+    rows = _plan("--pilot", str(pilot_run), "--exact")
+    assert [r["effect"]["measured_on"] for r in rows] == ["answers", "answers"]
+    assert rows[0]["effect"] == rows[1]["effect"]
 
 
 def test_pilot_errors_name_the_fix(pilot_run, tmp_path):

@@ -2,7 +2,9 @@
 
 Thin: parses and bounds the options, reads a pilot run through :mod:`._pilot`, calls
 :func:`recaudit.positional.plan_audit` and prints the designs side by side (``--json``:
-the list of designs, each self-contained for a run).
+the list of designs, each self-contained for a run). A pilot that recorded
+choice-probability vectors gives two effects: its answers' for the sampled designs, its
+vectors' for the exact ones; each design says which it was planned with.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 from rich import box
+from rich.markup import escape
 from rich.table import Table
 
 from ..exceptions import InputError
@@ -54,6 +57,8 @@ MSG_WIDTH_SEQUENTIAL = ("`--half-width` sizes the fixed designs (a CI width is a
                         "a cell once PB's CI is that narrow)")
 MSG_PRICE = ("`--price-per-mtok` must be one price or IN/OUT prices per million tokens, "
              "e.g. 0.15 or 0.15/0.60; got {value!r}")
+NOTE_NO_ANSWERS = ("the pilot's answers give no effect ({reason}); the sampled designs "
+                   "are planned with its vectors' effect")
 def _bounded(option: str, value: float | None) -> None:
     if value is None:
         return
@@ -183,7 +188,7 @@ def plan_command(
     _check_effect(p_bias, pb, pilot)
     designs = _designs(exact, sequential, half_width, queries)
     price_in, price_out = parse_price(price_per_mtok)
-    effect, measured = _effect(k, p_bias, pb, pilot, pilot_model, seed)
+    effect, exact_effect, measured = _effect(k, p_bias, pb, pilot, pilot_model, seed)
     from ..audit import BATCH_DISCOUNT
 
     chosen = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
@@ -195,7 +200,8 @@ def plan_command(
                     else BATCH_DISCOUNT if batch else 1.0)
     from ..audit import SequentialOptions
 
-    plan = plan_audit(effect, orders=orders, temperatures=temperatures, alpha=alpha,
+    plan = plan_audit(effect, exact_effect=exact_effect, orders=orders,
+                      temperatures=temperatures, alpha=alpha,
                       power=power, queries=queries, designs=designs, cost=cost, reps=reps,
                       half_width_reps=half_width_reps, half_width=half_width,
                       round_evaluations=SequentialOptions().round_evaluations, rng=seed)
@@ -206,21 +212,41 @@ def plan_command(
 
 
 def _effect(k: int, p_bias: float | None, pb: float | None, pilot: Path | None,
-            pilot_model: str | None, seed: int) -> tuple[Any, dict[str, Any]]:
-    """The effect to plan for and, from a pilot, its measured tokens and rate."""
-    from ..positional import Effect, effect_from_evaluations
+            pilot_model: str | None, seed: int) -> tuple[Any, Any, dict[str, Any]]:
+    """The effect to plan for, the exact designs' when it differs (a pilot's vectors';
+    else None) and, from a pilot, its measured tokens and rate."""
+    from ..positional import Effect
 
     if pilot is not None:
         from ._pilot import read_pilot
 
         run = read_pilot(pilot, k=k, model=pilot_model)
-        return (effect_from_evaluations(run.table, exact=run.exact, rng=seed),
-                {"prompt_tokens": run.prompt_tokens,
-                 "completion_tokens": run.completion_tokens,
-                 "calls_per_s": run.calls_per_s})
+        measured = {"prompt_tokens": run.prompt_tokens,
+                    "completion_tokens": run.completion_tokens,
+                    "calls_per_s": run.calls_per_s}
+        return (*_pilot_effects(run.table, run.exact, seed), measured)
     if p_bias is not None:
-        return Effect.from_p_bias(p_bias, k=k), {}
-    return Effect(k=k, pb=float(pb or 0.0), source="pb"), {}
+        return Effect.from_p_bias(p_bias, k=k), None, {}
+    return Effect(k=k, pb=float(pb or 0.0), source="pb"), None, {}
+
+
+def _pilot_effects(table: Any, exact: bool, seed: int) -> tuple[Any, Any]:
+    """The pilot's answers' effect (the sampled designs') and, when it recorded
+    choice-probability vectors, theirs (the exact designs'; else None: the answers'
+    plans every design). Answers that give no effect beside vectors: the vectors'
+    plans every design, with a note."""
+    from ..positional import effect_from_evaluations
+
+    vectors = effect_from_evaluations(table, exact=True, rng=seed) if exact else None
+    try:
+        answers = effect_from_evaluations(table, exact=False, rng=seed)
+    except InputError as exc:
+        if vectors is None:
+            raise
+        note = NOTE_NO_ANSWERS.format(reason=escape(str(exc)))
+        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
+        return vectors, None
+    return answers, vectors
 
 
 def _fmt(value: Any, spec: str, none: str = "-") -> str:
@@ -248,22 +274,35 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def _effect_title(eff: dict[str, Any], exact: dict[str, Any] | None) -> str:
+    """The planned effect(s) for the table's title."""
+    source = {"p_bias": "section-8 p_bias", "pb": "PB", "pilot": "pilot"}[eff["source"]]
+    if exact is not None:
+        return (f"PB = {eff['pb']:.4f} on the {eff.get('measured_on') or 'answers'} "
+                f"(sampled designs), {exact['pb']:.4f} on the "
+                f"{exact.get('measured_on') or 'vectors'} (exact designs), {source}")
+    on = f" on the {eff['measured_on']}" if eff.get("measured_on") else ""
+    return f"PB = {eff['pb']:.4f} (p_bias {eff['p_bias']:.4f}, {source}{on})"
+
+
 def print_plan(doc: dict[str, Any]) -> None:
     """The designs side by side (``AuditPlan.to_dict()``), the cheapest adequate marked
-    with ``*``; readable at 80 columns."""
+    with ``*``; readable at 80 columns. A pilot's plan says per design what its effect
+    was measured on (``effect``: the answers or the vectors)."""
     eff = doc["effect"]
     d0 = doc["designs"][0]
-    source = {"p_bias": "section-8 p_bias", "pb": "PB", "pilot": "pilot"}[eff["source"]]
     width = doc.get("target_half_width")
     target = (f"power at {doc['queries_given']} queries" if doc["queries_given"]
               else f"queries for PB ± {width:g}" if width is not None
               else f"queries for {doc['target_power']:.0%} power")
     table = Table(title=f"k = {d0['k']}, {d0['orders']} orders/query, {d0['temperatures']} "
-                  f"cell(s), alpha = {d0['alpha']:g}; PB = {eff['pb']:.4f} (p_bias "
-                  f"{eff['p_bias']:.4f}, {source}); {target}", box=box.SIMPLE_HEAD,
-                  pad_edge=False, collapse_padding=True)
+                  f"cell(s), alpha = {d0['alpha']:g}; "
+                  f"{_effect_title(eff, doc.get('exact_effect'))}; {target}",
+                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     designs = doc["designs"]
-    columns = ["design", "queries", "power", "calls", "PB ±"]
+    columns = ["design", "effect", "queries", "power", "calls", "PB ±"]
+    if not any((d.get("effect") or {}).get("measured_on") for d in designs):
+        columns.remove("effect")
     if any(d["prompt_tokens"] is not None for d in designs):
         columns.append("tokens")
     columns += [c for c, key in (("time", "wall_s"), ("money", "money"))
@@ -272,6 +311,7 @@ def print_plan(doc: dict[str, Any]) -> None:
         table.add_column(col, justify="left" if col == "design" else "right", no_wrap=True)
     for d in designs:
         cells = {"design": d["design"] + (" *" if d["cheapest"] else ""),
+                 "effect": str((d.get("effect") or {}).get("measured_on") or "-"),
                  "queries": _fmt(d["queries"], ","), "power": _fmt(d["power"], ".2f"),
                  "calls": _compact(d["calls"]) + (
                      f"/{_compact(d['calls_max'])}" if d["design"] == "sequential"

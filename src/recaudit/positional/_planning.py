@@ -96,6 +96,9 @@ MSG_ALPHA = "`alpha` must be in (0, 1), got {value!r}"
 MSG_POWER = "`power` must be in (alpha, 1) = ({alpha:g}, 1), got {value!r}"
 MSG_DESIGN = "`designs` must be a subset of {choices}, got {value!r}"
 MSG_VARIANCE = "`{name}` must be a finite number >= 0, got {value!r}"
+MSG_MEASURED_ON = "`measured_on` must be 'answers', 'vectors' or None, got {value!r}"
+#: What a pilot's effect can be measured on (None: a given effect).
+MEASURED_ON = (None, "answers", "vectors")
 
 
 # -- the effect --------------------------------------------------------------------
@@ -134,6 +137,10 @@ class Effect:
         A pilot's CI of PB.
     pilot_queries, pilot_evaluations : int or None
         The pilot's size.
+    measured_on : str or None
+        What a pilot's PB was measured on: ``"answers"`` (the parsed answers' positions,
+        what the sampled designs test) or ``"vectors"`` (the choice-probability vectors,
+        what the exact designs test); ``None`` for a given effect.
     """
 
     k: int
@@ -146,6 +153,7 @@ class Effect:
     ci_high: float | None = None
     pilot_queries: int | None = None
     pilot_evaluations: int | None = None
+    measured_on: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.k, bool) or not isinstance(self.k, int | np.integer) or self.k < 2:
@@ -160,6 +168,8 @@ class Effect:
         if self.discard_rate >= 1.0:
             raise InputError("`discard_rate` must be < 1 (every call discarded leaves "
                              f"nothing to test), got {self.discard_rate!r}")
+        if self.measured_on not in MEASURED_ON:
+            raise InputError(MSG_MEASURED_ON.format(value=self.measured_on))
 
     @classmethod
     def from_p_bias(cls, p_bias: float, *, k: int) -> Effect:
@@ -220,13 +230,15 @@ class Effect:
         obj = as_mapping(obj, what)
         ints = {n: None if obj.get(n) is None else int(number(obj, n, what))
                 for n in ("pilot_queries", "pilot_evaluations")}
+        measured = obj.get("measured_on")  # absent in plans written before it
         return cls(k=int(number(obj, "k", what)), pb=number(obj, "pb", what),
                    between=number(obj, "between", what),
                    within_exact=optional_number(obj, "within_exact", what),
                    discard_rate=number(obj, "discard_rate", what),
                    source=str(need(obj, "source", what)),
                    ci_low=optional_number(obj, "ci_low", what),
-                   ci_high=optional_number(obj, "ci_high", what), **ints)
+                   ci_high=optional_number(obj, "ci_high", what),
+                   measured_on=None if measured is None else str(measured), **ints)
 
 
 # -- fixed-sample POB-UNBP: normal approximation -----------------------------------

@@ -1,6 +1,7 @@
-"""The plan of a positional audit: every design sized and priced for one effect, and
-the effect estimated from a pilot run's evaluations (:mod:`._planning` holds the
-formulas and simulations; docs/planning.md the guide)."""
+"""The plan of a positional audit: every design sized and priced for its effect (one
+effect, or a pilot's two: its answers' for the sampled designs, its vectors' for the
+exact ones), and the effect estimated from a pilot run's evaluations
+(:mod:`._planning` holds the formulas and simulations; docs/planning.md the guide)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ MSG_HALF_WIDTH = ("`half_width` must be a number in (0, 0.5] (PB's CI half-width
                   "for) and comes instead of `queries`, got {value!r}")
 NOTE_HORIZON = ("the target power is not reached within {n} queries "
                 "(the simulated horizon); plan the fixed design")
+MSG_EXACT_K = "`exact_effect` must have the effect's k = {k}, got k = {exact}"
 
 
 # -- the plan ----------------------------------------------------------------------
@@ -59,7 +61,9 @@ class DesignPlan:
     """One design, sized and priced. ``queries`` per cell; ``calls`` and the spend
     over all ``temperatures`` cells (a sequential design's *expected* calls, its
     budget ``calls_max``). ``power_se`` and ``pb_half_width_se`` are Monte-Carlo
-    standard errors (0 for the normal approximation)."""
+    standard errors (0 for the normal approximation). ``effect`` is the effect the
+    design was planned with (``None``: not recorded, a design read from a plan written
+    before designs carried it)."""
 
     design: str
     k: int
@@ -83,11 +87,13 @@ class DesignPlan:
     adequate: bool = False
     cheapest: bool = False
     note: str = ""
+    effect: Effect | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready; with ``answers`` and ``stopping``, what a run needs."""
         answers, stopping = DESIGNS[self.design]
-        return {**asdict(self), "answers": answers, "stopping": stopping}
+        return {**asdict(self), "effect": None if self.effect is None else self.effect.to_dict(),
+                "answers": answers, "stopping": stopping}
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> DesignPlan:
@@ -104,6 +110,7 @@ class DesignPlan:
         floats = {n: optional_number(obj, n, what) for n in (
             "power", "power_se", "calls", "pb_half_width", "pb_half_width_se",
             "prompt_tokens", "completion_tokens", "wall_s", "money")}
+        effect = obj.get("effect")  # absent in plans written before designs carried it
         return cls(design=str(obj["design"]), k=int(number(obj, "k", what)),
                    orders=int(number(obj, "orders", what)),
                    temperatures=int(number(obj, "temperatures", what)),
@@ -114,13 +121,17 @@ class DesignPlan:
                    power_method=str(need(obj, "power_method", what)),
                    adequate=bool(obj.get("adequate", False)),
                    cheapest=bool(obj.get("cheapest", False)),
-                   note=str(obj.get("note", "")), **floats)
+                   note=str(obj.get("note", "")),
+                   effect=None if effect is None else Effect.from_dict(effect), **floats)
 
 
 @dataclass(frozen=True)
 class AuditPlan:
-    """Every design planned for one effect; :meth:`to_list` is ``plan --json``.
+    """Every design planned for its effect; :meth:`to_list` is ``plan --json``.
 
+    ``effect`` plans every design but, when ``exact_effect`` is given (a pilot that
+    recorded choice-probability vectors: the vectors' effect, ``effect`` then the
+    answers'), the exact ones; each design carries its own (``DesignPlan.effect``).
     ``target_power`` is what "adequate" means -- or, with ``target_half_width``, PB's
     CI half-width at most that; ``queries_given`` the size asked about (``None``: each
     design sized for the target). ``cheapest`` names the adequate
@@ -138,27 +149,43 @@ class AuditPlan:
     seed: int | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
     target_half_width: float | None = None
+    exact_effect: Effect | None = None
 
     @property
     def cheapest(self) -> str | None:
         """The marked design's name."""
         return next((d.design for d in self.designs if d.cheapest), None)
 
+    def effect_of(self, design: DesignPlan) -> Effect:
+        """The effect ``design`` was planned with: its own, else (a design read without
+        one) the vectors' for an exact design when the plan has them, else ``effect``."""
+        if design.effect is not None:
+            return design.effect
+        exact = DESIGNS[design.design][0] == "exact"
+        return self.exact_effect if exact and self.exact_effect is not None else self.effect
+
     def to_list(self) -> list[dict[str, Any]]:
-        """One dict per design, each with the effect's ``pb``, ``p_bias`` and source
-        and the plan's ``target_power`` and ``batch_discount`` (the share of the live
-        price ``money`` is at: 1.0 live, 0.5 a provider batch), self-contained: a run
-        can take one."""
-        extra = {"pb": self.effect.pb, "p_bias": self.effect.p_bias,
-                 "effect_source": self.effect.source, "target_power": self.target_power,
+        """One dict per design, each with its effect (``effect``, and its ``pb``,
+        ``p_bias`` and source flat) and the plan's ``target_power`` and
+        ``batch_discount`` (the share of the live price ``money`` is at: 1.0 live, 0.5 a
+        provider batch), self-contained: a run can take one."""
+        extra = {"target_power": self.target_power,
                  "target_half_width": self.target_half_width,
                  "batch_discount": self.cost.batch_discount}
-        return [{**d.to_dict(), **extra} for d in self.designs]
+        rows = []
+        for d in self.designs:
+            eff = self.effect_of(d)
+            rows.append({**d.to_dict(), "effect": eff.to_dict(), "pb": eff.pb,
+                         "p_bias": eff.p_bias, "effect_source": eff.source, **extra})
+        return rows
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, everything."""
-        return {"designs": [d.to_dict() for d in self.designs],
-                "effect": self.effect.to_dict(), "cost": self.cost.to_dict(),
+        return {"designs": [{**d.to_dict(), "effect": self.effect_of(d).to_dict()}
+                            for d in self.designs],
+                "effect": self.effect.to_dict(),
+                "exact_effect": None if self.exact_effect is None
+                else self.exact_effect.to_dict(), "cost": self.cost.to_dict(),
                 "target_power": self.target_power, "queries_given": self.queries_given,
                 "confidence_level": self.confidence_level, "reps": self.reps,
                 "seed": self.seed, "cheapest": self.cheapest, "notes": list(self.notes),
@@ -166,7 +193,8 @@ class AuditPlan:
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> AuditPlan:
-        """Read :meth:`to_dict` back."""
+        """Read :meth:`to_dict` back; a plan written before designs carried their effect
+        (one effect for every design, no ``exact_effect``) gives each design that one."""
         what = "AuditPlan"
         obj = as_mapping(obj, what)
         designs = need(obj, "designs", what)
@@ -174,8 +202,14 @@ class AuditPlan:
             raise InputError("AuditPlan: `designs` must be a list")
         given = optional_number(obj, "queries_given", what)
         seed = obj.get("seed")
-        return cls(designs=tuple(DesignPlan.from_dict(d) for d in designs),
-                   effect=Effect.from_dict(need(obj, "effect", what)),
+        exact = obj.get("exact_effect")
+        effect = Effect.from_dict(need(obj, "effect", what))
+        exact_effect = None if exact is None else Effect.from_dict(exact)
+        read = [DesignPlan.from_dict(d) for d in designs]
+        plans = tuple(d if d.effect is not None else replace(
+            d, effect=exact_effect if exact_effect is not None
+            and DESIGNS[d.design][0] == "exact" else effect) for d in read)
+        return cls(designs=plans, effect=effect, exact_effect=exact_effect,
                    cost=CallCost.from_dict(need(obj, "cost", what)),
                    target_power=number(obj, "target_power", what),
                    queries_given=None if given is None else int(given),
@@ -211,6 +245,7 @@ def _check_plan_args(orders: int, temperatures: int, alpha: float, power: float,
 def plan_audit(
     effect: Effect,
     *,
+    exact_effect: Effect | None = None,
     orders: int,
     temperatures: int = 1,
     alpha: float = 0.05,
@@ -225,7 +260,8 @@ def plan_audit(
     half_width: float | None = None,
     rng: np.random.Generator | int | None = None,
 ) -> AuditPlan:
-    """Size and price every design for ``effect``.
+    """Size and price every design for ``effect`` (the exact ones for ``exact_effect``
+    when given).
 
     Without ``queries``, each design gets the smallest number of queries (per cell)
     that reaches ``power`` at ``alpha / temperatures``; with ``queries``, each design's
@@ -242,6 +278,11 @@ def plan_audit(
     effect : Effect
         What to detect (``Effect.from_p_bias``, ``Effect(k=..., pb=...)`` or
         :func:`effect_from_evaluations`).
+    exact_effect : Effect, optional
+        What the exact designs detect, when it is not ``effect``: a pilot's effect on
+        its choice-probability vectors, ``effect`` then its answers' (at temperature 0
+        the greedy answers are more biased than the vectors: SmolLM2 PB 0.600 against
+        0.271, docs/exact-and-sequential.md).
     orders : int
         Random orders (calls) per query.
     temperatures : int
@@ -265,29 +306,35 @@ def plan_audit(
         Seeds every simulation.
     """
     _check_plan_args(orders, temperatures, alpha, power, queries, designs, reps, half_width)
+    if exact_effect is not None and exact_effect.k != effect.k:
+        raise InputError(MSG_EXACT_K.format(k=effect.k, exact=exact_effect.k))
     cost = cost or CallCost()
     gen = as_generator(rng)
     plans = []
     for name in designs:
         answers, stopping = DESIGNS[name]
+        eff = exact_effect if answers == "exact" and exact_effect is not None else effect
         if stopping == "fixed":
-            plan = _plan_fixed(name, effect, orders, temperatures, alpha, power, queries,
+            plan = _plan_fixed(name, eff, orders, temperatures, alpha, power, queries,
                                half_width_reps, confidence_level, gen, half_width)
         elif half_width is not None:
-            plan = _unsized(name, effect, orders, temperatures, alpha, NOTE_WIDTH_SEQUENTIAL)
+            plan = _unsized(name, eff, orders, temperatures, alpha, NOTE_WIDTH_SEQUENTIAL)
         else:
-            plan = _plan_sequential(name, effect, orders, temperatures, alpha, power,
+            plan = _plan_sequential(name, eff, orders, temperatures, alpha, power,
                                     queries, reps, round_evaluations, gen)
         spent: dict[str, Any] = cost.spend(plan.calls) if plan.calls is not None else {}
         adequate = (plan.power is not None and plan.power >= power) if half_width is None \
             else plan.pb_half_width is not None and plan.pb_half_width <= half_width
-        plans.append(replace(plan, **spent, adequate=adequate))
+        plans.append(replace(plan, **spent, adequate=adequate, effect=eff))
     notes = _pilot_notes(effect, orders, temperatures, alpha, power)
+    if exact_effect is not None:
+        notes += _pilot_notes(exact_effect, orders, temperatures, alpha, power, "exact")
     return AuditPlan(designs=_mark_cheapest(plans), effect=effect, cost=cost,
                      target_power=power, queries_given=queries,
                      confidence_level=confidence_level, reps=reps,
                      seed=rng if isinstance(rng, int) else None, notes=notes,
-                     target_half_width=None if half_width is None else float(half_width))
+                     target_half_width=None if half_width is None else float(half_width),
+                     exact_effect=exact_effect)
 
 
 def _unsized(name: str, effect: Effect, orders: int, temperatures: int, alpha: float,
@@ -396,16 +443,19 @@ def _mark_cheapest(plans: list[DesignPlan]) -> tuple[DesignPlan, ...]:
 
 
 def _pilot_notes(effect: Effect, orders: int, temperatures: int, alpha: float,
-                 power: float) -> tuple[str, ...]:
-    """For a pilot's effect: its CI, and the fixed design's queries at the CI's low end."""
+                 power: float, design: str = "fixed") -> tuple[str, ...]:
+    """For a pilot's effect: its CI, and ``design``'s queries (a fixed design: ``fixed``
+    or ``exact``) at the CI's low end."""
     if effect.source != "pilot" or effect.ci_low is None:
         return ()
-    notes = [f"pilot: PB = {effect.pb:.4f} [{effect.ci_low:.4f}, {effect.ci_high:.4f}] "
+    on = f" on the {effect.measured_on}" if effect.measured_on else ""
+    notes = [f"pilot: PB = {effect.pb:.4f} [{effect.ci_low:.4f}, {effect.ci_high:.4f}]{on} "
              f"from {effect.pilot_queries} queries, {effect.pilot_evaluations} evaluations"]
     if effect.ci_low > 0:
         low = replace(effect, pb=effect.ci_low)
-        n = fixed_queries(low, orders=orders, power=power, alpha=alpha / temperatures)
-        notes.append(f"at the CI's lower end (PB = {effect.ci_low:.4f}) the fixed design "
+        n = fixed_queries(low, orders=orders, power=power, alpha=alpha / temperatures,
+                          answers=DESIGNS[design][0])
+        notes.append(f"at the CI's lower end (PB = {effect.ci_low:.4f}) the {design} design "
                      f"needs {n if n is not None else 'more than 1,000,000'} queries")
     else:
         notes.append("the pilot's CI of PB includes 0: a bias may be absent, and no size "
@@ -456,10 +506,13 @@ def effect_from_evaluations(
 
     ``table`` is one analysis group of an evaluations table (one model, k,
     temperature and condition). PB is :func:`~recaudit.positional.positional_bias`'s
-    estimate on the sampled choices, or, with ``exact``, on the per-query mean choice
-    probabilities (as ``analyze --exact``); ``between`` and ``within_exact`` are the
+    estimate on the sampled choices (``measured_on="answers"``), or, with ``exact``,
+    on the per-query mean choice probabilities (as ``analyze --exact``;
+    ``measured_on="vectors"``); ``between`` and ``within_exact`` are the
     method-of-moments components (:func:`_variance_components`); ``discard_rate`` is
-    the share of rows without a selected position.
+    the share of rows without a selected position. A pilot with vectors gives both
+    effects: the answers' plans the sampled designs, the vectors' the exact ones
+    (:func:`plan_audit`'s ``exact_effect``).
     """
     gen = as_generator(rng)
     discard = 0.0
@@ -480,4 +533,5 @@ def effect_from_evaluations(
     top = 1.0 - 1.0 / k
     return Effect(k=k, pb=min(top, pb.value), between=between, within_exact=w_exact,
                   discard_rate=min(discard, 0.99), source="pilot", ci_low=pb.ci.low,
-                  ci_high=pb.ci.high, pilot_queries=n_q, pilot_evaluations=n_e)
+                  ci_high=pb.ci.high, pilot_queries=n_q, pilot_evaluations=n_e,
+                  measured_on="vectors" if exact else "answers")
