@@ -36,7 +36,14 @@ from recaudit.audit import (
 from recaudit.audit._mitigation_compare import write_mitigation_json
 from recaudit.audit._spend import record_spend
 from recaudit.cli import app
-from recaudit.positional import AnalysisOptions, StudyFile, analyze_study
+from recaudit.positional import (
+    AnalysisOptions,
+    PositionalStudyResult,
+    StudyComparison,
+    StudyFile,
+    StudySettings,
+    analyze_study,
+)
 from recaudit.report import build_report
 
 Edit = Callable[[dict[str, Any]], Any]
@@ -220,14 +227,20 @@ def test_a_malformed_mitigation_json_is_refused(mitigation_dir: Path, edit: Edit
 
 # --------------------------------------------------------------------------- study
 @pytest.fixture(scope="module")
-def study_text(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """``study.json`` of a small grid (two models, every condition, with candidates)."""
+def study_result() -> PositionalStudyResult:
+    """The study of a small grid (two models, every condition, with candidates)."""
     table, cands = synthetic_table(models={"biased": 0.5, "fair": 0.0}, n_queries=12,
                                    n_evals=6, discard_rate=0.02, seed=1)
-    study = analyze_study(table, AnalysisOptions(n_boot=50, n_resamples=49),
-                          candidates=cands, rng=3)
+    return analyze_study(table, AnalysisOptions(n_boot=50, n_resamples=49),
+                         candidates=cands, rng=3)
+
+
+@pytest.fixture(scope="module")
+def study_text(tmp_path_factory: pytest.TempPathFactory,
+               study_result: PositionalStudyResult) -> str:
+    """``study.json`` of :func:`study_result`."""
     folder = tmp_path_factory.mktemp("study")
-    return study.save(folder, write_analysis=False)["json"].read_text()
+    return study_result.save(folder, write_analysis=False)["json"].read_text()
 
 
 @pytest.fixture
@@ -246,6 +259,23 @@ def test_study_json_reads_back_byte_for_byte(study_dir: Path, study_text: str) -
     report = build_report(study_dir)
     assert report.data["study"] == study.to_dict()
     assert 'id="tab-study-cells"' in report.html
+
+
+def test_the_study_result_holds_the_types_it_writes(study_result: PositionalStudyResult,
+                                                     study_text: str) -> None:
+    """The result's comparisons, regressions, skips and settings are the types
+    ``study.json`` reads back into; its file is the table's rows beside them. They
+    still read like the JSON objects they are written as (``c["pvalue"]``)."""
+    written = study_result.to_file()
+    assert json.dumps(written.to_dict(), indent=1, allow_nan=False) == study_text
+    assert written.comparisons is study_result.comparisons
+    assert len(written.rows) == len(study_result.table)
+    first = study_result.comparisons[0]
+    assert isinstance(first, StudyComparison) and first["pvalue"] == first.pvalue
+    assert isinstance(study_result.settings, StudySettings)
+    assert study_result.settings["seed"] == 3
+    with pytest.raises(KeyError, match="nope"):
+        study_result.settings["nope"]
 
 
 @pytest.mark.parametrize(("edit", "key"), [

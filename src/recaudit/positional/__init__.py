@@ -82,8 +82,10 @@ from ._counterfactual import (
     score_dispersion,
     set_iou,
 )
-from ._study import STUDY_COLUMNS, PositionalStudyResult, analyze_study, analyze_study_folder
+from ._study import analyze_study, analyze_study_folder
 from ._study_file import (
+    STUDY_COLUMNS,
+    PositionalStudyResult,
     StudyComparison,
     StudyDispersion,
     StudyFile,

@@ -13,23 +13,23 @@ the full table and for the complete cases side by side:
   slopes).
 
 It reads files only (:func:`analyze_study_folder`); running the LLM is
-:func:`recaudit.audit.run_positional_study`'s job. Results: one tidy table (a row per model, k,
-temperature, condition, analysis, metric) and the JSON of the report.
+:func:`recaudit.audit.run_positional_study`'s job. Results: a
+:class:`~recaudit.positional.PositionalStudyResult` (``_study_file``): one tidy table (a
+row per model, k, temperature, condition, analysis, metric), the typed comparisons,
+regressions and skips, and ``study.json``.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .._io import to_jsonable, write_atomic, write_text_atomic
 from .._read import read_json
 from .._read import read_table as read_file
 from .._stats import Estimate, as_generator, holm
@@ -49,6 +49,14 @@ from ._counterfactual import (
 from ._evaluations import evaluations_from_table, group_table, read_table
 from ._metrics import StrongBiasResult
 from ._options import AnalysisOptions
+from ._study_file import (
+    STUDY_COLUMNS,
+    PositionalStudyResult,
+    StudyComparison,
+    StudyDispersion,
+    StudySettings,
+    StudySkip,
+)
 
 __all__ = [
     "STUDY_COLUMNS",
@@ -58,24 +66,6 @@ __all__ = [
 ]
 
 CELL = ("model", "k", "temperature", "condition")
-#: Columns of ``study.parquet`` / ``study.csv``, in order.
-STUDY_COLUMNS = (
-    "model",
-    "k",
-    "temperature",
-    "condition",
-    "analysis",
-    "metric",
-    "estimate",
-    "ci_low",
-    "ci_high",
-    "p_value",
-    "p_holm",
-    "decision",
-    "n_queries",
-    "n_evaluations",
-    "note",
-)
 #: (name, condition a, condition b, temperature of b: "same" or 0.0); a - b is tested.
 COMPARISONS: tuple[tuple[str, str, str, str | float], ...] = (
     ("both_vs_decoding", "permutation", "decoding", "same"),
@@ -113,75 +103,6 @@ MSG_NO_EVALUATIONS = (
 Cell = tuple[str, int, float, str]
 #: sPB's folds (the default of ``strong_positional_bias``, which the grouped analysis uses).
 SPB_FOLDS = 5
-
-
-@dataclass(frozen=True, eq=False)
-class PositionalStudyResult:
-    """The study's analyses: the tidy table, the detailed JSON and the grouped analysis.
-
-    Attributes
-    ----------
-    table : DataFrame
-        One row per (model, k, temperature, condition, analysis, metric), columns
-        :data:`STUDY_COLUMNS`; ``analysis`` is ``"full"`` or ``"complete_case"``.
-    comparisons, dispersion : tuple of dict
-        Detailed results of the paired comparisons and the dispersion regressions.
-    skipped : tuple of dict
-        What the grid did not allow, with the reason.
-    analysis : list of dict
-        The full grouped analysis in the shape of ``analysis.json``.
-    settings : dict
-        alpha, epsilon, tau, sPB folds and repeats, n_boot, n_resamples, confidence
-        level, seed, counts.
-    """
-
-    table: pd.DataFrame = field(repr=False)
-    comparisons: tuple[dict[str, Any], ...]
-    dispersion: tuple[dict[str, Any], ...]
-    skipped: tuple[dict[str, Any], ...]
-    analysis: list[dict[str, Any]] = field(repr=False)
-    settings: dict[str, Any]
-
-    def to_frame(self) -> pd.DataFrame:
-        """A copy of the tidy table."""
-        return self.table.copy()
-
-    def to_dict(self) -> dict[str, Any]:
-        """The ``study.json`` object (NaN -> None)."""
-        return to_jsonable(
-            {
-                "kind": "positional_study",
-                "settings": self.settings,
-                "rows": self.table.to_dict(orient="records"),
-                "comparisons": list(self.comparisons),
-                "dispersion": list(self.dispersion),
-                "skipped": list(self.skipped),
-            }
-        )
-
-    def save(self, folder: str | Path, *, write_analysis: bool = True) -> dict[str, Path]:
-        """Write ``study.parquet``, ``study.csv``, ``study.json`` (and ``analysis.json``).
-
-        Each file is written whole, then renamed. ``analysis.json`` (the grouped
-        analysis, the shape ``recaudit report`` reads) is rewritten with the study's
-        seed so the report and the study agree.
-        """
-        out = Path(folder)
-        out.mkdir(parents=True, exist_ok=True)
-        paths = {
-            "parquet": out / "study.parquet",
-            "csv": out / "study.csv",
-            "json": out / "study.json",
-        }
-        write_atomic(paths["parquet"], lambda p: self.table.to_parquet(p, index=False))
-        write_atomic(paths["csv"], lambda p: self.table.to_csv(p, index=False))
-        text = json.dumps(self.to_dict(), indent=1, allow_nan=False)
-        write_text_atomic(paths["json"], text)
-        if write_analysis:
-            paths["analysis"] = out / "analysis.json"
-            atext = json.dumps(to_jsonable(self.analysis), indent=2, allow_nan=False)
-            write_text_atomic(paths["analysis"], atext)
-        return paths
 
 
 def analyze_study_folder(
@@ -269,9 +190,9 @@ def analyze_study(
     say = progress or (lambda _msg: None)
     cc = complete_case(data)
     rows: list[dict[str, Any]] = []
-    comparisons: list[dict[str, Any]] = []
-    dispersion: list[dict[str, Any]] = []
-    skipped: list[dict[str, Any]] = []
+    comparisons: list[StudyComparison] = []
+    dispersion: list[StudyDispersion] = []
+    skipped: list[StudySkip] = []
     grouped_full: list[dict[str, Any]] = []
     # common random numbers: both analyses replay one stream (CV folds, bootstrap,
     # shuffles), so a complete-case table equal to the full one gives equal numbers and
@@ -280,8 +201,8 @@ def analyze_study(
     for name, part in (("full", data), ("complete_case", cc.table)):
         g = np.random.default_rng(np.random.SeedSequence(entropy))
         if len(part) == 0 or discarded_mask(part).all():
-            skipped.append({"analysis": name, "what": "everything",
-                            "reason": "no query without a discarded generation"})
+            skipped.append(StudySkip(analysis=name, what="everything",
+                                     reason="no query without a discarded generation"))
             continue
         say(f"{name}: cells")
         run = _Analysis(name, part, candidates, opts, g)
@@ -299,20 +220,12 @@ def analyze_study(
     frame = pd.DataFrame(rows, columns=list(STUDY_COLUMNS))
     frame = frame.astype({"k": "int64", "temperature": "float64", "n_queries": "Int64",
                           "n_evaluations": "Int64"})
-    settings = {
-        "alpha": opts.alpha,
-        "epsilon": opts.epsilon,
-        "n_resamples": opts.n_resamples,
-        "n_boot": opts.n_boot,
-        "confidence_level": opts.confidence_level,
-        "tau": opts.tau,
-        "spb_n_folds": SPB_FOLDS,
-        "spb_n_repeats": opts.spb_repeats,
-        "seed": seed,
-        "n_queries_complete": cc.n_queries_kept,
-        "n_queries_with_discards": cc.n_queries_dropped,
-        "complete_case_by": list(cc.by),
-    }
+    settings = StudySettings(
+        alpha=opts.alpha, epsilon=opts.epsilon, n_resamples=opts.n_resamples,
+        n_boot=opts.n_boot, confidence_level=opts.confidence_level, tau=opts.tau,
+        spb_n_folds=SPB_FOLDS, spb_n_repeats=opts.spb_repeats, seed=seed,
+        n_queries_complete=cc.n_queries_kept, n_queries_with_discards=cc.n_queries_dropped,
+        complete_case_by=tuple(cc.by))
     return PositionalStudyResult(
         table=frame,
         comparisons=tuple(comparisons),
@@ -340,9 +253,9 @@ class _Analysis:
         self.options = options
         self.gen = gen
         self.rows: list[dict[str, Any]] = []
-        self.comparisons: list[dict[str, Any]] = []
-        self.dispersion: list[dict[str, Any]] = []
-        self.skipped: list[dict[str, Any]] = []
+        self.comparisons: list[StudyComparison] = []
+        self.dispersion: list[StudyDispersion] = []
+        self.skipped: list[StudySkip] = []
         self.evals: dict[Cell, Any] = {}
         self.n_evaluations: dict[Cell, int] = {}
         self._instances: dict[Cell, InstanceSpb | str] = {}
@@ -483,31 +396,32 @@ class _Analysis:
                         self._compare_one(name, model, k, t, ca, cb, tb, conds, temps)
         # Holm across models within each (comparison, k, temperature)
         mine = self.comparisons[start:]
-        families: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-        for c in mine:
-            families.setdefault((c["comparison"], c["k"], c["temperature"]), []).append(c)
+        families: dict[tuple[Any, ...], list[int]] = {}
+        for i, c in enumerate(mine):
+            families.setdefault((c.comparison, c.k, c.temperature), []).append(i)
         for fam in families.values():
-            for c, p in zip(fam, holm([c["pvalue"] for c in fam]), strict=True):
-                c["pvalue_holm"] = float(p)
+            for i, p in zip(fam, holm([mine[i].pvalue for i in fam]), strict=True):
+                mine[i] = replace(mine[i], pvalue_holm=float(p))
+        self.comparisons[start:] = mine
         alpha = self.options.alpha
         for c in mine:
-            cell = (c["model"], c["k"], c["temperature"], c["comparison"])
-            self._row(cell, "spb_difference", c["n_used"], c["n_evaluations"],
-                      estimate=c["effect"], ci_low=c["ci_low"], ci_high=c["ci_high"],
-                      p_value=c["pvalue"], p_holm=c["pvalue_holm"],
-                      decision=_decision(c["pvalue_holm"], alpha),
-                      note=(f"Wilcoxon signed-rank on sPB({c['condition_a']}, "
-                            f"T={c['temperature']:g}) - sPB({c['condition_b']}, "
-                            f"T={c['temperature_b']:g}); {c['n_pairs']} pairs, "
-                            f"{c['n_pairs'] - c['n_used']} unchanged excluded; "
+            cell = (c.model, c.k, c.temperature, c.comparison)
+            self._row(cell, "spb_difference", c.n_used, c.n_evaluations,
+                      estimate=c.effect, ci_low=c.ci_low, ci_high=c.ci_high,
+                      p_value=c.pvalue, p_holm=c.pvalue_holm,
+                      decision=_decision(c.pvalue_holm, alpha),
+                      note=(f"Wilcoxon signed-rank on sPB({c.condition_a}, "
+                            f"T={c.temperature:g}) - sPB({c.condition_b}, "
+                            f"T={c.temperature_b:g}); {c.n_pairs} pairs, "
+                            f"{c.n_pairs - c.n_used} unchanged excluded; "
                             "estimate = Hodges-Lehmann shift; Holm across models"))
-            self._row(cell, "relevance_iou", c["iou_n_queries"], c["n_evaluations"],
-                      estimate=c["iou"], ci_low=c["iou_ci_low"], ci_high=c["iou_ci_high"],
+            self._row(cell, "relevance_iou", c.iou_n_queries, c.n_evaluations,
+                      estimate=c.iou, ci_low=c.iou_ci_low, ci_high=c.iou_ci_high,
                       note="mean IoU of the per-query relevance sets of the two conditions")
 
     def _compare_one(self, name: str, model: str, k: int, t: float, ca: str, cb: str,
                      tb: str | float, conds: set[str], temps: list[float]) -> None:
-        where = {"analysis": self.name, "model": model, "k": k, "temperature": t}
+        where: dict[str, Any] = {"analysis": self.name, "model": model, "k": k, "temperature": t}
         t_b = t if tb == "same" else float(tb)
         if name == "both_vs_permutation_only" and t == 0:
             return  # the reference itself
@@ -520,7 +434,7 @@ class _Analysis:
             inst_a, inst_b = self.instance(a), self.instance(b)
             reason = next((i for i in (inst_a, inst_b) if isinstance(i, str)), None)
         if reason is not None:
-            self.skipped.append({**where, "what": name, "reason": reason})
+            self.skipped.append(StudySkip(**where, what=name, reason=reason))
             self._row((model, k, t, name), "spb_difference", 0, None, note=reason)
             return
         assert isinstance(inst_a, InstanceSpb) and isinstance(inst_b, InstanceSpb)
@@ -529,38 +443,28 @@ class _Analysis:
         test = paired_wilcoxon(inst_a.spb[ra], inst_b.spb[rb], confidence_level=level)
         iou = relevance_iou(inst_a, inst_b, n_boot=self.options.n_boot,
                             confidence_level=level, rng=self.gen.spawn(1)[0])
-        self.comparisons.append({
-            **where,
-            "comparison": name,
-            "description": COMPARISON_TEXT[name],
-            "condition_a": ca,
-            "condition_b": cb,
-            "temperature_b": t_b,
-            "p_hat_a": inst_a.p_hat,
-            "p_hat_b": inst_b.p_hat,
-            "n_evaluations": int(inst_a.n_valid[ra].sum() + inst_b.n_valid[rb].sum()),
-            **test.to_dict(),
-            "pvalue_holm": np.nan,
-            "iou": iou.mean.value,
-            "iou_ci_low": iou.mean.ci.low,
-            "iou_ci_high": iou.mean.ci.high,
-            "iou_n_queries": iou.n_queries,
-        })
+        self.comparisons.append(StudyComparison(
+            **where, comparison=name, description=COMPARISON_TEXT[name], condition_a=ca,
+            condition_b=cb, temperature_b=t_b, p_hat_a=inst_a.p_hat, p_hat_b=inst_b.p_hat,
+            n_evaluations=int(inst_a.n_valid[ra].sum() + inst_b.n_valid[rb].sum()),
+            **test.to_dict(), pvalue_holm=math.nan, iou=iou.mean.value,
+            iou_ci_low=iou.mean.ci.low, iou_ci_high=iou.mean.ci.high,
+            iou_n_queries=iou.n_queries))
 
     # -- dispersion ----------------------------------------------------------------------
     def regress(self) -> None:
         if self.candidates is None or not {"k", "query_id", "score"} <= set(
             self.candidates.columns
         ):
-            self.skipped.append({"analysis": self.name, "what": "dispersion",
-                                 "reason": REASON_NO_CANDIDATES})
+            self.skipped.append(StudySkip(analysis=self.name, what="dispersion",
+                                          reason=REASON_NO_CANDIDATES))
             return
         start = len(self.dispersion)
         level = self.options.confidence_level
         for cell in sorted(self.evals, key=_sort_key):
             model, k, t, cond = cell
-            where = {"analysis": self.name, "model": model, "k": k, "temperature": t,
-                     "condition": cond}
+            where: dict[str, Any] = {"analysis": self.name, "model": model, "k": k,
+                                     "temperature": t, "condition": cond}
             inst = self.instance(cell)
             reason = inst if isinstance(inst, str) else None
             if isinstance(inst, InstanceSpb):
@@ -576,20 +480,22 @@ class _Analysis:
                 except InputError as exc:
                     reason = str(exc)
             if reason is not None:
-                self.skipped.append({**where, "what": "dispersion", "reason": reason})
+                self.skipped.append(StudySkip(**where, what="dispersion", reason=reason))
                 self._row(cell, "dispersion_slope", 0, None, note=reason)
                 continue
-            self.dispersion.append({**where, **res.to_dict(), "pvalue_holm": np.nan})
-        mine = self.dispersion[start:]
-        for d, p in zip(mine, holm([d["pvalue"] for d in mine]), strict=True):
-            d["pvalue_holm"] = float(p)
+            self.dispersion.append(StudyDispersion(**where, **res.to_dict(),
+                                                   pvalue_holm=math.nan))
+        mine = [replace(d, pvalue_holm=float(p)) for d, p in zip(
+            self.dispersion[start:], holm([d.pvalue for d in self.dispersion[start:]]),
+            strict=True)]
+        self.dispersion[start:] = mine
         alpha = self.options.alpha
         for d in mine:
-            cell = (d["model"], d["k"], d["temperature"], d["condition"])
-            self._row(cell, "dispersion_slope", d["n_queries"], int(d["sum_weights"]),
-                      estimate=d["slope"], ci_low=d["ci_low"], ci_high=d["ci_high"],
-                      p_value=d["pvalue"], p_holm=d["pvalue_holm"],
-                      decision=_decision(d["pvalue_holm"], alpha),
+            cell = (d.model, d.k, d.temperature, d.condition)
+            self._row(cell, "dispersion_slope", d.n_queries, int(d.sum_weights),
+                      estimate=d.slope, ci_low=d.ci_low, ci_high=d.ci_high,
+                      p_value=d.pvalue, p_holm=d.pvalue_holm,
+                      decision=_decision(d.pvalue_holm, alpha),
                       note="pp outside the relevance set per SD of retrieval-score "
                       "dispersion; WLS (weights = valid evaluations), HC1 Wald, Holm "
                       "across all slopes")
@@ -612,9 +518,8 @@ class _Analysis:
 
     def _skip(self, cell: Cell, what: str, reason: str) -> None:
         model, k, t, cond = cell
-        self.skipped.append({"analysis": self.name, "model": model, "k": k,
-                             "temperature": t, "condition": cond, "what": what,
-                             "reason": reason})
+        self.skipped.append(StudySkip(analysis=self.name, model=model, k=k, temperature=t,
+                                      condition=cond, what=what, reason=reason))
 
 
 def _analyze_study_iv(table: pd.DataFrame | str | Path) -> pd.DataFrame:

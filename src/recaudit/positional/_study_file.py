@@ -1,25 +1,35 @@
-"""``study.json`` read back: the typed rows of the positional study.
+"""``study.json``: the positional study's result, written and read.
 
-:meth:`~recaudit.positional.PositionalStudyResult.to_dict` writes ``study.json`` (the
-tidy table's rows, the paired comparisons, the dispersion regressions, what the grid
-did not allow, the settings). :class:`StudyFile` is that file read back (``from_dict``,
-strict: a missing key or a value of the wrong kind is an :class:`~recaudit.InputError`
-naming the file and the key) and its ``to_dict`` is the written object key for key, so
-``json.dumps(..., indent=1)`` writes the same bytes. The result keeps its table (a
-DataFrame) and the grouped analysis, which the file does not hold.
+:func:`~recaudit.positional.analyze_study` returns a :class:`PositionalStudyResult`:
+the tidy table (a DataFrame, columns :data:`STUDY_COLUMNS`), the paired comparisons
+(:class:`StudyComparison`), the dispersion regressions (:class:`StudyDispersion`), what
+the grid did not allow (:class:`StudySkip`), the settings (:class:`StudySettings`) and
+the grouped analysis. Its :meth:`~PositionalStudyResult.to_file` is the
+:class:`StudyFile` written to ``study.json`` (the table's rows as :class:`StudyRow`);
+``StudyFile.from_dict`` reads the file back (strict: a missing key or a value of the
+wrong kind is an :class:`~recaudit.InputError` naming the file and the key) and its
+``to_dict`` is the written object key for key, so ``json.dumps(..., indent=1)`` writes
+the same bytes. The file holds neither the DataFrame nor the grouped analysis
+(``analysis.json``), so reading it back gives a :class:`StudyFile`, not a result.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any, Literal, Self
 
-from .._io import to_jsonable
+import pandas as pd
+
+from .._io import to_jsonable, write_atomic, write_text_atomic
 from .._records import as_mapping, integer, need, number, text, to_float
 from ..exceptions import InputError
 
 __all__ = [
+    "STUDY_COLUMNS",
+    "PositionalStudyResult",
     "StudyComparison",
     "StudyDispersion",
     "StudyFile",
@@ -41,7 +51,18 @@ def _items(obj: Mapping[str, Any], key: str, where: str) -> list[Any]:
     return value
 
 
-class _Row:
+class _Keyed:
+    """``obj["key"]``: a field by its JSON key, as when the study's rows and settings
+    were plain dicts (``study.comparisons[0]["pvalue"]``, ``study.settings["seed"]``);
+    a key that is not a field is a :class:`KeyError`."""
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in {f.name for f in fields(self)}:  # type: ignore[arg-type]
+            raise KeyError(key)
+        return getattr(self, key)
+
+
+class _Row(_Keyed):
     """A flat JSON object read and written by its dataclass fields: ``str``, ``int``,
     ``float`` (``null`` as ``nan``) and ``X | None`` (``null`` as None); a field whose
     default is None may be absent (and is left out when None)."""
@@ -91,6 +112,10 @@ class StudyRow(_Row):
     n_queries: int | None
     n_evaluations: int | None
     note: str
+
+
+#: Columns of ``study.parquet`` / ``study.csv``, in order: :class:`StudyRow`'s fields.
+STUDY_COLUMNS = tuple(f.name for f in fields(StudyRow))
 
 
 @dataclass(frozen=True)
@@ -166,7 +191,7 @@ class StudySkip(_Row):
 
 
 @dataclass(frozen=True)
-class StudySettings:
+class StudySettings(_Keyed):
     """The study's settings: the analysis options, the seed and the complete-case
     counts (queries kept, queries with a discarded generation, grouped by
     ``complete_case_by``)."""
@@ -221,7 +246,7 @@ class StudyFile:
     skipped: tuple[StudySkip, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        """The object :meth:`PositionalStudyResult.to_dict` writes."""
+        """The object ``study.json`` holds."""
         return {"kind": "positional_study", "settings": self.settings.to_dict(),
                 **{name: [r.to_dict() for r in getattr(self, name)]
                    for name in ("rows", "comparisons", "dispersion", "skipped")}}
@@ -242,3 +267,78 @@ class StudyFile:
                                            where=f"{where}, settings"),
                    read("rows", StudyRow), read("comparisons", StudyComparison),
                    read("dispersion", StudyDispersion), read("skipped", StudySkip))
+
+
+def _without_na(record: Mapping[Any, Any]) -> dict[str, Any]:
+    """A table row with ``pd.NA`` (a missing count) as None."""
+    return {str(k): None if v is pd.NA else v for k, v in record.items()}
+
+
+@dataclass(frozen=True, eq=False)
+class PositionalStudyResult:
+    """The study's analyses: the tidy table, the comparisons, the dispersion
+    regressions, what was skipped, the settings and the grouped analysis.
+
+    Attributes
+    ----------
+    table : DataFrame
+        One row per (model, k, temperature, condition, analysis, metric), columns
+        :data:`STUDY_COLUMNS`; ``analysis`` is ``"full"`` or ``"complete_case"``.
+    comparisons : tuple of StudyComparison
+    dispersion : tuple of StudyDispersion
+        The paired comparisons and the dispersion regressions.
+    skipped : tuple of StudySkip
+        What the grid did not allow, with the reason.
+    analysis : list of dict
+        The full grouped analysis in the shape of ``analysis.json``.
+    settings : StudySettings
+        alpha, epsilon, tau, sPB folds and repeats, n_boot, n_resamples, confidence
+        level, seed, counts.
+
+    The rows, comparisons, dispersion, skips and settings also read like the JSON
+    objects they are written as (``study.settings["seed"]``).
+    """
+
+    table: pd.DataFrame = field(repr=False)
+    comparisons: tuple[StudyComparison, ...]
+    dispersion: tuple[StudyDispersion, ...]
+    skipped: tuple[StudySkip, ...]
+    analysis: list[dict[str, Any]] = field(repr=False)
+    settings: StudySettings
+
+    def to_frame(self) -> pd.DataFrame:
+        """A copy of the tidy table."""
+        return self.table.copy()
+
+    def to_file(self) -> StudyFile:
+        """The :class:`StudyFile` written to ``study.json`` (the table's rows typed,
+        ``pd.NA`` as None)."""
+        rows = tuple(StudyRow(**_without_na(r)) for r in self.table.to_dict(orient="records"))
+        return StudyFile(self.settings, rows, self.comparisons, self.dispersion, self.skipped)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``study.json`` object (:meth:`to_file`'s ``to_dict``; NaN -> None)."""
+        return self.to_file().to_dict()
+
+    def save(self, folder: str | Path, *, write_analysis: bool = True) -> dict[str, Path]:
+        """Write ``study.parquet``, ``study.csv``, ``study.json`` (and ``analysis.json``).
+
+        Each file is written whole, then renamed. ``analysis.json`` (the grouped
+        analysis, the shape ``recaudit report`` reads) is rewritten with the study's
+        seed so the report and the study agree.
+        """
+        out = Path(folder)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = {
+            "parquet": out / "study.parquet",
+            "csv": out / "study.csv",
+            "json": out / "study.json",
+        }
+        write_atomic(paths["parquet"], lambda p: self.table.to_parquet(p, index=False))
+        write_atomic(paths["csv"], lambda p: self.table.to_csv(p, index=False))
+        write_text_atomic(paths["json"], json.dumps(self.to_dict(), indent=1, allow_nan=False))
+        if write_analysis:
+            paths["analysis"] = out / "analysis.json"
+            atext = json.dumps(to_jsonable(self.analysis), indent=2, allow_nan=False)
+            write_text_atomic(paths["analysis"], atext)
+        return paths
