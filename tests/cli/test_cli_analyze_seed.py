@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from recaudit.cli import app
-from recaudit.positional import simulate_evaluations
+from recaudit.positional import run_seed, simulate_evaluations
 
 runner = CliRunner()
 FAST = ["--n-boot", "50", "--n-resamples", "49", "--json"]
@@ -28,3 +29,14 @@ def test_a_run_folder_is_analysed_with_its_seed(tmp_path) -> None:
     assert json.loads(other.stdout)["pb"] != json.loads(first.stdout)["pb"]
     (run / "config.resolved.json").write_text("not json")  # no config seed: still analysed
     assert runner.invoke(app, ["positional", "analyze", str(run), *FAST]).exit_code == 0
+
+
+@pytest.mark.parametrize(("text", "seed"), [
+    ('{"seed": 7}', 7), ('{"seed": 0}', 0), ("not json", None), ('{"seed": true}', None),
+    ('{"seed": -1}', None), ('{"seed": 7.5}', None), ("[7]", None), ("{}", None)])
+def test_one_reader_of_a_run_folders_seed(tmp_path, text, seed) -> None:
+    """``recaudit.positional.run_seed``: what ``positional analyze RUN`` and
+    ``analyze_study_folder`` take as the run's seed (None: analysed unseeded)."""
+    (tmp_path / "config.resolved.json").write_text(text)
+    assert run_seed(tmp_path) == seed
+    assert run_seed(tmp_path / "elsewhere") is None

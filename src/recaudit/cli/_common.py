@@ -50,19 +50,6 @@ def evaluations_file(path: Path) -> Path:
     return table
 
 
-def run_seed(table: Path) -> int | None:
-    """The ``seed`` of the run folder that holds ``table`` (its
-    ``config.resolved.json``), so that ``analyze RUN`` repeats the run's own analysis;
-    None outside a run folder or without a whole-number seed."""
-    try:
-        cfg = json.loads((table.parent / "config.resolved.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    seed = cfg.get("seed") if isinstance(cfg, dict) else None
-    return seed if isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0 \
-        else None
-
-
 def print_json(obj: Any) -> None:
     """Print ``obj`` as one JSON document on stdout (NaN/inf become ``null``)."""
     typer.echo(json.dumps(to_jsonable(obj), indent=2, allow_nan=False))

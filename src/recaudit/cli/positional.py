@@ -26,7 +26,7 @@ from ._analysis_options import (
     Tau,
     analysis_options,
 )
-from ._common import err_console, evaluations_file, exit_on_error, print_json, run_seed
+from ._common import err_console, evaluations_file, exit_on_error, print_json
 from ._compare_command import compare_command
 from ._plan_command import plan_command
 from ._positional_tables import (
@@ -122,12 +122,12 @@ def analyze_command(
         "decoding noise; no POB-ICM (docs/exact-and-sequential.md).")] = False,
 ) -> None:
     """Test an evaluations table for positional bias (POB-ICM, POB-UNBP, PS, PB, sPB)."""
-    from ..positional import analyze, analyze_groups, read_table
+    from ..positional import analyze, analyze_groups, read_table, run_seed
 
     options = analysis_options(alpha=alpha, epsilon=epsilon, tau=tau, spb_repeats=spb_repeats,
                                n_resamples=n_resamples, n_boot=n_boot)
     evals = evaluations_file(evals)
-    seed = run_seed(evals) if seed is None else seed
+    seed = run_seed(evals.parent) if seed is None else seed
     columns = [c.strip() for c in by.split(",") if c.strip()] if by else []
     if exact:
         from ..positional import analyze_exact, analyze_exact_groups, read_exact_table

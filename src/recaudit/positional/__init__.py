@@ -82,7 +82,7 @@ from ._counterfactual import (
     score_dispersion,
     set_iou,
 )
-from ._study import analyze_study, analyze_study_folder
+from ._study import analyze_study, analyze_study_folder, run_seed
 from ._study_file import (
     STUDY_COLUMNS,
     PositionalStudyResult,
@@ -192,6 +192,7 @@ __all__ = [
     "instance_spb",
     "paired_wilcoxon",
     "relevance_iou",
+    "run_seed",
     "score_dispersion",
     "set_iou",
     "topn_bias",

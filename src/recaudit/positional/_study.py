@@ -12,15 +12,16 @@ the full table and for the complete cases side by side:
 - the retrieval-score dispersion regression of every cell (WLS, HC1, Holm across all
   slopes).
 
-It reads files only (:func:`analyze_study_folder`); running the LLM is
-:func:`recaudit.audit.run_positional_study`'s job. Results: a
-:class:`~recaudit.positional.PositionalStudyResult` (``_study_file``): one tidy table (a
-row per model, k, temperature, condition, analysis, metric), the typed comparisons,
-regressions and skips, and ``study.json``.
+It reads files only (:func:`analyze_study_folder`; a run folder's seed:
+:func:`run_seed`); running the LLM is :func:`recaudit.audit.run_positional_study`'s job.
+Results: a :class:`~recaudit.positional.PositionalStudyResult` (``_study_file``): one
+tidy table (a row per model, k, temperature, condition, analysis, metric), the typed
+comparisons, regressions and skips, and ``study.json``.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -30,7 +31,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._read import read_json
 from .._read import read_table as read_file
 from .._stats import Estimate, as_generator, holm
 from ..exceptions import InputError
@@ -63,6 +63,7 @@ __all__ = [
     "PositionalStudyResult",
     "analyze_study",
     "analyze_study_folder",
+    "run_seed",
 ]
 
 CELL = ("model", "k", "temperature", "condition")
@@ -103,6 +104,25 @@ MSG_NO_EVALUATIONS = (
 Cell = tuple[str, int, float, str]
 #: sPB's folds (the default of ``strong_positional_bias``, which the grouped analysis uses).
 SPB_FOLDS = 5
+#: A run folder's resolved config (written by ``recaudit.audit``; the seed read here).
+RESOLVED_CONFIG = "config.resolved.json"
+
+
+def run_seed(run_dir: str | Path) -> int | None:
+    """The ``seed`` in a run folder's ``config.resolved.json``: the seed a folder's
+    analyses repeat when none is given (``positional analyze RUN``,
+    :func:`analyze_study_folder`).
+
+    None without the file, when it is not a JSON object, or when its ``seed`` is not a
+    whole number >= 0.
+    """
+    try:
+        doc = json.loads((Path(run_dir) / RESOLVED_CONFIG).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    seed = doc.get("seed") if isinstance(doc, dict) else None
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0 \
+        else None
 
 
 def analyze_study_folder(
@@ -115,7 +135,7 @@ def analyze_study_folder(
     """Analyse a finished run folder (``evaluations.parquet`` [+ ``candidates.parquet``]).
 
     Nothing is run; see :func:`analyze_study` for the analyses. The seed defaults to the
-    run's ``seed`` in ``config.resolved.json`` when ``rng`` is None.
+    run's (:func:`run_seed`) when ``rng`` is None.
     """
     folder = Path(run_dir)
     evaluations = folder / "evaluations.parquet"
@@ -125,11 +145,7 @@ def analyze_study_folder(
     candidates = read_file(candidates_path, what="candidate sets") \
         if candidates_path.is_file() else None
     if rng is None:
-        resolved = folder / "config.resolved.json"
-        if resolved.is_file():
-            doc = read_json(resolved, what="the run's resolved config")
-            seed = doc.get("seed") if isinstance(doc, dict) else None
-            rng = int(seed) if isinstance(seed, int) else None
+        rng = run_seed(folder)
     return analyze_study(
         read_file(evaluations, what="evaluations table"),
         options,
