@@ -61,7 +61,7 @@ from .._stats import (
 from ..exceptions import InputError
 from ._compare_interbias import IB, CoverageDesign, PairCoverage, ib_pvalues, ib_values
 from ._compare_results import FairnessComparison, MetricComparison
-from ._inputs import _catalog_iv, _evaluate_iv
+from ._inputs import _evaluate_iv
 from ._interbias import normalized_relative_difference, relative_difference
 from ._metrics import METRICS, _union_index, ranking_metrics
 from ._options import EvaluateOptions
@@ -324,16 +324,16 @@ def _models(recs: Mapping[str, pd.DataFrame], test: pd.DataFrame, users: pd.Data
     in the users table's order -- the same rows for every model)."""
     if items is None and n_items is None:
         n_items = _catalog_size(recs, test, train)
-    indexes = {name: _catalog_iv(table, test, train, items, n_items)[0]
-               for name, table in recs.items()}
-    shared = _union_index([ix.to_numpy() for ix in indexes.values()])
+    inputs = {name: _evaluate_iv(table, test, users, attribute=attribute,
+                                 protected=protected, n_items=n_items, items=items,
+                                 train=train, options=options, rng=0)
+              for name, table in recs.items()}  # the evaluated users are the test's
+    shared = _union_index([inp.item_index.to_numpy() for inp in inputs.values()])
     models: dict[str, _Model] = {}
-    for name, table in recs.items():  # the evaluated users are the test's: every model's
-        inp = _evaluate_iv(table, test, users, attribute=attribute, protected=protected,
-                           n_items=n_items, items=items, train=train, options=options, rng=0)
+    for name, inp in inputs.items():
         values = ranking_metrics(inp.lists.hits, inp.lists.n_relevant, n=inp.ns)
         models[str(name)] = _Model(np.hstack([values[m] for m in METRICS]),
-                                   _shared_codes(inp.lists.items, indexes[name], shared))
+                                   _shared_codes(inp.lists.items, inp.item_index, shared))
     names, codes = np.unique(inp.groups, return_inverse=True)
     members = tuple(np.flatnonzero(codes == g) for g in range(names.size))
     design = _Design(

@@ -63,6 +63,7 @@ class _Inputs:
     protected: str
     n_items: int
     catalog_source: str
+    item_index: pd.Index
     popularity: npt.NDArray[np.float64] | None
     head: npt.NDArray[np.bool_] | None
     popularity_source: _PopularitySource | None
@@ -277,6 +278,7 @@ def _evaluate_iv(
         protected=protected_name,
         n_items=size,
         catalog_source=source,
+        item_index=item_index,
         popularity=popularity,
         head=_head(popularity, pop_source, item_index),
         popularity_source=pop_source,
