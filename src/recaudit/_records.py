@@ -2,12 +2,12 @@
 
 One number rule for every reader: a number is a JSON number (never ``true``, never a
 string such as ``"0.5"`` or ``"inf"``), ``null`` an undefined one (``nan``), a whole
-number a JSON number without a fraction (``to_float``, ``to_int``, ``to_bool``; by key:
-``number``, ``integer``, ``text``, ...); a value of another kind is an
-:class:`~recaudit.InputError` naming the file or result (``what``) and the key. Key
-*names* may be looked up tolerantly for JSON written by other tools or older versions
-(``norm_key``, ``find_key``, ``need_key``: case- and separator-insensitive, aliases),
-never their values.
+number a JSON number without a fraction (``to_float``, ``to_int``, ``to_bool``,
+``to_text``; by key: ``number``, ``integer``, ``text``, ``items`` for a list, ...); a
+value of another kind is an :class:`~recaudit.InputError` naming the file or result
+(``what``) and the key. Key *names* may be looked up tolerantly for JSON written by
+other tools or older versions (``norm_key``, ``find_key``, ``need_key``: case- and
+separator-insensitive, aliases), never their values.
 
 A result's ``to_dict()`` gives plain JSON values (``nan`` becomes ``null`` once written
 with :func:`recaudit._io.to_jsonable`); ``from_dict`` reads either form back. A missing
@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 import reprlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,10 +35,12 @@ __all__ = [
     "MSG_NOT_OBJECT",
     "MSG_KEY_WRITTEN_BY",
     "MSG_NOT_INTEGER",
+    "MSG_NOT_LIST",
     "MSG_NOT_NUMBERS",
     "MSG_NOT_POSITIONS",
     "as_mapping",
     "integer",
+    "items",
     "find_key",
     "need_key",
     "norm_key",
@@ -51,6 +53,7 @@ __all__ = [
     "to_bool",
     "to_float",
     "to_int",
+    "to_text",
 ]
 
 MSG_MISSING = "{what}: missing key `{key}` (is this the JSON of its `to_dict()`?)"
@@ -62,6 +65,8 @@ MSG_NOT_NUMBERS = ("{what}: `{key}` must be a list of numbers (null for undefine
                    "got {value}")
 MSG_NOT_POSITIONS = "{what}: `{key}` must be a list of whole numbers or null, got {value}"
 MSG_NOT_FLAG = "{what}: `{key}` must be true or false, got {value}"
+MSG_NOT_LIST = "{what}: `{key}` must be a JSON list, got {kind}"
+MSG_NOT_TEXT = "{what}: `{key}` must be text, got {value!r}"
 
 _REPR = reprlib.Repr()
 _REPR.maxstring = _REPR.maxother = 40
@@ -139,10 +144,25 @@ def to_int(value: Any, key: str, what: str) -> int:
 
 def text(obj: Mapping[str, Any], key: str, what: str) -> str:
     """``obj[key]`` as a JSON string, never a number or ``null`` read as one."""
-    value = need(obj, key, what)
+    return to_text(need(obj, key, what), key, what)
+
+
+def to_text(value: Any, key: str, what: str) -> str:
+    """A JSON string as a str; ``key`` and ``what`` name anything else in the error."""
     if not isinstance(value, str):
-        raise InputError(f"{what}: `{key}` must be text, got {value!r}")
+        raise InputError(MSG_NOT_TEXT.format(what=what, key=key, value=value))
     return value
+
+
+def items(obj: Mapping[str, Any], key: str, what: str,
+          read: Callable[[Any, str, str], Any] | None = None) -> tuple[Any, ...]:
+    """``obj[key]``, a JSON list, as a tuple of its items, each read by ``read``
+    (``to_float``, ``to_int``, ``to_text``; None: as they are, e.g. objects a type's
+    ``from_dict`` reads); a missing key or another kind is an :class:`InputError`."""
+    value = need(obj, key, what)
+    if not isinstance(value, list):
+        raise InputError(MSG_NOT_LIST.format(what=what, key=key, kind=type(value).__name__))
+    return tuple(value) if read is None else tuple(read(v, key, what) for v in value)
 
 
 def to_bool(value: Any, key: str, what: str) -> bool:

@@ -107,6 +107,7 @@ def test_spend_without_any_cell_reads_back(tmp_path: Path) -> None:
     (lambda s: s["total"].update(latency_s="2.5"),
      r"spend`, total: `latency_s` must be a number"),
     (lambda s: s.pop("total"), r"spend`: missing key `total`"),
+    (lambda s: s.update(cells={}), r"spend`: `cells` must be a JSON list, got dict"),
 ])
 def test_a_malformed_spend_is_refused(spend_dir: Path, edit: Edit, key: str) -> None:
     path = spend_dir / "run.json"
@@ -147,6 +148,8 @@ def test_a_cell_before_its_first_round_has_no_evidence(sequential_dir: Path) -> 
     (lambda d: d["cells"][1]["cs_low"].__setitem__(0, "0.1"),
      r", cells\[1\]: `cs_low` must be a number"),
     (lambda d: d["options"].pop("answers"), r", options: missing key `answers`"),
+    (lambda d: d["cells"][0].update(counts=3),
+     r", cells\[0\]: `counts` must be a JSON list, got int"),
 ])
 def test_a_malformed_sequential_json_is_refused(sequential_dir: Path, edit: Edit,
                                                 key: str) -> None:
@@ -215,6 +218,7 @@ def test_the_mitigation_writer_builds_the_type_it_writes(mitigation_dir: Path,
      r", groups\[0\], arms\[0\], `pb`: .*`value` must be a number"),
     (lambda d: d["groups"][0].update(k="5"), r", groups\[0\]: `k` must be a whole number"),
     (lambda d: d["config"].pop("n_boot"), r", config: missing key `n_boot`"),
+    (lambda d: d["config"]["methods"].append(3), r", config: `methods` must be text, got 3"),
 ])
 def test_a_malformed_mitigation_json_is_refused(mitigation_dir: Path, edit: Edit,
                                                 key: str) -> None:
@@ -286,6 +290,7 @@ def test_the_study_result_holds_the_types_it_writes(study_result: PositionalStud
      r", dispersion\[0\]: `n_queries` must be a whole number"),
     (lambda d: d["settings"].pop("n_queries_complete"),
      r", settings: missing key `n_queries_complete`"),
+    (lambda d: d.update(skipped=None), r": `skipped` must be a JSON list, got NoneType"),
 ])
 def test_a_malformed_study_json_is_refused(study_dir: Path, edit: Edit, key: str) -> None:
     path = study_dir / "study.json"

@@ -24,11 +24,13 @@ from .._io import to_jsonable, write_atomic, write_text_atomic
 from .._records import (
     as_mapping,
     integer,
+    items,
     need,
     number,
     optional_number,
     text,
     to_float,
+    to_text,
 )
 from .._seeds import stable_words
 from .._stats import DEFAULT_N_BOOT, Estimate, as_generator
@@ -270,9 +272,6 @@ def write_mitigation_json(data: MitigationComparison | Mapping[str, Any],
 
 
 # ------------------------------------------------------------ mitigation.json read back
-MSG_NOT_LIST = "{where}: `{key}` must be a JSON list, got {kind}"
-
-
 def _nested(obj: Mapping[str, Any], key: str, where: str,
             read: Callable[[Mapping[str, Any]], Any]) -> Any:
     """``obj[key]`` read by a library type's ``from_dict`` (``null``: None); its error
@@ -289,13 +288,6 @@ def _nested(obj: Mapping[str, Any], key: str, where: str,
 def _required(value: Any, key: str, where: str) -> Any:
     if value is None:
         raise InputError(f"{where}: `{key}` must be a JSON object, got null")
-    return value
-
-
-def _items(obj: Mapping[str, Any], key: str, where: str) -> list[Any]:
-    value = need(obj, key, where)
-    if not isinstance(value, list):
-        raise InputError(MSG_NOT_LIST.format(where=where, key=key, kind=type(value).__name__))
     return value
 
 
@@ -359,7 +351,6 @@ class MitigationArm:
     def from_dict(cls, obj: Any, *, where: str = "mitigation arm") -> MitigationArm:
         """Inverse of :meth:`to_dict` (strict; a missing or wrong key named)."""
         obj = as_mapping(obj, where)
-        prior = need(obj, "prior", where)
         return cls(
             mitigation=text(obj, "mitigation", where),
             model_name=text(obj, "model_name", where),
@@ -373,9 +364,7 @@ class MitigationArm:
             ps=_nested(obj, "ps", where, Estimate.from_dict),
             pob_icm_pvalue=optional_number(obj, "pob_icm_pvalue", where),
             pob_unbp_pvalue=optional_number(obj, "pob_unbp_pvalue", where),
-            position_distribution=tuple(
-                to_float(v, "position_distribution", where)
-                for v in _items(obj, "position_distribution", where)),
+            position_distribution=items(obj, "position_distribution", where, to_float),
             inside_unmitigated_set=_required(_nested(
                 obj, "inside_unmitigated_set", where, Estimate.from_dict),
                 "inside_unmitigated_set", where),
@@ -385,8 +374,8 @@ class MitigationArm:
             inside_true_set=_nested(obj, "inside_true_set", where, Estimate.from_dict),
             calls_multiplier=number(obj, "calls_multiplier", where),
             tokens_multiplier=optional_number(obj, "tokens_multiplier", where),
-            prior=None if prior is None else tuple(
-                to_float(v, "prior", where) for v in _items(obj, "prior", where)),
+            prior=None if need(obj, "prior", where) is None
+            else items(obj, "prior", where, to_float),
         )
 
 
@@ -412,7 +401,7 @@ class MitigationGroup:
         return cls(text(obj, "model", where), integer(obj, "k", where),
                    number(obj, "temperature", where), text(obj, "condition", where),
                    tuple(MitigationArm.from_dict(a, where=f"{where}, arms[{i}]")
-                         for i, a in enumerate(_items(obj, "arms", where))))
+                         for i, a in enumerate(items(obj, "arms", where))))
 
 
 def _config(obj: Any, where: str) -> MitigationConfig:
@@ -421,8 +410,7 @@ def _config(obj: Any, where: str) -> MitigationConfig:
     values: dict[str, Any] = {}
     for f in fields(MitigationConfig):
         if f.name == "methods":
-            values[f.name] = tuple(text({"methods": m}, "methods", where)
-                                   for m in _items(obj, "methods", where))
+            values[f.name] = items(obj, "methods", where, to_text)
         elif isinstance(f.default, int):
             values[f.name] = integer(obj, f.name, where)
         else:
@@ -464,5 +452,5 @@ class MitigationComparison:
             spb_repeats=integer(analysis, "spb_repeats", f"{where}, analysis"),
             n_resamples=integer(analysis, "n_resamples", f"{where}, analysis"),
             groups=tuple(MitigationGroup.from_dict(g, where=f"{where}, groups[{i}]")
-                         for i, g in enumerate(_items(obj, "groups", where))),
+                         for i, g in enumerate(items(obj, "groups", where))),
         )

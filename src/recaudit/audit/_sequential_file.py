@@ -12,7 +12,6 @@ same bytes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -20,6 +19,7 @@ from .._io import to_jsonable
 from .._records import (
     as_mapping,
     integer,
+    items,
     need,
     number,
     text,
@@ -34,7 +34,6 @@ from ._config import AuditConfig
 __all__ = ["SequentialAudit", "SequentialCell", "SequentialEvidence", "SequentialOptions",
            "SequentialPb"]
 
-MSG_NOT_LIST = "{where}: `{key}` must be a JSON list, got {kind}"
 MSG_EXACT_METHOD = (
     "--sequential on choice probabilities (exact mode) has the e-processes {allowed}; "
     "got method = {method!r} (or set answers = \"sampled\")"
@@ -106,15 +105,6 @@ class SequentialOptions:
             raise ConfigError(MSG_EXACT_METHOD.format(allowed=", ".join(EXACT_SEQUENTIAL_METHODS),
                                                       method=self.method))
         return use
-
-
-def _list(obj: Any, key: str, where: str, read: Callable[[Any, str, str], Any]
-          ) -> tuple[Any, ...]:
-    """``obj[key]``, a JSON list, each item read by ``read`` (``to_float``, ``to_int``)."""
-    value = need(obj, key, where)
-    if not isinstance(value, list):
-        raise InputError(MSG_NOT_LIST.format(where=where, key=key, kind=type(value).__name__))
-    return tuple(read(v, key, where) for v in value)
 
 
 @dataclass(frozen=True)
@@ -213,13 +203,13 @@ class SequentialEvidence:
             pvalue=number(obj, "pvalue", where),
             alpha=number(obj, "alpha", where),
             method=text(obj, "method", where),
-            checkpoints=_list(obj, "checkpoints", where, to_int),
-            log_e_path=_list(obj, "log_e_path", where, to_float),
-            counts=_list(obj, "counts", where, to_int if answers == "sampled" else to_float),
-            cs_low=_list(obj, "cs_low", where, to_float),
-            cs_high=_list(obj, "cs_high", where, to_float),
+            checkpoints=items(obj, "checkpoints", where, to_int),
+            log_e_path=items(obj, "log_e_path", where, to_float),
+            counts=items(obj, "counts", where, to_int if answers == "sampled" else to_float),
+            cs_low=items(obj, "cs_low", where, to_float),
+            cs_high=items(obj, "cs_high", where, to_float),
             answers=answers,
-            evaluations_at_checkpoints=_list(obj, "evaluations_at_checkpoints", where, to_int),
+            evaluations_at_checkpoints=items(obj, "evaluations_at_checkpoints", where, to_int),
             valid_evaluations=integer(obj, "valid_evaluations", where),
             evaluations_used=integer(obj, "evaluations_used", where),
             pb=None if pb is None else SequentialPb.from_dict(pb, where=f"{where}, pb"),
@@ -311,15 +301,11 @@ class SequentialAudit:
     def from_dict(cls, obj: Any, *, where: str = "sequential.json") -> SequentialAudit:
         """Inverse of :meth:`to_dict`; ``where`` names the file in every error."""
         obj = as_mapping(obj, where)
-        cells = need(obj, "cells", where)
-        if not isinstance(cells, list):
-            raise InputError(MSG_NOT_LIST.format(where=where, key="cells",
-                                                 kind=type(cells).__name__))
         return cls(
             options=_options(need(obj, "options", where), f"{where}, options"),
             alpha_per_cell=number(obj, "alpha_per_cell", where),
             n_cells=integer(obj, "n_cells", where),
             seed=integer(obj, "seed", where),
             cells=tuple(SequentialCell.from_dict(c, where=f"{where}, cells[{i}]")
-                        for i, c in enumerate(cells)),
+                        for i, c in enumerate(items(obj, "cells", where))),
         )

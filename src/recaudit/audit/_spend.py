@@ -26,8 +26,7 @@ from typing import Any
 import pandas as pd
 
 from .._io import to_jsonable, write_text_atomic
-from .._records import as_mapping, integer, need, number, optional_number, text
-from ..exceptions import InputError
+from .._records import as_mapping, integer, items, need, number, optional_number, text
 
 __all__ = ["BATCH_DISCOUNT", "RunSpend", "SpendCell", "SpendTotal", "record_spend",
            "spend_by_cell"]
@@ -160,12 +159,8 @@ class RunSpend:
     def from_dict(cls, obj: Any, *, where: str = "spend") -> RunSpend:
         """Inverse of :meth:`to_dict`; ``where`` names the file in every error."""
         obj = as_mapping(obj, where)
-        cells = need(obj, "cells", where)
-        if not isinstance(cells, list):
-            raise InputError(f"{where}: `cells` must be a JSON list, got "
-                             f"{type(cells).__name__}")
         return cls(tuple(SpendCell.from_dict(c, where=f"{where}, cells[{i}]")
-                         for i, c in enumerate(cells)),
+                         for i, c in enumerate(items(obj, "cells", where))),
                    SpendTotal.from_dict(need(obj, "total", where), where=f"{where}, total"))
 
 

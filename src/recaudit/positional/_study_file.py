@@ -24,7 +24,7 @@ from typing import Any, Literal, Self
 import pandas as pd
 
 from .._io import to_jsonable, write_atomic, write_text_atomic
-from .._records import as_mapping, integer, need, number, text, to_float
+from .._records import as_mapping, integer, items, need, number, text, to_float, to_text
 from ..exceptions import InputError
 
 __all__ = [
@@ -38,17 +38,9 @@ __all__ = [
     "StudySkip",
 ]
 
-MSG_NOT_LIST = "{where}: `{key}` must be a JSON list, got {kind}"
 #: The readers of a field by its annotation (``X | None``: ``null`` kept as None).
 _READERS: dict[str, Callable[[Mapping[str, Any], str, str], Any]] = {
     "str": text, "int": integer, "float": number}
-
-
-def _items(obj: Mapping[str, Any], key: str, where: str) -> list[Any]:
-    value = need(obj, key, where)
-    if not isinstance(value, list):
-        raise InputError(MSG_NOT_LIST.format(where=where, key=key, kind=type(value).__name__))
-    return value
 
 
 class _Keyed:
@@ -229,8 +221,7 @@ class StudySettings(_Keyed):
             seed=None if seed is None else integer(obj, "seed", where),
             n_queries_complete=integer(obj, "n_queries_complete", where),
             n_queries_with_discards=integer(obj, "n_queries_with_discards", where),
-            complete_case_by=tuple(text({"complete_case_by": c}, "complete_case_by", where)
-                                   for c in _items(obj, "complete_case_by", where)),
+            complete_case_by=items(obj, "complete_case_by", where, to_text),
         )
 
 
@@ -261,7 +252,7 @@ class StudyFile:
 
         def read(key: str, row: type[_Row]) -> tuple[Any, ...]:
             return tuple(row.from_dict(r, where=f"{where}, {key}[{i}]")
-                         for i, r in enumerate(_items(obj, key, where)))
+                         for i, r in enumerate(items(obj, key, where)))
 
         return cls(StudySettings.from_dict(need(obj, "settings", where),
                                            where=f"{where}, settings"),
