@@ -223,6 +223,22 @@ def test_an_unidentified_spb_on_the_page(unidentified) -> None:  # noqa: ANN001
     assert "sPB = n/a [0.000, " in _verdict(report.html)[-1] and "(bounds)" in report.html
 
 
+def test_an_unidentified_spb_without_an_interval_gives_its_point_bound(tmp_path: Path) -> None:
+    """Three queries (a sequential demo's early stop): the share has no interval, so the
+    bound on sPB is the share times (1 - 1/k), said to be a point value, never "n/a"."""
+    from recaudit.positional._scenarios import simulate_scenario
+
+    table = simulate_scenario("paper", 3, k=5, p_bias=1.0, rng=2).to_frame()
+    row, terminal = _analyze(table, tmp_path)
+    assert row["spb"]["note"].startswith("not identified: ")
+    assert row["positional_share"]["ci_high"] is None
+    text = _words(terminal)
+    bound = 100 * row["positional_share"]["value"] * (1 - 1 / 5)
+    assert (f"So sPB is at most the position-driven share times (1 - 1/k), {bound:.0f}% "
+            "here: a point value, since 3 queries are too few for an interval.") in text
+    assert "n/a" not in text.split("How much position decided:")[-1]
+
+
 def test_several_configurations_lead_with_the_strongest(positional_dir: Path) -> None:
     """The committed fixture (3 models, 12 configurations, no positional share)."""
     analysis = json.loads((positional_dir / "analysis.json").read_text())

@@ -315,12 +315,7 @@ def spread_shown(upper: float, ci_high: float) -> bool:
 
 def _split_sentence(words: Words, g: Configuration, i: int) -> Any:
     if g.spb_note is not None:
-        bound = words.num(f"groups/{i}/spb/ci_high", g.spb.ci.high, fmt(g.spb.ci.high))
-        return words.fill(
-            "Whether those answers went to candidates the model would not otherwise pick "
-            "for the query (strong bias, sPB) or to ones it might have picked anyway (soft "
-            "bias) is not identified here: {}. So sPB is only known to lie between 0 and "
-            "{}. ", unidentified_reason(g.spb_note), bound)
+        return _unidentified_split(words, g, i)
     if not math.isfinite(g.spb.value):
         return words.fill("")
     split = words.fill(
@@ -337,6 +332,28 @@ def _split_sentence(words: Words, g: Configuration, i: int) -> Any:
         "they were a position effect spread over several positions, which the data cannot "
         "tell apart, sPB could be as large as {}. ",
         words.num(f"groups/{i}/spb_upper_if_spread", upper, f"{100 * upper:.1f}%"))])
+
+
+def _unidentified_split(words: Words, g: Configuration, i: int) -> Any:
+    """Why the strong/soft split is not identified, and the bound on sPB: the upper end
+    of its interval, or without one (too few queries) the position-driven share times
+    (1 - 1/k), a point value that is said to be one."""
+    head = words.fill(
+        "Whether those answers went to candidates the model would not otherwise pick for "
+        "the query (strong bias, sPB) or to ones it might have picked anyway (soft bias) "
+        "is not identified here: {}. ", unidentified_reason(g.spb_note or ""))
+    high = g.spb.ci.high
+    if math.isfinite(high):
+        return words.join([head, words.fill(
+            "So sPB is only known to lie between 0 and {}. ",
+            words.num(f"groups/{i}/spb/ci_high", high, fmt(high)))])
+    point = g.positional_share.value * (1.0 - 1.0 / g.k)
+    if not math.isfinite(point):
+        return head
+    return words.join([head, words.fill(
+        "So sPB is at most the position-driven share times (1 - 1/k), {} here: a point "
+        "value, since {} queries are too few for an interval. ",
+        f"{100 * point:.0f}%", str(g.n_queries))])
 
 
 def unidentified_reason(note: str) -> str:
