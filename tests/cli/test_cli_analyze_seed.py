@@ -27,16 +27,31 @@ def test_a_run_folder_is_analysed_with_its_seed(tmp_path) -> None:
     assert first.stdout == again.stdout == given.stdout
     other = runner.invoke(app, ["positional", "analyze", str(run), *FAST, "--seed", "8"])
     assert json.loads(other.stdout)["pb"] != json.loads(first.stdout)["pb"]
-    (run / "config.resolved.json").write_text("not json")  # no config seed: still analysed
+    (run / "config.resolved.json").write_text("{}")  # no config seed: still analysed
     assert runner.invoke(app, ["positional", "analyze", str(run), *FAST]).exit_code == 0
+    (run / "config.resolved.json").write_text("not json")  # broken: refused, not ignored
+    broken = runner.invoke(app, ["positional", "analyze", str(run), *FAST])
+    assert broken.exit_code == 2 and "config.resolved.json" in broken.output
+    assert "Traceback" not in broken.output
+    assert runner.invoke(app, ["positional", "analyze", str(run), *FAST,
+                               "--seed", "3"]).exit_code == 0
 
 
 @pytest.mark.parametrize(("text", "seed"), [
-    ('{"seed": 7}', 7), ('{"seed": 0}', 0), ("not json", None), ('{"seed": true}', None),
-    ('{"seed": -1}', None), ('{"seed": 7.5}', None), ("[7]", None), ("{}", None)])
+    ('{"seed": 7}', 7), ('{"seed": 0}', 0), ("[7]", None), ("{}", None)])
 def test_one_reader_of_a_run_folders_seed(tmp_path, text, seed) -> None:
     """``recaudit.positional.run_seed``: what ``positional analyze RUN`` and
     ``analyze_study_folder`` take as the run's seed (None: analysed unseeded)."""
     (tmp_path / "config.resolved.json").write_text(text)
     assert run_seed(tmp_path) == seed
     assert run_seed(tmp_path / "elsewhere") is None
+
+
+@pytest.mark.parametrize("text", ["not json", '{"seed": true}', '{"seed": -1}',
+                                  '{"seed": 7.5}', '{"seed": "7"}'])
+def test_a_broken_seed_is_refused_not_ignored(tmp_path, text) -> None:
+    from recaudit.exceptions import InputError
+
+    (tmp_path / "config.resolved.json").write_text(text)
+    with pytest.raises(InputError, match="config.resolved.json"):
+        run_seed(tmp_path)

@@ -21,7 +21,6 @@ comparisons, regressions and skips, and ``study.json``.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -31,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._read import read_json
 from .._read import read_table as read_file
 from .._stats import Estimate, as_generator, holm
 from ..exceptions import InputError
@@ -108,21 +108,34 @@ SPB_FOLDS = 5
 RESOLVED_CONFIG = "config.resolved.json"
 
 
+MSG_RUN_SEED = ("`seed` in {path} must be a whole number >= 0, got {value!r}: mend the file or "
+                "pass a seed (`--seed S`)")
+
+
 def run_seed(run_dir: str | Path) -> int | None:
     """The ``seed`` in a run folder's ``config.resolved.json``: the seed a folder's
     analyses repeat when none is given (``positional analyze RUN``,
     :func:`analyze_study_folder`).
 
-    None without the file, when it is not a JSON object, or when its ``seed`` is not a
-    whole number >= 0.
+    None without the file or without a ``seed`` key (analysed unseeded).
+
+    Raises
+    ------
+    InputError
+        The file exists but is not readable JSON, or its ``seed`` is not a whole number
+        >= 0 (the message names the file and says to pass a seed): a broken file never
+        silently changes the analysis's seed.
     """
-    try:
-        doc = json.loads((Path(run_dir) / RESOLVED_CONFIG).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    path = Path(run_dir) / RESOLVED_CONFIG
+    if not path.is_file():
         return None
-    seed = doc.get("seed") if isinstance(doc, dict) else None
-    return seed if isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0 \
-        else None
+    doc = read_json(path, what="the run's resolved config")
+    if not isinstance(doc, dict) or "seed" not in doc:
+        return None
+    seed = doc["seed"]
+    if isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0:
+        return seed
+    raise InputError(MSG_RUN_SEED.format(path=path, value=seed))
 
 
 def analyze_study_folder(
