@@ -4,6 +4,8 @@ settings come from demo.toml alone."""
 
 from __future__ import annotations
 
+import json
+
 import tomllib
 from importlib import resources
 
@@ -133,3 +135,7 @@ def test_demo_ends_by_writing_the_report(tmp_path, myntra_csv, smollm2_path):
     assert page.is_file() and (out / "report.json").is_file()
     assert page.resolve().as_uri() in res.stdout.replace("\n", "")
     assert "Positional bias" in page.read_text(encoding="utf-8")
+    from recaudit.cli.positional import DEMO_CI_WIDTH
+
+    seq = json.loads((out / "sequential.json").read_text(encoding="utf-8"))
+    assert seq["options"]["ci_width"] == DEMO_CI_WIDTH  # a verdict with an interval

@@ -260,3 +260,21 @@ def test_cli_ci_width_needs_sequential(tmp_path, emb_cache):
                                       str(tmp_path / "run"), "--ci-width", "0.1"])
     assert result.exit_code == 2 and "--sequential" in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_the_sequential_line_gives_pb_and_its_interval_when_it_stopped_on_a_width(capsys):
+    """A cell stopped on ``--ci-width`` (the demo's default) prints PB [CI] on what the
+    test read; one stopped at the rejection alone prints none."""
+    from recaudit.cli._positional_tables import print_sequential
+
+    cell = {"model": "m", "k": 5, "temperature": 0.0, "condition": "permutation",
+            "decision": "rejected", "evaluations_used": 48, "e_value": 22.0,
+            "answers": "exact",
+            "pb": {"value": 0.2585, "ci_low": 0.2159, "ci_high": 0.3012, "n_queries": 6}}
+    print_sequential({"cells": [cell], "alpha_per_cell": 0.05})
+    err = " ".join(capsys.readouterr().err.split())
+    assert "rejected after 48 evaluations (E = 22, threshold 20); PB on the choice " \
+        "probabilities 0.259 [0.216, 0.301] (6 queries)" in err
+    print_sequential({"cells": [{**cell, "pb": None, "answers": "sampled"}],
+                      "alpha_per_cell": 0.05})
+    assert "PB on" not in capsys.readouterr().err

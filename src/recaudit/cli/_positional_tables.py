@@ -393,11 +393,16 @@ def print_sequential_verdict(doc: dict[str, Any]) -> None:
 def print_sequential(doc: dict[str, Any]) -> None:
     """One line per cell of RUN_DIR/sequential.json."""
     for c in doc["cells"]:
+        pb = c.get("pb") or {}
+        on = "choice probabilities" if c.get("answers") == "exact" else "answers"
+        width = "" if pb.get("ci_low") is None else (
+            f"; PB on the {on} {pb['value']:.3f} [{pb['ci_low']:.3f}, {pb['ci_high']:.3f}] "
+            f"({pb['n_queries']} queries)")
         err_console.print(
             f"[bold]sequential[/] {c['model']} k={c['k']} t={c['temperature']} "
             f"{c['condition']}: {c['decision']} after {c.get('evaluations_used', 0)} "
             f"evaluations (E = {c.get('e_value', 1.0):.3g}, threshold "
-            f"{1 / doc['alpha_per_cell']:.3g})", highlight=False)
+            f"{1 / doc['alpha_per_cell']:.3g}){width}", highlight=False)
 
 
 #: Metrics shown in the study's summary table (the tidy table has all of them).

@@ -47,6 +47,9 @@ __all__ = ["analyze_command", "app", "demo_command", "mitigate_command", "plan_c
            "run_command", "simulate_command", "study_command", "topn_command"]
 
 app = typer.Typer(help="The positional study.", no_args_is_help=True)
+#: The demo stops a cell once its test has decided and PB's 95 % CI on the choice
+#: probabilities is this wide (decision 0416): a verdict with an interval, not a bare one.
+DEMO_CI_WIDTH = 0.1
 app.command("plan")(exit_on_error(plan_command))
 app.command("compare")(exit_on_error(compare_command))
 
@@ -433,27 +436,27 @@ def demo_command(
         min=2, show_default=False)] = None,
     out: Annotated[Path, typer.Option(help="Run folder.")] = Path("runs/demo"),
     sequential: Annotated[bool, typer.Option(
-        "--sequential/--fixed", help="--sequential (default): stop as soon as an "
-        "anytime-valid test on the recorded choice probabilities decides (usually after a "
-        "fraction of the evaluations); --fixed: run every planned evaluation.")] = True,
+        "--sequential/--fixed", help="--sequential (default): stop once an anytime-valid "
+        "test on the recorded choice probabilities decides and PB's CI is --ci-width wide "
+        "(usually a fraction of the evaluations); --fixed: run every planned evaluation.")
+    ] = True,
+    ci_width: Annotated[float, typer.Option(
+        "--ci-width", help="With --sequential: the 95% CI width of PB (on the choice "
+        "probabilities) at which a cell stops.")] = DEMO_CI_WIDTH,
     alpha: Alpha = 0.05,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
 ) -> None:
     """A real small audit end to end: Myntra catalog, packaged embedder, packaged
-    SmolLM2-135M in-process; then the statistics. Rerunning continues the run.
-    Every setting comes from the packaged recaudit/llm/configs/demo.toml unless an
-    option overrides it; by default the cheapest valid design (exact choice
-    probabilities, sequential stopping)."""
-    from ..audit import SequentialOptions, demo_config
+    SmolLM2-135M in-process; then the statistics. Rerunning continues the run. Settings
+    from the packaged recaudit/llm/configs/demo.toml unless an option overrides them;
+    by default sequential stopping on the exact choice probabilities."""
+    from ..audit import RunOptions, SequentialOptions, demo_config
 
     cfg = demo_config(catalog, queries, perms, k)
-    seq = None
-    if sequential:
-        budget = (cfg.queries.n or 1) * (cfg.design.n_perms or 1) * cfg.design.samples_per_order
-        seq = SequentialOptions(alpha=alpha, max_evaluations=budget)
-    from ..audit import RunOptions
-
+    budget = (cfg.queries.n or 1) * (cfg.design.n_perms or 1) * cfg.design.samples_per_order
+    seq = SequentialOptions(alpha=alpha, max_evaluations=budget,
+                            ci_width=ci_width) if sequential else None
     _execute(cfg, out=out, run=RunOptions(resume=(out / "journal.sqlite").exists(),
                                           sequential=seq),
              as_json=as_json, quiet=quiet, analyze=True, report=True,
