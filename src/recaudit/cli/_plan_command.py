@@ -254,12 +254,12 @@ def _fmt(value: Any, spec: str, none: str = "-") -> str:
 
 
 def _compact(value: float | None) -> str:
-    """1234 -> 1.2k, 1_900_000 -> 1.9M."""
+    """1234 -> 1.2k, 66_000 -> 66k, 1_900_000 -> 1.9M."""
     if value is None:
         return "-"
     for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(value) >= scale:
-            digits = 0 if abs(value) >= 100 * scale else 1
+            digits = 0 if abs(value) >= 10 * scale else 1
             return f"{value / scale:.{digits}f}{suffix}"
     return f"{value:.0f}"
 
@@ -287,8 +287,9 @@ def _effect_title(eff: dict[str, Any], exact: dict[str, Any] | None) -> str:
 
 def print_plan(doc: dict[str, Any]) -> None:
     """The designs side by side (``AuditPlan.to_dict()``), the cheapest adequate marked
-    with ``*``; readable at 80 columns. A pilot's plan says per design what its effect
-    was measured on (``effect``: the answers or the vectors)."""
+    with ``*``; readable at 80 columns. A pilot's plan says in the title what each
+    design's effect was measured on (the sampled designs the answers, the exact ones the
+    vectors; ``--json`` has it per design)."""
     eff = doc["effect"]
     d0 = doc["designs"][0]
     width = doc.get("target_half_width")
@@ -300,9 +301,7 @@ def print_plan(doc: dict[str, Any]) -> None:
                   f"{_effect_title(eff, doc.get('exact_effect'))}; {target}",
                   box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     designs = doc["designs"]
-    columns = ["design", "effect", "queries", "power", "calls", "PB ±"]
-    if not any((d.get("effect") or {}).get("measured_on") for d in designs):
-        columns.remove("effect")
+    columns = ["design", "queries", "power", "calls", "PB ±"]
     if any(d["prompt_tokens"] is not None for d in designs):
         columns.append("tokens")
     columns += [c for c, key in (("time", "wall_s"), ("money", "money"))
@@ -311,10 +310,9 @@ def print_plan(doc: dict[str, Any]) -> None:
         table.add_column(col, justify="left" if col == "design" else "right", no_wrap=True)
     for d in designs:
         cells = {"design": d["design"] + (" *" if d["cheapest"] else ""),
-                 "effect": str((d.get("effect") or {}).get("measured_on") or "-"),
                  "queries": _fmt(d["queries"], ","), "power": _fmt(d["power"], ".2f"),
                  "calls": _compact(d["calls"]) + (
-                     f"/{_compact(d['calls_max'])}" if d["design"] == "sequential"
+                     f"/{_compact(d['calls_max'])}" if "sequential" in d["design"]
                      and d["calls_max"] is not None else ""),
                  "PB ±": _fmt(d["pb_half_width"], ".4f"),
                  "tokens": "-" if d["prompt_tokens"] is None else
@@ -322,11 +320,10 @@ def print_plan(doc: dict[str, Any]) -> None:
                  "time": _duration(d["wall_s"]), "money": _fmt(d["money"], ",.2f")}
         table.add_row(*(cells[c] for c in columns))
     console.print(table)
-    legend = ["sequential: power simulated (Monte-Carlo SE "
-              + ", ".join(f"{d['power_se']:.3f}" for d in designs
-                          if d["design"] == "sequential" and d["power_se"] is not None)
-              + "), calls expected/budget"] if any(
-        d["design"] == "sequential" and d["power_se"] is not None for d in designs) else []
+    simulated = [d for d in designs if "sequential" in d["design"] and d["power_se"] is not None]
+    legend = ["sequential designs: power simulated (Monte-Carlo SE "
+              + ", ".join(f"{d['power_se']:.3f}" for d in simulated)
+              + "), calls expected/budget"] if simulated else []
     legend.append("PB ±: half-width of PB's 95% CI; tokens: prompt/completion")
     discount = float(doc["cost"].get("batch_discount", 1.0))
     if discount < 1.0:
