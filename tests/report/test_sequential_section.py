@@ -54,12 +54,26 @@ def test_decision_budget_and_confidence_sequences_are_shown(sequential_dir: Path
             assert f"sequential/cells/{i}/cs_high/{j}" in paths
     # every number resolves in the sidecar
     sidecar = report.data
-    assert len(parser.cells) == 2 * 5 + 2 * 3 * k
+    # + the verdict's alpha (this fixture's cells are not the analysis's configurations,
+    # so the verdict names no cell's E; the demo's test checks that it does)
+    assert len(parser.cells) == 2 * 5 + 2 * 3 * k + 1
     for path, value in parser.cells:
         assert json.loads(value) == pytest.approx(resolve(sidecar, path)), path
     # the e-value figure is listed and drawn
     assert "fig-sequential" in [f["id"] for f in report.data["figures"]]
     assert html.count("<polyline") >= 2
+
+
+def test_the_verdict_gives_the_sequential_decision_not_the_fixed_sample_tests(
+        sequential_dir: Path) -> None:
+    """After a sequential run the verdict's test is the anytime-valid decision; the
+    fixed-sample p-values are descriptive only and stay out of the verdict's words."""
+    report = build_report(sequential_dir)
+    lead = report.html.split('<p class="lead">')[1].split("</p>")[0]
+    text = " ".join(lead.replace("<", " <").split())
+    assert "An anytime-valid sequential test decided this audit" in text
+    assert "in 1 of 2 cell(s)" in text and "Chance alone" not in text
+    assert "POB-UNBP" not in text
 
 
 def test_without_sequential_json_nothing_changes(positional_dir: Path) -> None:

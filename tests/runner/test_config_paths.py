@@ -5,7 +5,7 @@ settings come from demo.toml alone."""
 from __future__ import annotations
 
 import json
-
+import re
 import tomllib
 from importlib import resources
 
@@ -139,3 +139,6 @@ def test_demo_ends_by_writing_the_report(tmp_path, myntra_csv, smollm2_path):
 
     seq = json.loads((out / "sequential.json").read_text(encoding="utf-8"))
     assert seq["options"]["ci_width"] == DEMO_CI_WIDTH  # a verdict with an interval
+    words = " ".join(re.sub(r"<[^>]+>", " ", page.read_text(encoding="utf-8")).split())
+    assert "An anytime-valid sequential test decided this audit" in words
+    assert "against the threshold 20 after" in words  # the demo's one cell, named

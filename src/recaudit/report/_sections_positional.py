@@ -178,8 +178,9 @@ def positional_verdict(run: PositionalRun) -> tuple[Markup, dict[str, Any]]:
     summary = _summary(run, groups)
     words, i = HtmlWords(), headline_configuration(run.groups)
     worst = run.groups[i]
-    lead = position_sentence(words, run.groups, i) + chance_sentence(
-        words, worst, i, run.alpha, holm=len(run.groups) > 1)
+    lead = position_sentence(words, run.groups, i) + (
+        chance_sentence(words, worst, i, run.alpha, holm=len(run.groups) > 1)
+        if run.sequential is None else _sequential_sentence(words, run, worst))
     detail = Markup("").join([
         _what_was_audited(run, groups, summary),
         _strongest(i, worst),
@@ -194,6 +195,33 @@ def positional_verdict(run: PositionalRun) -> tuple[Markup, dict[str, Any]]:
     return Markup("\n").join(
         Markup('<p class="{}">{}</p>').format(css, text.strip())
         for text, css in paragraphs if text.strip()), summary
+
+
+def _sequential_sentence(words: HtmlWords, run: PositionalRun, g: Configuration) -> Markup:
+    """After a sequential run its anytime-valid decision is the verdict's test (the
+    fixed-sample p-values are descriptive): how many cells rejected and, for the
+    headline configuration's cell, its E-value against the threshold."""
+    audit = run.sequential
+    assert audit is not None
+    cells = audit.cells
+    rejected = sum(c.decision == "rejected" for c in cells)
+    alpha = audit.options.alpha
+    text = words.fill(
+        "An anytime-valid sequential test decided this audit (so the fixed-sample p-values "
+        "on this page are descriptive only): it rejected \u201cthe selected position is "
+        "uniform\u201d in {} of {} cell(s) at alpha = {} across cells",
+        str(rejected), str(len(cells)), num("sequential/options/alpha", alpha, f"{alpha:g}"))
+    key = (g.model, g.k, g.temperature, g.condition)
+    j = next((n for n, c in enumerate(cells)
+              if (c.model, c.k, c.temperature, c.condition) == key), None)
+    ev = None if j is None else cells[j].evidence
+    if j is None or ev is None:
+        return words.join([text, words.fill(". ")])
+    return words.join([text, words.fill(
+        " (here E = {} against the threshold {} after {} evaluations). ",
+        num(f"sequential/cells/{j}/e_value", ev.e_value, f"{ev.e_value:.3g}"),
+        num(f"sequential/cells/{j}/threshold", ev.threshold, f"{ev.threshold:g}"),
+        str(ev.evaluations_used))])
 
 
 # ----------------------------------------------------------------------- sections
