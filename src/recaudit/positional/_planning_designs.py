@@ -31,6 +31,8 @@ from ._planning import (
     CallCost,
     Effect,
     fixed_power,
+    fixed_power_method,
+    fixed_power_se,
     fixed_queries,
     pb_half_width,
     queries_for_half_width,
@@ -265,8 +267,9 @@ def plan_audit(
 
     Without ``queries``, each design gets the smallest number of queries (per cell)
     that reaches ``power`` at ``alpha / temperatures``; with ``queries``, each design's
-    power at that size. Fixed designs: POB-UNBP's power by the normal approximation of
-    :func:`~recaudit.positional._planning.fixed_power`, PB's CI half-width by
+    power at that size. Fixed designs: POB-UNBP's power by
+    :func:`~recaudit.positional._planning.fixed_power` (its decision simulated up to
+    ``SIMULATED_QUERIES`` queries, a normal approximation above), PB's CI half-width by
     ``half_width_reps`` simulated data sets. Sequential: ``reps`` simulated stopping
     times of the default e-process (``exact+sequential``: on the per-evaluation choice
     vectors); a cell reads whole query blocks in rounds of
@@ -365,13 +368,14 @@ def _plan_fixed(name: str, effect: Effect, orders: int, temperatures: int, alpha
             effect, orders=orders, power=power, alpha=cell_alpha, answers=answers)
     base: dict[str, Any] = {
             "design": name, "k": effect.k, "orders": orders, "temperatures": temperatures,
-            "alpha": alpha, "alpha_per_cell": cell_alpha, "power_se": 0.0,
-            "power_method": "normal approximation"}
+            "alpha": alpha, "alpha_per_cell": cell_alpha}
     if n is None:
         return DesignPlan(**base, queries=None, power=None, calls=None, calls_max=None,
-                          max_evaluations=None, note=NOTE_NO_EFFECT)
+                          max_evaluations=None, note=NOTE_NO_EFFECT, power_se=0.0,
+                          power_method="normal approximation")
     achieved = fixed_power(effect, orders=orders, queries=n, alpha=cell_alpha,
                            answers=answers)
+    base.update(power_se=fixed_power_se(achieved, n), power_method=fixed_power_method(n))
     note = ""
     if hw is None and n * orders * effect.k <= 20 * MAX_SEQUENTIAL_EVALUATIONS:
         hw, hw_se = pb_half_width(effect, answers=answers, orders=orders, queries=n,
@@ -510,7 +514,9 @@ def effect_from_evaluations(
     on the per-query mean choice probabilities (as ``analyze --exact``;
     ``measured_on="vectors"``); ``between`` and ``within_exact`` are the
     method-of-moments components (:func:`_variance_components`); ``discard_rate`` is
-    the share of rows without a selected position. A pilot with vectors gives both
+    the share of rows without a selected position; ``profile`` the direction of the
+    bias in the mean shares (:func:`_profile`: the plan keeps the pilot's shape,
+    decision 0415). A pilot with vectors gives both
     effects: the answers' plans the sampled designs, the vectors' the exact ones
     (:func:`plan_audit`'s ``exact_effect``).
     """
@@ -530,8 +536,27 @@ def effect_from_evaluations(
         between, _ = _variance_components(onehot, evs.query, evs.n_queries)
         k, n_q, n_e, w_exact = evs.k, evs.n_queries, int(evs.query.size), None
     pb = pb_from_shares(shares, crossfit_shares(shares, gen, n_boot=n_boot), confidence_level)
-    top = 1.0 - 1.0 / k
+    profile, top = _profile(shares)
     return Effect(k=k, pb=min(top, pb.value), between=between, within_exact=w_exact,
                   discard_rate=min(discard, 0.99), source="pilot", ci_low=pb.ci.low,
                   ci_high=pb.ci.high, pilot_queries=n_q, pilot_evaluations=n_e,
-                  measured_on="vectors" if exact else "answers")
+                  measured_on="vectors" if exact else "answers", profile=profile)
+
+
+def _profile(shares: npt.NDArray[np.float64]) -> tuple[tuple[float, ...] | None, float]:
+    r"""The pilot's direction of bias and the largest PB it admits.
+
+    :math:`d = (\hat q - 1/k) / TV(\hat q)`, with :math:`\hat q` the mean of the
+    per-query shares (PB's plug-in estimate is :math:`TV(\hat q)`); the largest PB
+    keeping :math:`1/k + PB\, d \ge 0` is :math:`(1/k) / \max_p(-d_p)`, at most
+    :math:`1 - 1/k`. ``None`` (and :math:`1 - 1/k`) when the shares are uniform.
+    """
+    k = shares.shape[1]
+    dev = shares.mean(axis=0) - 1.0 / k
+    tv = float(np.clip(dev, 0.0, None).sum())
+    top = 1.0 - 1.0 / k
+    if tv <= 1e-12:
+        return None, top
+    d = dev / tv
+    d = d - d.mean()  # an exact zero sum against rounding
+    return tuple(float(x) for x in d), min(top, 1.0 / k / max(float(-d.min()), 1e-300))
