@@ -320,10 +320,12 @@ def print_plan(doc: dict[str, Any]) -> None:
                  "time": _duration(d["wall_s"]), "money": _fmt(d["money"], ",.2f")}
         table.add_row(*(cells[c] for c in columns))
     console.print(table)
-    simulated = [d for d in designs if "sequential" in d["design"] and d["power_se"] is not None]
-    legend = ["sequential designs: power simulated (Monte-Carlo SE "
-              + ", ".join(f"{d['power_se']:.3f}" for d in simulated)
-              + "), calls expected/budget"] if simulated else []
+    simulated = [d for d in designs if d["power_se"] is not None
+                 and str(d.get("power_method") or "").startswith("simulation")]
+    legend = ["power simulated: Monte-Carlo SE " + ", ".join(
+        f"{d['power_se']:.3f} ({d['design']})" for d in simulated)] if simulated else []
+    if any("sequential" in d["design"] for d in designs):
+        legend.append("sequential designs: calls expected/budget")
     legend.append("PB ±: half-width of PB's 95% CI; tokens: prompt/completion")
     discount = float(doc["cost"].get("batch_discount", 1.0))
     if discount < 1.0:
