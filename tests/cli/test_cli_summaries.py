@@ -110,3 +110,27 @@ def test_one_group_is_one_table_at_80_columns(grid16, tmp_path):
     _check_layout(res.stdout, 80)
     assert res.stdout.count("statistic") == 1 and "[1/" not in res.stdout
     assert "condition=permutation" in res.stdout.split("statistic")[0]  # in the title
+
+
+def test_large_k_groups_print_k_once_a_blind_icm_and_an_underflowing_p(tmp_path):
+    """k = 15 and 20 with random orders (no order repeats: POB-ICM is blind) and every
+    answer at position 1 (POB-UNBP's p underflows): the packed tables name k once, the
+    blind test's asymptotic p is not printed as if it meant something, and p = 0 reads
+    as < 1e-300."""
+    import pandas as pd
+
+    from recaudit.positional import simulate_evaluations
+
+    frames = []
+    for k in (15, 20):
+        f = simulate_evaluations(12, k=k, n_perms=8, p_bias=1.0, rng=k).to_frame()
+        frames.append(f.assign(model="m", k=k))
+    path = tmp_path / "large_k.parquet"
+    pd.concat(frames, ignore_index=True).to_parquet(path, index=False)
+    res = runner.invoke(app, ["positional", "analyze", str(path), "--by", "model,k", *FAST],
+                        env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    _check_layout(res.stdout, 80)
+    headers = [ln for ln in res.stdout.splitlines() if ln.startswith("┃ k ")]
+    assert headers and all(ln.count(" k ") == 1 for ln in headers)
+    assert "n/a (blind)" in res.stdout and "(< 1e-300)" in res.stdout

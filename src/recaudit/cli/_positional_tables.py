@@ -32,6 +32,11 @@ __all__ = [
 ]
 
 
+def _p(p: float) -> str:
+    """A p-value to 3 significant digits; one that underflows to 0 as ``< 1e-300``."""
+    return "< 1e-300" if p == 0 else f"{p:.3g}"
+
+
 def _unbp_and_effect_lines(holm: str) -> list[tuple[str, Callable[[dict[str, Any]], str]]]:
     """The summary lines both modes print: POB-UNBP, PS, PB, sPB, position shares."""
     return [
@@ -41,7 +46,7 @@ def _unbp_and_effect_lines(holm: str) -> list[tuple[str, Callable[[dict[str, Any
                 _na(r["pob_unbp"], "L")
                 or (
                     f"{100 * r['pob_unbp']['L']:.2f} "
-                    f"({r['pob_unbp'].get('pvalue_holm', r['pob_unbp']['pvalue']):.3g})"
+                    f"({_p(r['pob_unbp'].get('pvalue_holm', r['pob_unbp']['pvalue']))})"
                 )
             ),
         ),
@@ -97,7 +102,9 @@ def print_analysis(rows: list[dict[str, Any]], by: list[str], *,
         ),
         (
             "POB-ICM asymptotic p",
-            lambda r: _na(r["pob_icm"], "statistic") or f"{r['pob_icm']['pvalue_asymptotic']:.3g}",
+            lambda r: _na(r["pob_icm"], "statistic") or (
+                "n/a (blind)" if r["pob_icm"].get("caveat")
+                else _p(r["pob_icm"]["pvalue_asymptotic"])),
         ),
         *_unbp_and_effect_lines(holm),
     ]
@@ -283,7 +290,9 @@ def _print_groups(title: str, rows: list[dict[str, Any]], by: list[str],
     varying = varying or by[:1]
     title = _titled(title, rows[0], [c for c in by if c not in varying])
     keys = [(_SHORT_KEYS.get(c, c), [_key_text(r[c]) for r in rows]) for c in varying]
-    stats = [(label, [cell(r) for r in rows]) for label, cell in lines]
+    # a statistic that is also a key column (``k`` with ``--by k``) is printed once
+    stats = [(label, [cell(r) for r in rows]) for label, cell in lines
+             if label not in varying]
     _print_packed(title, keys, stats)
 
 
