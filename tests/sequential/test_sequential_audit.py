@@ -269,12 +269,13 @@ def test_the_sequential_line_gives_pb_and_its_interval_when_it_stopped_on_a_widt
 
     cell = {"model": "m", "k": 5, "temperature": 0.0, "condition": "permutation",
             "decision": "rejected", "evaluations_used": 48, "e_value": 22.0,
-            "answers": "exact",
+            "answers": "exact", "reject": True, "evaluations_at_checkpoints": [24],
             "pb": {"value": 0.2585, "ci_low": 0.2159, "ci_high": 0.3012, "n_queries": 6}}
     print_sequential({"cells": [cell], "alpha_per_cell": 0.05})
     err = " ".join(capsys.readouterr().err.split())
-    assert "rejected after 48 evaluations (E = 22, threshold 20); PB on the choice " \
-        "probabilities 0.259 [0.216, 0.301] (6 queries)" in err
-    print_sequential({"cells": [{**cell, "pb": None, "answers": "sampled"}],
-                      "alpha_per_cell": 0.05})
-    assert "PB on" not in capsys.readouterr().err
+    assert "rejected after 24 evaluations, ran to 48 for PB's interval (E = 22, threshold " \
+        "20); PB on the choice probabilities 0.259 [0.216, 0.301] (6 queries)" in err
+    print_sequential({"cells": [{**cell, "pb": None, "answers": "sampled",
+                                 "evaluations_used": 24}], "alpha_per_cell": 0.05})
+    err = " ".join(capsys.readouterr().err.split())
+    assert "PB on" not in err and "rejected after 24 evaluations (E = 22" in err

@@ -407,11 +407,13 @@ def print_sequential(doc: dict[str, Any]) -> None:
         width = "" if pb.get("ci_low") is None else (
             f"; PB on the {on} {pb['value']:.3f} [{pb['ci_low']:.3f}, {pb['ci_high']:.3f}] "
             f"({pb['n_queries']} queries)")
+        used, at = c.get("evaluations_used", 0), (c.get("evaluations_at_checkpoints") or [0])[-1]
+        when = (f"after {at} evaluations, ran to {used} for PB's interval"
+                if c.get("reject") and width and 0 < at < used else f"after {used} evaluations")
         err_console.print(
             f"[bold]sequential[/] {c['model']} k={c['k']} t={c['temperature']} "
-            f"{c['condition']}: {c['decision']} after {c.get('evaluations_used', 0)} "
-            f"evaluations (E = {c.get('e_value', 1.0):.3g}, threshold "
-            f"{1 / doc['alpha_per_cell']:.3g}){width}", highlight=False)
+            f"{c['condition']}: {c['decision']} {when} (E = {c.get('e_value', 1.0):.3g}, "
+            f"threshold {1 / doc['alpha_per_cell']:.3g}){width}", highlight=False)
 
 
 #: Metrics shown in the study's summary table (the tidy table has all of them).
