@@ -53,7 +53,7 @@ from ._journal import (
     ResultSink,
     unescape_row,
 )
-from ._manifest import manifest_backends
+from ._manifest import manifest_backends, read_manifest
 from ._mitigation_compare import (
     ArmRun,
     MitigationArm,
@@ -161,4 +161,5 @@ __all__ = [
     "apply_plan",
     "choose_design",
     "manifest_backends",
+    "read_manifest",
 ]

@@ -11,7 +11,17 @@ from typing import Any
 from .._read import read_json
 from ..exceptions import InputError
 
-__all__ = ["manifest_backends"]
+__all__ = ["manifest_backends", "read_manifest"]
+
+
+def read_manifest(path: Path) -> Mapping[str, Any]:
+    """``run.json`` as a mapping; empty when absent, unreadable or not a JSON object (a
+    companion to the run's evaluations, never a reason to fail)."""
+    try:
+        data = read_json(path, what="run manifest") if path.is_file() else {}
+    except InputError:
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def manifest_backends(path: Path) -> tuple[Mapping[str, Any], ...]:
@@ -23,11 +33,7 @@ def manifest_backends(path: Path) -> tuple[Mapping[str, Any], ...]:
     list of backends; entries that are not mappings are left out. A companion to the
     run's evaluations, never a reason to fail.
     """
-    try:
-        data = read_json(path, what="run manifest") if path.is_file() else {}
-    except InputError:
-        return ()
-    sessions = data.get("sessions") if isinstance(data, dict) else None
+    sessions = read_manifest(path).get("sessions")
     last = sessions[-1] if isinstance(sessions, list) and sessions else None
     backends = last.get("backends") if isinstance(last, dict) else None
     if not isinstance(backends, list):

@@ -6,27 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from .._read import read_json
-from ..audit import RunSpend, manifest_backends
-from ..exceptions import InputError
+from ..audit import RunSpend, manifest_backends, read_manifest
 
 __all__ = ["ENGINE_FIELDS", "engines", "spend"]
 
 #: The fields of a ``run.json`` backend entry the report shows, in order.
 ENGINE_FIELDS = ("model", "k", "name", "engine", "engine_version", "quantization",
                  "answer_mode", "model_id", "base_url")
-
-
-def _manifest(path: Path) -> Mapping[str, Any]:
-    """``run.json`` as a mapping; empty when absent or unreadable (a companion, not the
-    analysis)."""
-    try:
-        data = read_json(path, what="run manifest") if path.is_file() else {}
-    except InputError:
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def engines(path: Path) -> tuple[Mapping[str, str], ...]:
@@ -39,5 +26,5 @@ def engines(path: Path) -> tuple[Mapping[str, str], ...]:
 def spend(path: Path) -> RunSpend | None:
     """``run.json``'s ``spend`` (None when it has none; a malformed one is an
     :class:`~recaudit.InputError` naming the file and the key)."""
-    found = _manifest(path).get("spend")
+    found = read_manifest(path).get("spend")
     return None if found is None else RunSpend.from_dict(found, where=f"{path}, `spend`")
