@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from recaudit.exceptions import InputError
-from recaudit.positional import Effect, effect_from_evaluations, plan_audit, pob_unbp
+from recaudit.positional import DesignPlan, Effect, effect_from_evaluations, plan_audit, pob_unbp
 from recaudit.positional import simulate_evaluations as sim_evaluations
 from recaudit.positional._planning import (
     SIMULATED_QUERIES,
@@ -102,7 +102,7 @@ def test_the_plan_says_how_it_got_the_power():
     assert small.queries is not None and small.queries <= SIMULATED_QUERIES
     assert small.power_method.startswith("simulation") and small.power_se > 0
     assert large.queries is not None and large.queries > SIMULATED_QUERIES
-    assert (large.power_method, large.power_se) == ("normal approximation", 0.0)
+    assert (large.power_method, large.power_se) == ("normal approximation", None)
 
 
 def test_a_profile_reads_back_and_is_checked():
@@ -117,3 +117,11 @@ def test_a_profile_reads_back_and_is_checked():
         Effect(k=5, pb=0.1, profile=(0.5, 0.5, -0.5, 0.0, 0.0))
     with pytest.raises(InputError, match="`pb` must be at most 0.6"):
         Effect(k=5, pb=0.7, profile=profile)
+
+
+def test_an_approximated_power_has_no_monte_carlo_se_also_in_old_plans():
+    plan = plan_audit(Effect.from_p_bias(0.03, k=5), orders=20, designs=["fixed"],
+                      half_width_reps=5, rng=0).designs[0]
+    old = {**plan.to_dict(), "power_se": 0.0}  # how plans before 2026-12-06 stored it
+    assert DesignPlan.from_dict(plan.to_dict()).power_se is None
+    assert DesignPlan.from_dict(old).power_se is None

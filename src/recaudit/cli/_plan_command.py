@@ -320,8 +320,7 @@ def print_plan(doc: dict[str, Any]) -> None:
                  "time": _duration(d["wall_s"]), "money": _fmt(d["money"], ",.2f")}
         table.add_row(*(cells[c] for c in columns))
     console.print(table)
-    simulated = [d for d in designs if d["power_se"] is not None
-                 and str(d.get("power_method") or "").startswith("simulation")]
+    simulated = [d for d in designs if d["power_se"] is not None]
     legend = ["power simulated: Monte-Carlo SE " + ", ".join(
         f"{d['power_se']:.3f} ({d['design']})" for d in simulated)] if simulated else []
     if any("sequential" in d["design"] for d in designs):

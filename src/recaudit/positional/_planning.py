@@ -325,10 +325,10 @@ def fixed_power(effect: Effect, *, orders: int, queries: int, alpha: float,
     return fixed_power_normal(effect, orders=orders, queries=n, alpha=alpha, answers=answers)
 
 
-def fixed_power_se(power: float, queries: int) -> float:
-    """Monte-Carlo SE of :func:`fixed_power` at ``queries`` (0 for the approximation)."""
+def fixed_power_se(power: float, queries: int) -> float | None:
+    """Monte-Carlo SE of :func:`fixed_power` at ``queries`` (None: not simulated)."""
     small = queries <= SIMULATED_QUERIES and math.isfinite(power)
-    return math.sqrt(power * (1.0 - power) / SIMULATED_REPS) if small else 0.0
+    return math.sqrt(power * (1.0 - power) / SIMULATED_REPS) if small else None
 
 
 def fixed_power_method(queries: int) -> str:

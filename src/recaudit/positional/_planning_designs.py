@@ -63,9 +63,9 @@ class DesignPlan:
     """One design, sized and priced. ``queries`` per cell; ``calls`` and the spend
     over all ``temperatures`` cells (a sequential design's *expected* calls, its
     budget ``calls_max``). ``power_se`` and ``pb_half_width_se`` are Monte-Carlo
-    standard errors (0 for the normal approximation). ``effect`` is the effect the
-    design was planned with (``None``: not recorded, a design read from a plan written
-    before designs carried it)."""
+    standard errors (``None`` where not simulated: the normal approximation).
+    ``effect`` is the effect the design was planned with (``None``: not recorded, a
+    design read from a plan written before designs carried it)."""
 
     design: str
     k: int
@@ -112,6 +112,8 @@ class DesignPlan:
         floats = {n: optional_number(obj, n, what) for n in (
             "power", "power_se", "calls", "pb_half_width", "pb_half_width_se",
             "prompt_tokens", "completion_tokens", "wall_s", "money")}
+        if floats["power_se"] == 0.0 and obj.get("power_method") == "normal approximation":
+            floats["power_se"] = None  # plans written before 2026-12-06 stored 0 here
         effect = obj.get("effect")  # absent in plans written before designs carried it
         return cls(design=str(obj["design"]), k=int(number(obj, "k", what)),
                    orders=int(number(obj, "orders", what)),
@@ -371,7 +373,7 @@ def _plan_fixed(name: str, effect: Effect, orders: int, temperatures: int, alpha
             "alpha": alpha, "alpha_per_cell": cell_alpha}
     if n is None:
         return DesignPlan(**base, queries=None, power=None, calls=None, calls_max=None,
-                          max_evaluations=None, note=NOTE_NO_EFFECT, power_se=0.0,
+                          max_evaluations=None, note=NOTE_NO_EFFECT, power_se=None,
                           power_method="normal approximation")
     achieved = fixed_power(effect, orders=orders, queries=n, alpha=cell_alpha,
                            answers=answers)
