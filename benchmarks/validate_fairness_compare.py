@@ -64,6 +64,27 @@ minutes on 2 shared cores)::
     PYTHONPATH=src python benchmarks/validate_fairness_compare.py table \\
         benchmarks/results/validate_fairness_compare.jsonl
 
+IB's interval (decision 0417; ``ib`` and ``ib-table``): for two fixed recommenders and
+users drawn i.i.d., the estimand is theta_n = E[IB_A(n) - IB_B(n)] at the audit's n
+users. Its truth per scenario, pair and key is the mean of D = IB_A - IB_B over
+``--truth-draws`` data sets drawn as above but only their IB computed (a seed stream of
+its own: ``np.random.default_rng([seed, 417])``, one child per scenario), with the
+Monte-Carlo sd of D and its s.e. The coverage runs are ``compare_models`` on
+``--reps`` data sets of the same seeds as ``run`` (so the list-swap p-values repeat
+``run``'s): bias of D (mean over the coverage runs - theta_n, s.e. from both), coverage
+of theta_n by each IB row's interval (pooled over rows, MCSE of the mean of the
+per-replicate shares; range over rows) and by the Holm-adjusted intervals (pooled, and
+the whole IB family at once), mean se_J / MC sd of D, and the IB test's family-wise
+error and single-row rejections (identical models)::
+
+    PYTHONPATH=src OMP_WAIT_POLICY=PASSIVE nice -n 10 python \\
+        benchmarks/validate_fairness_compare.py ib --users 300 --protected-share 0.3 \\
+        --reps 300 --truth-draws 2000 --seed 35
+    PYTHONPATH=src OMP_WAIT_POLICY=PASSIVE nice -n 10 python \\
+        benchmarks/validate_fairness_compare.py ib --users 200 --protected-share 0.15 \\
+        --reps 300 --truth-draws 2000 --seed 36 --min-group-size 5
+    PYTHONPATH=src python benchmarks/validate_fairness_compare.py ib-table
+
 ``run`` appends one JSON line per (users, protected share, scenario, test).
 Randomness: ``np.random.default_rng(seed)`` spawns one child per scenario (the same
 child whichever scenarios are run), each replicate a child of that, each
@@ -75,6 +96,7 @@ from __future__ import annotations
 import argparse
 import functools
 import hashlib
+import itertools
 import json
 import sys
 import time
@@ -85,8 +107,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+from scipy import stats
 
 from recaudit.fairness import EvaluateOptions, _compare, compare_models
+from recaudit.fairness._compare_interbias import (
+    PairCoverage,
+    _incidence,
+    ib_jackknife,
+    ib_values,
+)
 from recaudit.fairness.simulation import planted_truth, simulate_interbias, simulate_lists
 
 N_ITEMS, N_TEST, LENGTH, CUTS = 400, 5, 20, (5, 10, 15)
@@ -375,6 +404,291 @@ def table(args: argparse.Namespace) -> None:
                   f"| {power} |")
 
 
+# --- IB's interval (decision 0417) -------------------------------------------------------
+IB_OUT = Path("benchmarks/results/validate_fairness_compare_ib_interval.jsonl")
+IB_SCENARIOS = ("null", "realistic")
+
+
+def _draw(spec: dict[str, Any], users: int, share: float, gen: np.random.Generator
+          ) -> dict[str, pd.DataFrame | Any]:
+    """One data set and every model's lists, drawn as ``_one`` draws them."""
+    models: dict[str, tuple[float, float]] = spec["models"]
+    (first, (hit0, rd0)), *others = models.items()
+    data = simulate_interbias(users, rng=gen, n_items=N_ITEMS, n_test=N_TEST,
+                              list_length=LENGTH, base_hit=hit0, rd=rd0,
+                              protected_share=share)
+    recs = {first: data.recs} | {
+        name: simulate_lists(data, rng=gen, base_hit=h, rd=r) for name, (h, r) in others}
+    return {"data": data, "recs": recs}
+
+
+def _ib_truth_draw(spec: dict[str, Any], users: int, share: float, options: EvaluateOptions,
+                   gen: np.random.Generator) -> tuple[npt.NDArray[np.float64], ...]:
+    """D = IB_a - IB_b, its jackknife se and the second-order corrected se (the
+    alternative) of every pair and key (pairs x K each), by ``compare_models``'s own
+    functions without its resampling."""
+    drawn = _draw(spec, users, share, gen)
+    data = drawn["data"]
+    models, design, _ = _compare._models(
+        drawn["recs"], data.test, data.users, attribute="gender", protected="F",
+        n_items=N_ITEMS, items=None, train=None, options=options)
+    prot = design.protected[design.codes]
+    diffs, ses, alts = [], [], []
+    for name_a, name_b in itertools.combinations(models, 2):
+        a, b = models[name_a], models[name_b]
+        cov = PairCoverage(a.items, b.items, design.coverage)
+        ic_a, ic_b = cov.observed()
+        nrd = [_compare._figures(_compare._group_sums(m.x, design.members), design)["nrd"]
+               for m in (a, b)]
+        diffs.append(ib_values(nrd[0], ic_a, design.coverage)
+                     - ib_values(nrd[1], ic_b, design.coverage))
+        ses.append(ib_jackknife(a.x, b.x, prot, cov, design.coverage))
+        alts.append(_ib_jackknife_second_order(a, b, prot, design))
+    return np.array(diffs), np.array(ses), np.array(alts)
+
+
+def _pairs_only(m: Any) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The user pairs (u < v) that alone hold an item (an item in exactly two lists),
+    as pair codes u * n + v, and how many items each pair alone holds."""
+    held = (m > 0).astype(np.float64).tocsc()
+    count = np.diff(held.indptr)
+    cols = np.flatnonzero(count == 2)
+    starts = held.indptr[cols]
+    u, v = held.indices[starts], held.indices[starts + 1]
+    n = held.shape[0]
+    return np.unique(np.minimum(u, v) * n + np.maximum(u, v), return_counts=True)
+
+
+def _ib_jackknife_second_order(a: Any, b: Any, prot: npt.NDArray[np.bool_],
+                               design: Any) -> npt.NDArray[np.float64]:
+    """The alternative measured against the plain jackknife (not the library's): the
+    jackknife variance minus the Efron-Stein second-order term, sum over pairs of the
+    interaction I_uv = D - D_(-u) - D_(-v) + D_(-uv) squared, over the pairs that
+    alone hold an item in either model's lists at some cut-off (elsewhere I_uv comes
+    from NRD's smooth curvature only and is neglected); se = sqrt(max(v, 0))."""
+    n, cov = a.x.shape[0], design.coverage
+    jack = ib_jackknife(a.x, b.x, prot, PairCoverage(a.items, b.items, cov), cov)
+    cuts = cov.cuts
+    mats = [_incidence(a.items, b.items, c) for c in cuts]
+    shared: dict[int, npt.NDArray[np.float64]] = {}  # pair -> (2 models, cuts) counts
+    for j, (ma, mb) in enumerate(mats):
+        for side, m in enumerate((ma, mb)):
+            codes, counts = _pairs_only(m)
+            for code, cnt in zip(codes.tolist(), counts.tolist(), strict=True):
+                shared.setdefault(code, np.zeros((2, len(cuts))))[side, j] = cnt
+    if not shared:
+        return jack
+    pairs = np.array(list(shared))
+    u, v = pairs // n, pairs % n
+    extra = np.stack(list(shared.values()))  # pairs x 2 x cuts
+    out = []
+    for side, m in enumerate((a, b)):
+        held = [(mm[side] > 0).astype(np.float64) for mm in mats]
+        counts = [np.asarray(h.sum(axis=0)).ravel() for h in held]
+        only = np.stack([np.asarray(h @ (c == 1).astype(np.float64)).ravel()
+                         for h, c in zip(held, counts, strict=True)], axis=1)  # n x cuts
+        covered = np.array([np.count_nonzero(c) for c in counts], dtype=np.float64)
+
+        def ic(drop: Any, covered: Any = covered) -> Any:
+            return (covered - drop) / cov.n_items
+
+        s_p, s_u = m.x[prot].sum(axis=0), m.x[~prot].sum(axis=0)
+        n_p, n_u = prot.sum(), (~prot).sum()
+        full = ib_values(_nrd_from(s_p, s_u, n_p, n_u), ic(0.0), cov)
+        drop_p = prot[u].astype(float)[:, None] + prot[v].astype(float)[:, None]
+        xs_p = np.where(prot[u][:, None], m.x[u], 0) + np.where(prot[v][:, None], m.x[v], 0)
+        xs_u = np.where(~prot[u][:, None], m.x[u], 0) + np.where(~prot[v][:, None], m.x[v], 0)
+        both = ib_values(_nrd_from(s_p - xs_p, s_u - xs_u, n_p - drop_p, n_u - 2 + drop_p),
+                         ic(only[u] + only[v] + extra[:, side, :]), cov)
+        one_u = ib_values(_nrd_loo(m.x, prot, u, s_p, s_u, n_p, n_u), ic(only[u]), cov)
+        one_v = ib_values(_nrd_loo(m.x, prot, v, s_p, s_u, n_p, n_u), ic(only[v]), cov)
+        out.append(full - one_u - one_v + both)
+    inter = out[0] - out[1]
+    var = jack ** 2 - np.nansum(inter ** 2, axis=0)
+    return np.sqrt(np.maximum(var, 0.0))
+
+
+def _nrd_from(s_p: Any, s_u: Any, n_p: Any, n_u: Any) -> npt.NDArray[np.float64]:
+    """NRD from group sums and sizes (broadcast)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pg, ug = np.maximum(s_p / n_p, 0.0), np.maximum(s_u / n_u, 0.0)
+        return ((ug - pg) / (ug + pg) + 1.0) / 2.0
+
+
+def _nrd_loo(x: Any, prot: Any, idx: Any, s_p: Any, s_u: Any, n_p: Any, n_u: Any
+             ) -> npt.NDArray[np.float64]:
+    """NRD without each user of ``idx``."""
+    pr = prot[idx][:, None]
+    return _nrd_from(s_p - np.where(pr, x[idx], 0), s_u - np.where(pr, 0, x[idx]),
+                     n_p - pr, n_u - ~pr)
+
+
+def _ib_run_one(spec: dict[str, Any], users: int, share: float, options: EvaluateOptions,
+                gen: np.random.Generator) -> dict[str, npt.NDArray[Any]]:
+    """One coverage replicate: ``compare_models`` (paired permutation for the means, as
+    ``run --tests permutation``), its IB rows as arrays (pairs x K, pair-major)."""
+    drawn = _draw(spec, users, share, gen)
+    data = drawn["data"]
+    res = compare_models(drawn["recs"], data.test, data.users, attribute="gender",
+                         protected="F", n_items=N_ITEMS, options=options,
+                         stat_test="permutation", adjust=spec["adjust"], rng=gen.spawn(1)[0])
+    rows = [r for r in res.rows if r.metric.startswith("ib_")]
+    return {"label": np.array([f"{r.a}-{r.b}:{r.metric}" for r in rows]), **{
+        name: np.array([getattr(r, name) for r in rows], dtype=np.float64)
+        for name in ("difference", "ci_low", "ci_high", "ci_low_adjusted",
+                     "ci_high_adjusted", "pvalue", "pvalue_adjusted")}}
+
+
+def _ib_truth(name: str, args: argparse.Namespace, options: EvaluateOptions
+              ) -> dict[str, npt.NDArray[np.float64]]:
+    """theta_n (mean D), the MC sd of D, the mean se_J and the jackknife-t coverage over
+    the truth draws (pairs x K flattened, pair-major as the rows)."""
+    root = np.random.default_rng([args.seed, 417])
+    gen = dict(zip(SCENARIOS, root.spawn(len(SCENARIOS)), strict=True))[name]
+    d, se, alt = (np.array(x).reshape(args.truth_draws, -1) for x in zip(
+        *(_ib_truth_draw(SCENARIOS[name], args.users, args.protected_share, options, g)
+          for g in gen.spawn(args.truth_draws)), strict=True))
+    theta = d.mean(axis=0)
+    t = stats.t.ppf(0.975, args.users - 1)
+    return {"theta": theta, "sd": d.std(axis=0, ddof=1), "se_mean": se.mean(axis=0),
+            "cover": np.mean(np.abs(d - theta) <= t * se, axis=0),
+            "alt_se_mean": alt.mean(axis=0),
+            "alt_cover": np.mean(np.abs(d - theta) <= t * alt, axis=0),
+            "finite": np.isfinite(d).all(axis=0)}
+
+
+def _by_cut(labels: npt.NDArray[Any], cover: npt.NDArray[np.bool_],
+            ratio: npt.NDArray[np.float64], truth: dict[str, npt.NDArray[np.float64]]
+            ) -> dict[str, dict[str, Any]]:
+    """Per cut-off: the coverage runs' pooled coverage and se_J / sd, and over the truth
+    draws the jackknife-t's and the alternative's coverage and se / sd (pooled over
+    the rows of the cut-off; range over rows)."""
+    out = {}
+    for cut in CUTS:
+        m = np.array([str(x).endswith(f"@{cut}") for x in labels])
+        alt_ratio = truth["alt_se_mean"][m] / truth["sd"][m]
+        out[str(cut)] = {
+            "cover": _mean(cover[:, m].mean(axis=1)),
+            "se_ratio": [float(ratio[m].min()), float(np.mean(ratio[m])),
+                         float(ratio[m].max())],
+            "draws_cover_jackknife": [float(truth["cover"][m].min()),
+                                      float(truth["cover"][m].mean()),
+                                      float(truth["cover"][m].max())],
+            "draws_se_ratio_jackknife": float(np.mean(truth["se_mean"][m] / truth["sd"][m])),
+            "draws_cover_second_order": [float(truth["alt_cover"][m].min()),
+                                         float(truth["alt_cover"][m].mean()),
+                                         float(truth["alt_cover"][m].max())],
+            "draws_se_ratio_second_order": [float(alt_ratio.min()),
+                                            float(np.mean(alt_ratio)),
+                                            float(alt_ratio.max())]}
+    return out
+
+
+def _ib_summary(reps: list[dict[str, npt.NDArray[Any]]],
+                truth: dict[str, npt.NDArray[np.float64]], n_users: int, draws: int,
+                null: bool) -> dict[str, Any]:
+    """Bias, coverage, sd ratio and the test's rates of the IB rows over the replicates
+    (se_J read back from the rows' own 95 % intervals, D +- t_{n-1} se_J)."""
+    a = {k: np.stack([r[k] for r in reps]) for k in reps[0] if k != "label"}
+    labels = reps[0]["label"]
+    theta, sd = truth["theta"], truth["sd"]
+    cover = (a["ci_low"] <= theta) & (theta <= a["ci_high"])
+    cover_adj = (a["ci_low_adjusted"] <= theta) & (theta <= a["ci_high_adjusted"])
+    se_j = (a["ci_high"] - a["ci_low"]) / 2 / stats.t.ppf(0.975, n_users - 1)
+    bias = a["difference"].mean(axis=0) - theta
+    bias_se = np.sqrt(a["difference"].var(axis=0, ddof=1) / len(reps) + sd ** 2 / draws)
+    ratio = np.nanmean(se_j, axis=0) / sd
+    out: dict[str, Any] = {
+        "rows": int(theta.size), "non_finite_intervals": int((~np.isfinite(a["ci_low"])).sum()),
+        "theta_abs_mean": float(np.abs(theta).mean()),
+        "theta_abs_max": float(np.abs(theta).max()),
+        "theta_mcse_max": float((sd / np.sqrt(draws)).max()),
+        "sd_d": {"min": float(sd.min()), "mean": float(sd.mean()), "max": float(sd.max())},
+        "bias": {"mean": float(bias.mean()), "abs_max": float(np.abs(bias).max()),
+                 "max_z": float(np.abs(bias / bias_se).max()),
+                 "mean_over_sd": float(np.mean(bias / sd))},
+        "cover": _mean(cover.mean(axis=1)), "cover_min": float(cover.mean(axis=0).min()),
+        "cover_max": float(cover.mean(axis=0).max()),
+        "cover_adj": _mean(cover_adj.mean(axis=1)),
+        "family_adj_cover": _rate(cover_adj.all(axis=1)),
+        "se_ratio": {"mean": float(np.mean(ratio)), "min": float(np.min(ratio)),
+                     "max": float(np.max(ratio))},
+        "by_cut": _by_cut(labels, cover, ratio, truth),
+    }
+    if null:
+        out["fwer"] = _rate((a["pvalue_adjusted"] <= ALPHA).any(axis=1))
+        out["reject"] = _mean((a["pvalue"] <= ALPHA).mean(axis=1))
+        out["reject_max_row"] = float((a["pvalue"] <= ALPHA).mean(axis=0).max())
+    else:
+        out["power_adj"] = _mean((a["pvalue_adjusted"] <= ALPHA).mean(axis=1))
+    return out
+
+
+def ib(args: argparse.Namespace) -> None:
+    """Truth by Monte Carlo, then the coverage runs; one JSON line per scenario."""
+    children = dict(zip(SCENARIOS, np.random.default_rng(args.seed).spawn(len(SCENARIOS)),
+                        strict=True))
+    options = EvaluateOptions(n=CUTS, n_boot=args.n_boot, n_resamples=args.n_resamples,
+                              min_group_size=args.min_group_size)
+    source = _source_hash()
+    for name in args.scenarios:
+        start = time.perf_counter()
+        truth = _ib_truth(name, args, options)
+        truth_wall = time.perf_counter() - start
+        print(f"{name}: truth in {truth_wall:.0f} s, jackknife-t coverage over the draws "
+              f"{truth['cover'].mean():.3f}", file=sys.stderr, flush=True)
+        reps = []
+        for i, gen in enumerate(children[name].spawn(args.reps)):
+            reps.append(_ib_run_one(SCENARIOS[name], args.users, args.protected_share,
+                                    options, gen))
+            if (i + 1) % 25 == 0:
+                print(f"{name}: {i + 1}/{args.reps} reps, "
+                      f"{time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+        labels = reps[0]["label"]
+        assert all((r["label"] == labels).all() for r in reps), "row order changed"
+        models = SCENARIOS[name]["models"]
+        line = {"scenario": name, "users": args.users, "protected_share": args.protected_share,
+                "min_group_size": args.min_group_size, "seed": args.seed, "reps": args.reps,
+                "truth_draws": args.truth_draws, "n_boot": args.n_boot,
+                "n_resamples": args.n_resamples, "models": models,
+                "wall_seconds": {"truth": round(truth_wall, 1),
+                                 "total": round(time.perf_counter() - start, 1)},
+                "compare_sha256": [source, _source_hash()],
+                "theta": {str(k): float(v) for k, v in zip(labels, truth["theta"],
+                                                           strict=True)},
+                **_ib_summary(reps, truth, args.users, args.truth_draws,
+                              null=len(set(models.values())) == 1)}
+        with args.out.open("a") as fh:
+            fh.write(json.dumps(line) + "\n")
+        print(f"{name}: done in {time.perf_counter() - start:.0f} s", file=sys.stderr,
+              flush=True)
+
+
+def ib_table(args: argparse.Namespace) -> None:
+    """The IB interval's table (the last line of each setting and scenario)."""
+    keep: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for path in args.paths:
+        for text in path.read_text().splitlines():
+            if text.strip():
+                r = json.loads(text)
+                keep[(r["users"], r["protected_share"], r["scenario"])] = r
+    print("| users (share) | scenario | rows | mean abs theta_n (MC s.e. max) | sd of D | "
+          "bias of D: mean (max abs; max abs z) | own CI coverage (range over rows) | "
+          "Holm CI coverage, pooled | Holm CIs, whole family | se_J / sd | "
+          "IB test: FWER / row type-I / power |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in keep.values():
+        test = (f"{_f(r['fwer'])} / {_f(r['reject'])}" if "fwer" in r
+                else f"power {_f(r['power_adj'])}")
+        b, sd, q = r["bias"], r["sd_d"], r["se_ratio"]
+        print(f"| {r['users']} ({r['protected_share']}) | {r['scenario']} | {r['rows']} | "
+              f"{r['theta_abs_mean']:.4f} ({r['theta_mcse_max']:.4f}) | "
+              f"{sd['min']:.4f}-{sd['max']:.4f} | {b['mean']:+.5f} ({b['abs_max']:.4f}; "
+              f"{b['max_z']:.1f}) | {_f(r['cover'])} ({r['cover_min']:.3f}-"
+              f"{r['cover_max']:.3f}) | {_f(r['cover_adj'])} | {_f(r['family_adj_cover'])} "
+              f"| {q['mean']:.3f} ({q['min']:.3f}-{q['max']:.3f}) | {test} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -394,8 +708,21 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     t = sub.add_parser("table")
     t.add_argument("paths", type=Path, nargs="*", default=[DEFAULT_OUT])
+    q = sub.add_parser("ib", help="IB's jackknife interval: truth by Monte Carlo, coverage")
+    q.add_argument("--reps", type=int, default=300)
+    q.add_argument("--truth-draws", type=int, default=2000)
+    q.add_argument("--users", type=int, default=300)
+    q.add_argument("--protected-share", type=float, default=0.3)
+    q.add_argument("--seed", type=int, default=35)
+    q.add_argument("--n-boot", type=int, default=1000)
+    q.add_argument("--n-resamples", type=int, default=999)
+    q.add_argument("--min-group-size", type=int, default=20)
+    q.add_argument("--scenarios", nargs="+", choices=IB_SCENARIOS, default=list(IB_SCENARIOS))
+    q.add_argument("--out", type=Path, default=IB_OUT)
+    r = sub.add_parser("ib-table")
+    r.add_argument("paths", type=Path, nargs="*", default=[IB_OUT])
     args = parser.parse_args()
-    run(args) if args.command == "run" else table(args)
+    {"run": run, "table": table, "ib": ib, "ib-table": ib_table}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -49,7 +49,8 @@ def test_json_has_every_row(files: dict[str, Path]) -> None:
     assert result.models == ("A", "B") and result.test == "t" and result.adjust == "bh"
     assert len(result.rows) == 5 * 2 * 6  # metrics x cut-offs x (mean, F, M, rd, nrd, ib)
     ib = next(r for r in result.rows if r.metric == "ib_ndcg@10")
-    assert ib.test == "permutation" and math.isnan(ib.ci_low)
+    assert ib.test == "permutation" and ib.ci_low_adjusted <= ib.difference <= ib.ci_high_adjusted
+    assert math.isfinite(ib.ci_low) and math.isfinite(ib.ci_high_adjusted)
     row = next(r for r in result.rows if r.metric == "ndcg@10" and not r.group)
     assert {"a", "b", "metric", "difference", "ci_low", "ci_high", "pvalue",
             "pvalue_adjusted"} <= set(row.to_dict())
@@ -74,6 +75,7 @@ def test_the_table_and_its_sentences(files: dict[str, Path]) -> None:
     assert "rd_ndcg@10" in res.stdout and "A vs B:" in res.stdout
     text = " ".join(res.stdout.split())
     assert "the inter-bias IB of ndcg@10" in text
+    assert "(test only)" not in text  # IB rows have their jackknife interval
 
 
 @pytest.mark.parametrize(("extra", "message"), [

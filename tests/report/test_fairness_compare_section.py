@@ -4,6 +4,7 @@ the sidecar, and the verdict naming the model with the smaller group gap."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -74,3 +75,16 @@ def test_a_sampled_comparison_says_its_protocol(fairness_study_dir: Path) -> Non
     assert "ranked under the sampled protocol uni100" in html
     assert "sampled ranking (uni100): metrics computed on sampled negatives" in html
     assert "ib_ndcg@10" in html
+
+
+def test_ib_rows_show_their_interval(fairness_study_dir: Path) -> None:
+    """IB rows have a jackknife interval now (decision 0417): the table shows it, the
+    method note no longer says IB has none."""
+    _write_comparison(fairness_study_dir)
+    report = build_report(fairness_study_dir)
+    ib = [r for r in report.data["comparison"]["rows"] if r["metric"] == "ib_ndcg@10"]
+    assert ib and all(math.isfinite(r["ci_low_adjusted"]) for r in ib)
+    html = " ".join(report.html.split())
+    for r in ib:
+        assert f"[{r['ci_low_adjusted']:+.3f}, {r['ci_high_adjusted']:+.3f}]" in html
+    assert "has no interval" not in html and "delete-one-user jackknife" in html

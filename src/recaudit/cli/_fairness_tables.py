@@ -156,7 +156,7 @@ def _diff(r: MetricComparison) -> str:
     """``a - b [low, high]`` at the family's level, signed."""
     if not math.isfinite(r.difference):
         return "undefined"
-    if not math.isfinite(r.ci_low_adjusted):  # IB rows: a test, no interval
+    if not math.isfinite(r.ci_low_adjusted):  # an IB row whose jackknife is undefined
         return f"{r.difference:+.4f} (test only)"
     return f"{r.difference:+.4f} [{r.ci_low_adjusted:+.4f}, {r.ci_high_adjusted:+.4f}]"
 

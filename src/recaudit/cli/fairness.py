@@ -346,7 +346,8 @@ def compare_command(
     Every pair of --recs models evaluated on the same --test and --users: the difference
     of each model's mean metric (all users and each group) and of its group gap, with
     a user-bootstrap CI and a paired test, adjusted within each family of rows
-    (--adjust); IB by a test that swaps whole lists (no CI). The table shows NDCG@10;
+    (--adjust); IB by a test that swaps whole lists, its CI from the delete-one-user
+    jackknife (both models' coverage recomputed without each user). The table shows NDCG@10;
     --json has every row (`rows`). Under a sampled --protocol the sampled-metrics
     warning goes to stderr and to `warnings` in --json.
     """

@@ -10,10 +10,11 @@ metric ``M@N`` and its per-user values :math:`x_{Au}, x_{Bu}`:
   :math:`NRD = (RD + 1)/2`;
 - *inter-bias*: :math:`IB_A - IB_B` with :math:`IB = \sqrt{NRD\,(1 - IC)}`, tested by
   swapping each user's two whole lists so that both models' item coverage IC is
-  recomputed under the null, without an interval
-  (:mod:`recaudit.fairness._compare_interbias` says why).
+  recomputed under the null, its interval :math:`D \pm t_{n-1}\, \widehat{se}_J` from
+  the delete-one-user jackknife with both models' NRD and IC recomputed without each
+  user (:mod:`recaudit.fairness._compare_interbias`; Efron & Stein 1981).
 
-Intervals: a user-level bootstrap stratified by group, the same resampled users for
+Intervals (but IB's): a user-level bootstrap stratified by group, the same resampled users for
 both models (multinomial weights, :func:`recaudit._stats.bootstrap_weights`), the
 expanded percentile interval (:func:`recaudit._stats.expanded_level`; the users of the
 row as its units). Tests of "no difference", two-sided: the paired permutation
@@ -33,6 +34,8 @@ References
 ----------
 Good, P. (2005). *Permutation, Parametric, and Bootstrap Tests of Hypotheses*, 3rd ed.,
 ch. 3 (the paired permutation test).
+Efron, B. & Stein, C. (1981). The jackknife estimate of variance. *Ann. Statist.*
+9(3):586-596 (IB's interval).
 Smucker, M. D., Allan, J. & Carterette, B. (2007). A comparison of statistical
 significance tests for information retrieval evaluation. *CIKM '07*, 623-632.
 """
@@ -59,7 +62,14 @@ from .._stats import (
     percentile_interval,
 )
 from ..exceptions import InputError
-from ._compare_interbias import IB, CoverageDesign, PairCoverage, ib_pvalues, ib_values
+from ._compare_interbias import (
+    IB,
+    CoverageDesign,
+    PairCoverage,
+    ib_jackknife,
+    ib_pvalues,
+    ib_values,
+)
 from ._compare_results import FairnessComparison, MetricComparison
 from ._inputs import _evaluate_iv
 from ._interbias import normalized_relative_difference, relative_difference
@@ -173,22 +183,30 @@ def _permutation_null(a: _Model, b: _Model, design: _Design, gen: np.random.Gene
     return np.concatenate(out), np.concatenate(ib)
 
 
-def _ib_rows(name_a: str, name_b: str, fig_a: Mapping[str, Any], fig_b: Mapping[str, Any],
+def _ib_rows(name_a: str, a: _Model, name_b: str, b: _Model, figures: tuple[Any, Any],
              coverage: PairCoverage, null: npt.NDArray[np.float64], design: _Design
              ) -> list[dict[str, Any]]:
-    """The pair's IB rows (one per key): the difference, its permutation p, no interval
-    (:mod:`recaudit.fairness._compare_interbias`)."""
+    r"""The pair's IB rows (one per key): the difference ``D``, its permutation p, the
+    interval :math:`D \pm t_{n-1}\, \widehat{se}_J` from the delete-one-user jackknife
+    (:func:`~recaudit.fairness._compare_interbias.ib_jackknife`)."""
     ic_a, ic_b = coverage.observed()
-    ib_a = ib_values(fig_a["nrd"], ic_a, design.coverage)
-    ib_b = ib_values(fig_b["nrd"], ic_b, design.coverage)
-    pvalues = ib_pvalues(ib_a - ib_b, null)
-    return [{
-        "a": name_a, "b": name_b, "metric": f"{IB}_{key}", "group": "",
-        "value_a": float(ib_a[k]), "value_b": float(ib_b[k]),
-        "difference": float(ib_a[k] - ib_b[k]), "ci_low": math.nan, "ci_high": math.nan,
-        "confidence_level": design.options.confidence_level, "pvalue": float(pvalues[k]),
-        "test": "permutation", "n_users": int(design.codes.size), "_reps": np.empty(0),
-    } for k, key in enumerate(design.keys)]
+    ib_a = ib_values(figures[0]["nrd"], ic_a, design.coverage)
+    ib_b = ib_values(figures[1]["nrd"], ic_b, design.coverage)
+    diff = ib_a - ib_b
+    pvalues = ib_pvalues(diff, null)
+    se = ib_jackknife(a.x, b.x, design.protected[design.codes], coverage, design.coverage)
+    n, level = int(design.codes.size), design.options.confidence_level
+    rows = []
+    for k, key in enumerate(design.keys):
+        low, high = _t_interval(float(diff[k]), float(se[k]), level, n)
+        rows.append({
+            "a": name_a, "b": name_b, "metric": f"{IB}_{key}", "group": "",
+            "value_a": float(ib_a[k]), "value_b": float(ib_b[k]),
+            "difference": float(diff[k]), "ci_low": low, "ci_high": high,
+            "confidence_level": level, "pvalue": float(pvalues[k]),
+            "test": "permutation", "n_users": n, "_se": float(se[k]),
+        })
+    return rows
 
 
 def _paired_test(xa: npt.NDArray[np.float64], xb: npt.NDArray[np.float64], test: str
@@ -217,7 +235,7 @@ def _row_labels(design: _Design) -> list[tuple[str, str, int]]:
 
 def _pair_rows(name_a: str, a: _Model, name_b: str, b: _Model, design: _Design, test: str,
                gen: np.random.Generator) -> list[dict[str, Any]]:
-    """The rows of one pair, with their replicates (``_reps``) for the family's level."""
+    """The rows of one pair, with their standard errors (``_se``) for the family's level."""
     members = design.members
     fig_a = _figures(_group_sums(a.x, members), design)
     fig_b = _figures(_group_sums(b.x, members), design)
@@ -248,9 +266,9 @@ def _pair_rows(name_a: str, a: _Model, name_b: str, b: _Model, design: _Design, 
             "ci_low": ci.low if math.isfinite(diff) else math.nan,
             "ci_high": ci.high if math.isfinite(diff) else math.nan,
             "confidence_level": level, "pvalue": p,
-            "test": row_test, "n_users": users, "_reps": reps[:, j],
+            "test": row_test, "n_users": users, "_se": _boot_se(reps[:, j]),
         })
-    return rows + _ib_rows(name_a, name_b, fig_a, fig_b, coverage, null_ib, design)
+    return rows + _ib_rows(name_a, a, name_b, b, (fig_a, fig_b), coverage, null_ib, design)
 
 
 def _family(r: Mapping[str, Any]) -> str:
@@ -260,17 +278,25 @@ def _family(r: Mapping[str, Any]) -> str:
     return kind if kind in (*GAPS, IB) else f"group {r['group']}" if r["group"] else "mean"
 
 
-def _t_interval(diff: float, reps: npt.NDArray[np.float64], level: float, n: int
-                ) -> tuple[float, float]:
-    r"""The family-level interval :math:`d \pm t_{n-1,\,(1+c)/2}\, \widehat{se}^*` with
-    the bootstrap standard error: a family's level (1 - 0.05/45 for 45 rows) puts each
-    end beyond the last resample of a percentile interval (0.06 % of 1,000), where its
-    end is one resample's noise; the standard error is stable (measured:
-    docs/validation-fairness.md, "Comparing models")."""
+def _boot_se(reps: npt.NDArray[np.float64]) -> float:
+    """The bootstrap standard error of a row (``nan`` with fewer than 2 finite
+    replicates)."""
     r = reps[np.isfinite(reps)]
-    if not math.isfinite(diff) or r.size < 2:
+    return float(np.std(r, ddof=1)) if r.size >= 2 else math.nan
+
+
+def _t_interval(diff: float, se: float, level: float, n: int) -> tuple[float, float]:
+    r"""The interval :math:`d \pm t_{n-1,\,(1+c)/2}\, \widehat{se}` at level ``c``.
+
+    At a family's level with the bootstrap standard error :math:`\widehat{se}^*` of a
+    row: a family's level (1 - 0.05/45 for 45 rows) puts each end beyond the last
+    resample of a percentile interval (0.06 % of 1,000), where its end is one
+    resample's noise; the standard error is stable (measured:
+    docs/validation-fairness.md, "Comparing models"). IB rows use their jackknife
+    :math:`\widehat{se}_J` at both levels."""
+    if not (math.isfinite(diff) and math.isfinite(se)):
         return math.nan, math.nan
-    half = float(stats.t.ppf(0.5 + level / 2, max(n - 1, 1)) * np.std(r, ddof=1))
+    half = float(stats.t.ppf(0.5 + level / 2, max(n - 1, 1)) * se)
     return diff - half, diff + half
 
 
@@ -284,7 +310,7 @@ def _adjust(rows: list[dict[str, Any]], adjust: str, level: float) -> list[Metri
         fam = adjusted_level(adjusted, adjust, level)
         for i, p in zip(idx, adjusted, strict=True):
             r = dict(rows[i])
-            low, high = _t_interval(r["difference"], r.pop("_reps"), fam, r["n_users"])
+            low, high = _t_interval(r["difference"], r.pop("_se"), fam, r["n_users"])
             out[i] = MetricComparison(
                 **r, pvalue_adjusted=float(p), adjust=adjust, ci_low_adjusted=low,
                 ci_high_adjusted=high, adjusted_level=fam)
@@ -390,7 +416,8 @@ def compare_models(
         ``n_resamples``), ``min_group_size`` and ``confidence_level``.
     stat_test : {"permutation", "t", "wilcoxon"}
         The test of the per-user means (gap rows (RD, NRD) always use the paired
-        permutation, IB rows the swap of whole lists).
+        permutation, IB rows the swap of whole lists; IB's interval is the
+        delete-one-user jackknife's, see :mod:`recaudit.fairness._compare_interbias`).
     adjust : {"holm", "bh", "none"}
         Adjustment within each family: the rows of one kind (the mean over all users,
         one group's mean, RD, NRD or IB) over every pair, metric and cut-off.

@@ -1,4 +1,5 @@
-r"""The inter-bias (IB) rows of a paired comparison: a permutation test of whole lists.
+r"""The inter-bias (IB) rows of a paired comparison: a permutation test of whole lists
+and a delete-one-user jackknife interval.
 
 :math:`IB = \sqrt{NRD\,(1 - IC)}` mixes a per-user figure (NRD, from group means) with a
 property of the whole set of lists (item coverage IC: the share of the catalog in at
@@ -11,10 +12,15 @@ swapped with probability 1/2, and both models' IC and NRD are recomputed from th
 swapped lists, so :math:`|IB_A - IB_B|` is compared with its exact permutation
 distribution (+1-corrected Monte-Carlo p).
 
-IB rows carry no interval: the sampling distribution of an IB difference includes how
-coverage varies between repeated trainings and recommendation draws, which one set of
-lists per model does not contain (a user bootstrap undercovers it; measured in the
-validation named above). The test needs no such model.
+The interval (decision 0417) is for :math:`\theta_n = E[IB_A(n) - IB_B(n)]`, the two
+trained models fixed and the users (each with the pair of lists the models give them)
+drawn i.i.d.: the IB difference expected on an audit of ``n`` users like these (IC
+grows with ``n``, so the estimand is at the audit's ``n``). :math:`D = IB_A - IB_B` on
+the observed users estimates it; :func:`ib_jackknife` gives the delete-one-user
+jackknife standard error of ``D`` with both models' NRD and IC recomputed without each
+user (:meth:`PairCoverage.left_out`). The user bootstrap cannot stand in: a resample
+with replacement holds about 63 % distinct users, and coverage, a union over users'
+lists, shrinks with them.
 
 Coverage under a swap: with the users x items incidence matrices :math:`M_A, M_B` of
 the top-N lists and the swap indicators :math:`S` (permutations x users), the items
@@ -25,7 +31,8 @@ sparse product per chunk of permutations and cut-off.
 References
 ----------
 Good, P. (2005). *Permutation, Parametric, and Bootstrap Tests of Hypotheses*, 3rd ed.,
-ch. 3. Chizari, Tajfar & Moreno-García (2025), *Future Internet* 17(10):461 (IB).
+ch. 3. Efron, B. & Stein, C. (1981). The jackknife estimate of variance. *Ann. Statist.*
+9(3):586-596. Chizari, Tajfar & Moreno-García (2025), *Future Internet* 17(10):461 (IB).
 """
 
 from __future__ import annotations
@@ -38,7 +45,8 @@ from scipy import sparse
 
 from .._stats import monte_carlo_pvalue
 
-__all__ = ["IB", "CoverageDesign", "PairCoverage", "ib_pvalues", "ib_values"]
+__all__ = ["IB", "CoverageDesign", "PairCoverage", "ib_jackknife", "ib_pvalues",
+           "ib_values"]
 
 #: The row kind (``ib_ndcg@10``) and family of the IB rows.
 IB = "ib"
@@ -142,3 +150,90 @@ class PairCoverage:
                  for (ma, mb), total in zip(self._matrices, self._totals, strict=True)]
         return (np.stack([a for a, _ in pairs], axis=1),
                 np.stack([b for _, b in pairs], axis=1))
+
+    def left_out(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        r"""IC of A and of B without each user (each of shape ``(users, cuts)``).
+
+        Leaving user ``u`` out uncovers exactly the items no other user's list holds:
+        with :math:`c_i` the number of users whose list holds item ``i``,
+        :math:`IC_{(-u)} = (|\{i: c_i > 0\}| - |\{i \in L_u: c_i = 1\}|) / |I|` -- one
+        sparse product per model and cut-off, O(total list length).
+        """
+        out_a: list[npt.NDArray[np.float64]] = []
+        out_b: list[npt.NDArray[np.float64]] = []
+        for ma, mb in self._matrices:
+            for m, out in ((ma, out_a), (mb, out_b)):
+                held = (m > 0).astype(np.float64)  # a repeated item counts once
+                count = np.asarray(held.sum(axis=0)).ravel()
+                only = np.asarray(held @ (count == 1).astype(np.float64)).ravel()
+                out.append((np.count_nonzero(count) - only) / self._design.n_items)
+        return np.stack(out_a, axis=1), np.stack(out_b, axis=1)
+
+
+def _left_out_nrd(x: npt.NDArray[np.float64], is_protected: npt.NDArray[np.bool_]
+                  ) -> npt.NDArray[np.float64]:
+    r"""NRD without each user (users x K) from the group sums: a protected user moves
+    :math:`P_{(-u)} = (S_P - x_u) / (n_P - 1)`, any other user
+    :math:`U_{(-u)} = (S_U - x_u) / (n_U - 1)`; ``nan`` where a group empties or both
+    means are 0."""
+    n_p = int(is_protected.sum())
+    n_u = x.shape[0] - n_p
+    s_p, s_u = x[is_protected].sum(axis=0), x[~is_protected].sum(axis=0)
+    prot = is_protected[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pg = np.where(prot, (s_p - x) / (n_p - 1.0) if n_p > 1 else np.nan, s_p / n_p)
+        ug = np.where(prot, s_u / n_u, (s_u - x) / (n_u - 1.0) if n_u > 1 else np.nan)
+        pg, ug = np.maximum(pg, 0.0), np.maximum(ug, 0.0)  # rounding below 0
+        total = ug + pg
+        rd = np.divide(ug - pg, total, out=np.full(total.shape, np.nan), where=total > 0)
+    return (rd + 1.0) / 2.0
+
+
+def ib_jackknife(x_a: npt.NDArray[np.float64], x_b: npt.NDArray[np.float64],
+                 is_protected: npt.NDArray[np.bool_], coverage: PairCoverage,
+                 design: CoverageDesign) -> npt.NDArray[np.float64]:
+    r"""Delete-one-user jackknife standard error of each key's IB difference.
+
+    With :math:`D = IB_A - IB_B` on the ``n`` users and :math:`D_{(-u)}` the same
+    difference without user ``u`` (both models' NRD from the group sums without ``u``,
+    their IC without the items only ``u``'s list covers: :meth:`PairCoverage.left_out`),
+
+    .. math:: \widehat{se}_J^2 = rac{n - 1}{n} \sum_u igl(D_{(-u)} -
+              ar D_{(\cdot)}igr)^2, \qquad ar D_{(\cdot)} = rac1n \sum_u D_{(-u)},
+
+    and the interval is :math:`D \pm t_{n-1,\,(1+c)/2}\, \widehat{se}_J`. ``D`` is a
+    symmetric function of i.i.d. users (each with the two lists the models give them),
+    so by the Efron-Stein inequality :math:`E[\widehat{se}_J^2]` is at least the
+    variance of ``D`` on ``n - 1`` users (Efron & Stein 1981): conservative in
+    expectation, up to the factor ``n / (n - 1)``. O(total list length) per pair.
+
+    Parameters
+    ----------
+    x_a, x_b : ndarray, shape (n_users, K)
+        Each model's per-user metric values (keys metric-major, as ``design``).
+    is_protected : ndarray of bool, shape (n_users,)
+        Protected-group membership (every other user pools into the unprotected group).
+    coverage : PairCoverage
+        The pair's lists.
+    design : CoverageDesign
+        The cut-off of each key.
+
+    Returns
+    -------
+    ndarray, shape (K,)
+        :math:`\widehat{se}_J` per key; ``nan`` with fewer than 2 users or where a
+        leave-one-out IB is undefined.
+
+    References
+    ----------
+    Efron, B. & Stein, C. (1981). The jackknife estimate of variance. *Ann. Statist.*
+    9(3):586-596.
+    """
+    n = x_a.shape[0]
+    if n < 2:
+        return np.full(x_a.shape[1], np.nan)
+    ic_a, ic_b = coverage.left_out()
+    d = (ib_values(_left_out_nrd(x_a, is_protected), ic_a, design)
+         - ib_values(_left_out_nrd(x_b, is_protected), ic_b, design))
+    dev = d - d.mean(axis=0)
+    return np.sqrt((n - 1) / n * np.sum(dev * dev, axis=0))

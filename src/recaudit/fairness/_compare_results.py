@@ -24,7 +24,7 @@ _WHOLE = ("n_users",)
 
 @dataclass(frozen=True)
 class MetricComparison:
-    """One pair of models on one figure: ``difference = value_a - value_b``.
+    r"""One pair of models on one figure: ``difference = value_a - value_b``.
 
     Attributes
     ----------
@@ -33,26 +33,30 @@ class MetricComparison:
     metric : str
         ``<metric>@<N>`` (a mean of the per-user metric), ``rd_<metric>@<N>``,
         ``nrd_<metric>@<N>`` (the group gap of each model) or ``ib_<metric>@<N>`` (the
-        inter-bias: a test without an interval, ``ci_*`` ``nan``; see
-        :func:`~recaudit.fairness.compare_models`).
+        inter-bias; see :func:`~recaudit.fairness.compare_models`).
     group : str
         The group whose users the mean is over; ``""`` for all evaluated users and for
         the gap rows.
     value_a, value_b, difference : float
         The figure of each model and their difference (``nan`` when undefined).
     ci_low, ci_high : float
-        The difference's interval at ``confidence_level`` (user-level bootstrap,
-        stratified by group, the same users resampled for both models).
+        The difference's interval at ``confidence_level``: user-level bootstrap,
+        stratified by group, the same users resampled for both models; for IB rows
+        :math:`D \pm t_{n-1}\, \widehat{se}_J` with the delete-one-user jackknife
+        (both models' NRD and item coverage recomputed without each user; ``nan`` where
+        a leave-one-out IB is undefined), an interval for the IB difference expected
+        on an audit of ``n_users`` users like these, the two models fixed.
     confidence_level : float
     pvalue : float
         Two-sided test of "no difference" (``test``).
     test : str
         ``"permutation"`` (paired: each user's two values swapped at random, +1
         corrected), ``"t"`` (paired t) or ``"wilcoxon"`` (signed-rank) for the means;
-        ``"permutation"`` for the RD and NRD rows.
+        ``"permutation"`` for the RD and NRD rows, and for the IB rows (each user's
+        two whole lists swapped).
     pvalue_adjusted : float
         ``pvalue`` adjusted (``adjust``) within the row's family: the rows of its kind
-        (the mean over all users, one group's mean, RD or NRD) over every pair,
+        (the mean over all users, one group's mean, RD, NRD or IB) over every pair,
         metric and cut-off.
     adjust : str
         ``"holm"``, ``"bh"`` or ``"none"``.
@@ -60,7 +64,8 @@ class MetricComparison:
         Users the row is computed over.
     ci_low_adjusted, ci_high_adjusted, adjusted_level : float
         The interval at the family's level (Bonferroni under Holm, Benjamini-Yekutieli
-        under BH; :func:`recaudit._multiplicity.adjusted_level`).
+        under BH; :func:`recaudit._multiplicity.adjusted_level`): ``d +- t se`` with
+        the bootstrap standard error, the jackknife's for IB rows.
     """
 
     a: str
@@ -113,7 +118,7 @@ class FairnessComparison:
         The models, in the order given; every pair ``(a, b)`` with ``a`` before ``b``.
     rows : tuple of MetricComparison
         Per pair: for every metric and cut-off the overall row, one row per group and
-        the ``rd_`` / ``nrd_`` gap rows.
+        the ``rd_`` / ``nrd_`` gap rows and the ``ib_`` row.
     protected : str
         The protected group.
     n : tuple of int

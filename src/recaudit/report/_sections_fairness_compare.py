@@ -95,7 +95,7 @@ def fairness_comparison_section(result: FairnessComparison, key: str, *,
         "tab-fairness-compare",
         f"Every pair of models on {key}: its mean over all users, its group gaps (RD, "
         f"NRD) and its inter-bias (IB); each model's value, the difference a - b, its "
-        f"interval at the family's level (IB: a test without an interval) and the "
+        f"interval at the family's level and the "
         f"{result.adjust}-adjusted p (a family: the rows of one kind -- mean, one "
         "group's mean, RD, NRD or IB -- over every pair, metric and cut-off; "
         "`compare.json` has them all).",
@@ -109,12 +109,14 @@ def fairness_comparison_section(result: FairnessComparison, key: str, *,
             f"These lists were ranked under the sampled protocol {result.protocol}.",
             *result.warnings)),
         "Paired by user: a user bootstrap stratified by group (the same users resampled "
-        "for both models) for every interval; the paired permutation test for the means "
+        "for both models) for every interval but IB's; the paired permutation test for "
+        "the means "
         "(or the paired t / Wilcoxon test, as chosen), RD and NRD. IB is tested by "
         "swapping each user's two whole lists (so both models' item coverage is "
-        "recomputed under the null) and has no interval: the spread of a coverage "
-        "difference between retrainings is not in one set of lists. Method and "
-        "validation: "
+        "recomputed under the null); its interval is the delete-one-user jackknife's "
+        "(both models' NRD and coverage recomputed without each user), for the IB "
+        "difference expected on an audit of this many users with these two trained "
+        "models -- not the spread between retrainings. Method and validation: "
         "docs/fairness-metrics.md \"Comparing recommenders\", docs/validation-fairness.md.",
     )
     return Section("fairness-compare", "Comparing the models", figures=figures,
