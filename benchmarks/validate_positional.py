@@ -20,6 +20,9 @@ each estimate is compared with the model's population truth:
 ``run --ps-only --tag TAG --reps R`` recomputes only the pairwise PS row of the cells
 already in the file (seconds per cell: no other estimator is fitted), on the same data
 sets as the full cell and, if R exceeds the cell's REPS, more of the same stream.
+``run --split-only --tag TAG`` likewise recomputes only the strong/soft split (``spb``,
+``spb_soft``, ``positional_share``, ``split_unidentified``) of the cells in the file,
+on the full cell's data sets and its own resample stream (after an sPB change).
 ``summary`` prints the worst case per estimator and model. ``run`` appends one JSON
 line per grid cell (a cell already in the file, at any REPS,
 is skipped, so an interrupted run resumes and runs with different REPS per number of
@@ -50,6 +53,7 @@ from recaudit.positional import (
     analyze,
     evaluations_from_table,
     permutation_sensitivity,
+    strong_soft_bias,
 )
 from recaudit.positional._scenarios import MODELS, scenario_truth, simulate_scenario
 
@@ -218,6 +222,68 @@ def _ps_cell(args: Cell) -> dict[str, Any]:
             **({"discard_mode": mode} if discard and mode != "mcar" else {})}
 
 
+#: the estimators of the strong/soft split, recomputed by ``run --split-only``
+SPLIT_ESTIMATORS = ("spb", "spb_soft", "positional_share")
+
+
+def _split_cell(args: Cell) -> dict[str, Any]:
+    """The strong/soft split alone, exactly as ``analyze`` computes it in ``_cell``.
+
+    ``analyze``'s fourth child stream (``g_pb``) cross-fits the shares that the split
+    reads, and ``strong_soft_bias`` does that fit with the same default size, so the
+    data sets and resamples are the full cell's (as in ``_ps_cell``).
+    """
+    model, k, n, p_bias, reps, seed, discard, mode = args
+    truth = scenario_truth(model, k=k, p_bias=p_bias, rng=seed)
+    gen = np.random.default_rng([seed, k, n, int(round(p_bias * 1000)), MODELS.index(model)])
+    values: dict[str, list[float]] = {name: [] for name in SPLIT_ESTIMATORS}
+    covered: dict[str, list[bool]] = {name: [] for name in SPLIT_ESTIMATORS}
+    contains0: dict[str, list[bool]] = {name: [] for name in SPLIT_ESTIMATORS}
+    unidentified = []
+    for _ in range(reps):
+        ev, _ = _dataset(model, n, k, p_bias, discard, mode, gen)
+        d = strong_soft_bias(ev, rng=gen.spawn(6)[3]).to_dict()
+        unidentified.append(d["note"] is not None)
+        for name, key in zip(SPLIT_ESTIMATORS, ("strong", "soft", "positional_share"),
+                             strict=True):
+            obj, t = d[key], float(getattr(truth, ESTIMATORS[name][1]))
+            if obj["ci_low"] is not None:
+                covered[name].append(obj["ci_low"] <= t <= obj["ci_high"])
+                contains0[name].append(obj["ci_low"] <= 0.0)
+            if obj["value"] is not None and np.isfinite(obj["value"]):
+                values[name].append(obj["value"])
+    return {"model": model, "k": k, "queries": n, "p_bias": p_bias, "seed": seed, "reps": reps,
+            "estimators": {name: _estimator_row(values[name], covered[name],
+                                                contains0[name],
+                                                float(getattr(truth, ESTIMATORS[name][1])))
+                           for name in SPLIT_ESTIMATORS},
+            "split_unidentified": float(np.mean(unidentified)),
+            **({"discard": discard} if discard else {}),
+            **({"discard_mode": mode} if discard and mode != "mcar" else {})}
+
+
+def run_split(args: argparse.Namespace) -> None:
+    """``run --split-only``: replace the split rows of every grid cell already in --out."""
+    out = Path(args.out)
+    rows = {_key(r): r for r in map(json.loads, out.read_text().splitlines())}
+    todo = [c for c in _grid(args) if _cell_key(c) in rows
+            and (args.tag is None or rows[_cell_key(c)].get("split_run") != args.tag)]
+    # each cell's own REPS, at most --reps (its first data sets)
+    todo = [(*c[:4], min(args.reps, rows[_cell_key(c)]["reps"]), *c[5:]) for c in todo]
+    todo.sort(key=lambda c: -c[1] * c[2] * c[4])
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        for res in pool.map(_split_cell, todo):
+            line = rows[_key(res)]
+            line["estimators"].update(res["estimators"])
+            line["split_unidentified"] = res["split_unidentified"]
+            line["split_run"], line["split_reps"] = args.tag, res["reps"]
+            _store(out, line)
+            print(f"{res['model']} k={res['k']} n={res['queries']} p={res['p_bias']}: spb "
+                  f"bias {res['estimators']['spb'].get('bias', float('nan')):+.4f} coverage "
+                  f"{res['estimators']['spb'].get('coverage', float('nan')):.3f}",
+                  file=sys.stderr, flush=True)
+
+
 def _key(r: dict[str, Any]) -> tuple[str, int, int, float, int, float, str]:
     return (r["model"], r["k"], r["queries"], r["p_bias"], r["seed"], r.get("discard", 0.0),
             r.get("discard_mode", "mcar"))
@@ -266,6 +332,9 @@ def run_ps(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> None:
     if args.ps_only:
         run_ps(args)
+        return
+    if args.split_only:
+        run_split(args)
         return
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -423,13 +492,18 @@ def table(args: argparse.Namespace) -> None:
         print(f"#### {title}\n")
         if title == "PS":
             _ps_note(rows)
+        elif title in ("sPB", "soft / position-driven share"):
+            _split_note(rows)
         head = ["model", "k", "n", "p_bias"]
         for name in names:
             head += [f"{name} truth", f"{name} bias pp", f"{name} coverage"]
         print("| " + " | ".join(head) + " |")
         print("|" + "---|" * len(head))
+        split = title in ("sPB", "soft / position-driven share")
+        recomputed = split and any(r.get("split_run") for r in rows)
         for r in rows:
-            cells = [_model(r, args.current), str(r["k"]), str(r["queries"]),
+            mark = " ‡" if recomputed and not r.get("split_run") else ""
+            cells = [_model(r, args.current) + mark, str(r["k"]), str(r["queries"]),
                      f"{r['p_bias']:g}"]
             for name in names:
                 e = r["estimators"][name]
@@ -477,6 +551,17 @@ def _ps_note(rows: list[dict[str, Any]]) -> None:
         sizes = sorted({r["estimators"]["ps"]["n"] for r in rows})
         print(f"`ps` columns: recomputed by `run --ps-only` (tag {', '.join(tags)}; "
               f"{' / '.join(map(str, sizes))} data sets per cell, the cell's own first).\n")
+
+
+def _split_note(rows: list[dict[str, Any]]) -> None:
+    """Which run computed the split's columns, when ``run --split-only`` replaced them."""
+    tags = sorted({r["split_run"] for r in rows if r.get("split_run")})
+    if tags:
+        sizes = sorted({r["split_reps"] for r in rows if r.get("split_run")})
+        print(f"`spb`, `spb_soft`, `positional_share` columns: recomputed by `run "
+              f"--split-only` (tag {', '.join(tags)}; {' / '.join(map(str, sizes))} data sets "
+              "per cell, the cell's own first); the other columns are the cell's run; ‡: "
+              "not recomputed (computed before that tag).\n")
 
 
 def _zero_table(rows: list[dict[str, Any]], current: str | None) -> None:
@@ -613,11 +698,15 @@ def main() -> None:
                         "when its cell is done), except those already carrying --tag")
     r.add_argument("--tag", default=None,
                    help="stored as the lines' 'run' field (names the code version); "
-                        "with --ps-only as 'ps_run'")
+                        "with --ps-only as 'ps_run', with --split-only as 'split_run'")
     r.add_argument("--ps-only", action="store_true",
                    help="recompute only the pairwise PS row of the cells already in --out "
                         "(same data sets; --reps may exceed the cell's), skipping those "
                         "whose 'ps_run' is --tag")
+    r.add_argument("--split-only", action="store_true",
+                   help="recompute only the strong/soft split (sPB, soft bias, share) of "
+                        "the cells already in --out, on the cell's first min(REPS, "
+                        "--reps) data sets, skipping those whose 'split_run' is --tag")
     c = sub.add_parser("check", help="the discard-order check's rejection rates")
     for flag, kind, default in (("--models", str, ["paper", "decoding", "primacy"]),
                                 ("--k", int, [5, 10]), ("--queries", int, [100]),
