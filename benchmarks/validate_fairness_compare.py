@@ -64,18 +64,14 @@ minutes on 2 shared cores)::
     PYTHONPATH=src python benchmarks/validate_fairness_compare.py table \\
         benchmarks/results/validate_fairness_compare.jsonl
 
-IB's interval (decision 0417; ``ib`` and ``ib-table``): for two fixed recommenders and
-users drawn i.i.d., the estimand is theta_n = E[IB_A(n) - IB_B(n)] at the audit's n
-users. Its truth per scenario, pair and key is the mean of D = IB_A - IB_B over
-``--truth-draws`` data sets drawn as above but only their IB computed (a seed stream of
-its own: ``np.random.default_rng([seed, 417])``, one child per scenario), with the
-Monte-Carlo sd of D and its s.e. The coverage runs are ``compare_models`` on
-``--reps`` data sets of the same seeds as ``run`` (so the list-swap p-values repeat
-``run``'s): bias of D (mean over the coverage runs - theta_n, s.e. from both), coverage
-of theta_n by each IB row's interval (pooled over rows, MCSE of the mean of the
-per-replicate shares; range over rows) and by the Holm-adjusted intervals (pooled, and
-the whole IB family at once), mean se_J / MC sd of D, and the IB test's family-wise
-error and single-row rejections (identical models)::
+IB's interval (decision 0417; ``ib``, ``ib-table``): the estimand is theta_n =
+E[IB_A(n) - IB_B(n)] (fixed models, i.i.d. users, the audit's n). Truth per scenario,
+pair and key: the mean of D = IB_A - IB_B over ``--truth-draws`` data sets drawn as
+above, only IB computed (seeds ``np.random.default_rng([seed, 417])``, a child per
+scenario), with the MC sd of D. Coverage runs: ``compare_models`` on ``--reps`` data
+sets of ``run``'s seeds (the list-swap p-values repeat ``run``'s): bias of D, coverage
+of theta_n by each IB row's interval and the Holm-adjusted ones (pooled; the family at
+once), mean se_J / sd of D, the IB test's FWER and single-row rejections::
 
     PYTHONPATH=src OMP_WAIT_POLICY=PASSIVE nice -n 10 python \\
         benchmarks/validate_fairness_compare.py ib --users 300 --protected-share 0.3 \\
@@ -168,17 +164,23 @@ def _truth(metric: str, group: str, a: tuple[float, float], b: tuple[float, floa
     return float(np.sqrt(ta["nrd"] * (1 - ic_a[cut])) - np.sqrt(tb["nrd"] * (1 - ic_b[cut])))
 
 
+def _draw(spec: dict[str, Any], users: int, share: float, gen: np.random.Generator
+          ) -> tuple[Any, dict[str, pd.DataFrame]]:
+    """One data set (its lists are the first model's) and every model's lists."""
+    (first, (hit0, rd0)), *others = spec["models"].items()
+    data = simulate_interbias(users, rng=gen, n_items=N_ITEMS, n_test=N_TEST,
+                              list_length=LENGTH, base_hit=hit0, rd=rd0,
+                              protected_share=share)
+    return data, {first: data.recs} | {
+        name: simulate_lists(data, rng=gen, base_hit=h, rd=r) for name, (h, r) in others}
+
+
 def _one(spec: dict[str, Any], users: int, share: float, options: EvaluateOptions,
          gen: np.random.Generator, tests: tuple[str, ...]
          ) -> dict[str, dict[str, npt.NDArray[Any]]]:
     """One replicate: the data, the models, every test's rows as arrays."""
     models: dict[str, tuple[float, float]] = spec["models"]
-    (first, (hit0, rd0)), *others = models.items()
-    data = simulate_interbias(users, rng=gen, n_items=N_ITEMS, n_test=N_TEST,
-                              list_length=LENGTH, base_hit=hit0, rd=rd0,
-                              protected_share=share)
-    recs = {first: data.recs} | {
-        name: simulate_lists(data, rng=gen, base_hit=h, rd=r) for name, (h, r) in others}
+    data, recs = _draw(spec, users, share, gen)
     ic = {name: _coverage(r) for name, r in recs.items()}
     out = {}
     for test in tests:
@@ -409,28 +411,14 @@ IB_OUT = Path("benchmarks/results/validate_fairness_compare_ib_interval.jsonl")
 IB_SCENARIOS = ("null", "realistic")
 
 
-def _draw(spec: dict[str, Any], users: int, share: float, gen: np.random.Generator
-          ) -> dict[str, pd.DataFrame | Any]:
-    """One data set and every model's lists, drawn as ``_one`` draws them."""
-    models: dict[str, tuple[float, float]] = spec["models"]
-    (first, (hit0, rd0)), *others = models.items()
-    data = simulate_interbias(users, rng=gen, n_items=N_ITEMS, n_test=N_TEST,
-                              list_length=LENGTH, base_hit=hit0, rd=rd0,
-                              protected_share=share)
-    recs = {first: data.recs} | {
-        name: simulate_lists(data, rng=gen, base_hit=h, rd=r) for name, (h, r) in others}
-    return {"data": data, "recs": recs}
-
-
 def _ib_truth_draw(spec: dict[str, Any], users: int, share: float, options: EvaluateOptions,
                    gen: np.random.Generator) -> tuple[npt.NDArray[np.float64], ...]:
     """D = IB_a - IB_b, its jackknife se and the second-order corrected se (the
     alternative) of every pair and key (pairs x K each), by ``compare_models``'s own
     functions without its resampling."""
-    drawn = _draw(spec, users, share, gen)
-    data = drawn["data"]
+    data, recs = _draw(spec, users, share, gen)
     models, design, _ = _compare._models(
-        drawn["recs"], data.test, data.users, attribute="gender", protected="F",
+        recs, data.test, data.users, attribute="gender", protected="F",
         n_items=N_ITEMS, items=None, train=None, options=options)
     prot = design.protected[design.codes]
     diffs, ses, alts = [], [], []
@@ -448,14 +436,11 @@ def _ib_truth_draw(spec: dict[str, Any], users: int, share: float, options: Eval
 
 
 def _pairs_only(m: Any) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """The user pairs (u < v) that alone hold an item (an item in exactly two lists),
-    as pair codes u * n + v, and how many items each pair alone holds."""
+    """The user pairs (u < v) that alone hold an item, as codes u * n + v, and how many
+    items each pair alone holds."""
     held = (m > 0).astype(np.float64).tocsc()
-    count = np.diff(held.indptr)
-    cols = np.flatnonzero(count == 2)
-    starts = held.indptr[cols]
-    u, v = held.indices[starts], held.indices[starts + 1]
-    n = held.shape[0]
+    starts = held.indptr[np.flatnonzero(np.diff(held.indptr) == 2)]
+    u, v, n = held.indices[starts], held.indices[starts + 1], held.shape[0]
     return np.unique(np.minimum(u, v) * n + np.maximum(u, v), return_counts=True)
 
 
@@ -466,9 +451,8 @@ def _ib_jackknife_second_order(a: Any, b: Any, prot: npt.NDArray[np.bool_],
     interaction I_uv = D - D_(-u) - D_(-v) + D_(-uv) squared, over the pairs that
     alone hold an item in either model's lists at some cut-off (elsewhere I_uv comes
     from NRD's smooth curvature only and is neglected); se = sqrt(max(v, 0))."""
-    n, cov = a.x.shape[0], design.coverage
+    n, cov, cuts = a.x.shape[0], design.coverage, design.coverage.cuts
     jack = ib_jackknife(a.x, b.x, prot, PairCoverage(a.items, b.items, cov), cov)
-    cuts = cov.cuts
     mats = [_incidence(a.items, b.items, c) for c in cuts]
     shared: dict[int, npt.NDArray[np.float64]] = {}  # pair -> (2 models, cuts) counts
     for j, (ma, mb) in enumerate(mats):
@@ -478,30 +462,26 @@ def _ib_jackknife_second_order(a: Any, b: Any, prot: npt.NDArray[np.bool_],
                 shared.setdefault(code, np.zeros((2, len(cuts))))[side, j] = cnt
     if not shared:
         return jack
-    pairs = np.array(list(shared))
-    u, v = pairs // n, pairs % n
-    extra = np.stack(list(shared.values()))  # pairs x 2 x cuts
-    out = []
+    u, v = np.array(list(shared)) // n, np.array(list(shared)) % n
+    extra, out = np.stack(list(shared.values())), []  # extra: pairs x 2 x cuts
     for side, m in enumerate((a, b)):
         held = [(mm[side] > 0).astype(np.float64) for mm in mats]
         counts = [np.asarray(h.sum(axis=0)).ravel() for h in held]
         only = np.stack([np.asarray(h @ (c == 1).astype(np.float64)).ravel()
                          for h, c in zip(held, counts, strict=True)], axis=1)  # n x cuts
         covered = np.array([np.count_nonzero(c) for c in counts], dtype=np.float64)
-
-        def ic(drop: Any, covered: Any = covered) -> Any:
-            return (covered - drop) / cov.n_items
-
-        s_p, s_u = m.x[prot].sum(axis=0), m.x[~prot].sum(axis=0)
-        n_p, n_u = prot.sum(), (~prot).sum()
-        full = ib_values(_nrd_from(s_p, s_u, n_p, n_u), ic(0.0), cov)
-        drop_p = prot[u].astype(float)[:, None] + prot[v].astype(float)[:, None]
-        xs_p = np.where(prot[u][:, None], m.x[u], 0) + np.where(prot[v][:, None], m.x[v], 0)
-        xs_u = np.where(~prot[u][:, None], m.x[u], 0) + np.where(~prot[v][:, None], m.x[v], 0)
-        both = ib_values(_nrd_from(s_p - xs_p, s_u - xs_u, n_p - drop_p, n_u - 2 + drop_p),
-                         ic(only[u] + only[v] + extra[:, side, :]), cov)
-        one_u = ib_values(_nrd_loo(m.x, prot, u, s_p, s_u, n_p, n_u), ic(only[u]), cov)
-        one_v = ib_values(_nrd_loo(m.x, prot, v, s_p, s_u, n_p, n_u), ic(only[v]), cov)
+        s_p, s_u, n_p = m.x[prot].sum(axis=0), m.x[~prot].sum(axis=0), prot.sum()
+        n_u = prot.size - n_p
+        pu, pv = prot[u][:, None], prot[v][:, None]
+        x_p = np.where(pu, m.x[u], 0) + np.where(pv, m.x[v], 0)
+        x_u = m.x[u] + m.x[v] - x_p
+        drop_p = pu.astype(float) + pv
+        parts = [_nrd_from(s_p, s_u, n_p, n_u), _nrd_loo(m.x, prot, u, s_p, s_u, n_p, n_u),
+                 _nrd_loo(m.x, prot, v, s_p, s_u, n_p, n_u),
+                 _nrd_from(s_p - x_p, s_u - x_u, n_p - drop_p, n_u - 2 + drop_p)]
+        drops = [0.0, only[u], only[v], only[u] + only[v] + extra[:, side, :]]
+        full, one_u, one_v, both = (ib_values(nrd, (covered - drop) / cov.n_items, cov)
+                                    for nrd, drop in zip(parts, drops, strict=True))
         out.append(full - one_u - one_v + both)
     inter = out[0] - out[1]
     var = jack ** 2 - np.nansum(inter ** 2, axis=0)
@@ -525,11 +505,10 @@ def _nrd_loo(x: Any, prot: Any, idx: Any, s_p: Any, s_u: Any, n_p: Any, n_u: Any
 
 def _ib_run_one(spec: dict[str, Any], users: int, share: float, options: EvaluateOptions,
                 gen: np.random.Generator) -> dict[str, npt.NDArray[Any]]:
-    """One coverage replicate: ``compare_models`` (paired permutation for the means, as
-    ``run --tests permutation``), its IB rows as arrays (pairs x K, pair-major)."""
-    drawn = _draw(spec, users, share, gen)
-    data = drawn["data"]
-    res = compare_models(drawn["recs"], data.test, data.users, attribute="gender",
+    """One coverage replicate: ``compare_models`` as ``run --tests permutation``, its IB
+    rows as arrays (pairs x K, pair-major)."""
+    data, recs = _draw(spec, users, share, gen)
+    res = compare_models(recs, data.test, data.users, attribute="gender",
                          protected="F", n_items=N_ITEMS, options=options,
                          stat_test="permutation", adjust=spec["adjust"], rng=gen.spawn(1)[0])
     rows = [r for r in res.rows if r.metric.startswith("ib_")]
@@ -548,8 +527,7 @@ def _ib_truth(name: str, args: argparse.Namespace, options: EvaluateOptions
     d, se, alt = (np.array(x).reshape(args.truth_draws, -1) for x in zip(
         *(_ib_truth_draw(SCENARIOS[name], args.users, args.protected_share, options, g)
           for g in gen.spawn(args.truth_draws)), strict=True))
-    theta = d.mean(axis=0)
-    t = stats.t.ppf(0.975, args.users - 1)
+    theta, t = d.mean(axis=0), stats.t.ppf(0.975, args.users - 1)
     return {"theta": theta, "sd": d.std(axis=0, ddof=1), "se_mean": se.mean(axis=0),
             "cover": np.mean(np.abs(d - theta) <= t * se, axis=0),
             "alt_se_mean": alt.mean(axis=0),
@@ -557,30 +535,25 @@ def _ib_truth(name: str, args: argparse.Namespace, options: EvaluateOptions
             "finite": np.isfinite(d).all(axis=0)}
 
 
+def _spread(x: npt.NDArray[np.float64]) -> list[float]:
+    return [float(x.min()), float(x.mean()), float(x.max())]
+
+
 def _by_cut(labels: npt.NDArray[Any], cover: npt.NDArray[np.bool_],
             ratio: npt.NDArray[np.float64], truth: dict[str, npt.NDArray[np.float64]]
             ) -> dict[str, dict[str, Any]]:
-    """Per cut-off: the coverage runs' pooled coverage and se_J / sd, and over the truth
-    draws the jackknife-t's and the alternative's coverage and se / sd (pooled over
-    the rows of the cut-off; range over rows)."""
+    """Per cut-off: the coverage runs' pooled coverage and se_J / sd over the rows; over
+    the truth draws the jackknife-t's and the second-order alternative's coverage and
+    mean se / sd ([min, mean, max] over the rows)."""
     out = {}
     for cut in CUTS:
-        m = np.array([str(x).endswith(f"@{cut}") for x in labels])
-        alt_ratio = truth["alt_se_mean"][m] / truth["sd"][m]
+        m = np.char.endswith(labels.astype(str), f"@{cut}")
         out[str(cut)] = {
-            "cover": _mean(cover[:, m].mean(axis=1)),
-            "se_ratio": [float(ratio[m].min()), float(np.mean(ratio[m])),
-                         float(ratio[m].max())],
-            "draws_cover_jackknife": [float(truth["cover"][m].min()),
-                                      float(truth["cover"][m].mean()),
-                                      float(truth["cover"][m].max())],
-            "draws_se_ratio_jackknife": float(np.mean(truth["se_mean"][m] / truth["sd"][m])),
-            "draws_cover_second_order": [float(truth["alt_cover"][m].min()),
-                                         float(truth["alt_cover"][m].mean()),
-                                         float(truth["alt_cover"][m].max())],
-            "draws_se_ratio_second_order": [float(alt_ratio.min()),
-                                            float(np.mean(alt_ratio)),
-                                            float(alt_ratio.max())]}
+            "cover": _mean(cover[:, m].mean(axis=1)), "se_ratio": _spread(ratio[m]),
+            "draws_cover_jackknife": _spread(truth["cover"][m]),
+            "draws_se_ratio_jackknife": _spread(truth["se_mean"][m] / truth["sd"][m]),
+            "draws_cover_second_order": _spread(truth["alt_cover"][m]),
+            "draws_se_ratio_second_order": _spread(truth["alt_se_mean"][m] / truth["sd"][m])}
     return out
 
 
@@ -600,19 +573,16 @@ def _ib_summary(reps: list[dict[str, npt.NDArray[Any]]],
     ratio = np.nanmean(se_j, axis=0) / sd
     out: dict[str, Any] = {
         "rows": int(theta.size), "non_finite_intervals": int((~np.isfinite(a["ci_low"])).sum()),
-        "theta_abs_mean": float(np.abs(theta).mean()),
-        "theta_abs_max": float(np.abs(theta).max()),
-        "theta_mcse_max": float((sd / np.sqrt(draws)).max()),
-        "sd_d": {"min": float(sd.min()), "mean": float(sd.mean()), "max": float(sd.max())},
+        "theta_abs_mean": float(np.abs(theta).mean()), "theta_abs_max": float(np.abs(
+            theta).max()), "theta_mcse_max": float((sd / np.sqrt(draws)).max()),
+        "sd_d": dict(zip(("min", "mean", "max"), _spread(sd), strict=True)),
         "bias": {"mean": float(bias.mean()), "abs_max": float(np.abs(bias).max()),
                  "max_z": float(np.abs(bias / bias_se).max()),
                  "mean_over_sd": float(np.mean(bias / sd))},
         "cover": _mean(cover.mean(axis=1)), "cover_min": float(cover.mean(axis=0).min()),
-        "cover_max": float(cover.mean(axis=0).max()),
-        "cover_adj": _mean(cover_adj.mean(axis=1)),
+        "cover_max": float(cover.mean(axis=0).max()), "cover_adj": _mean(cover_adj.mean(1)),
         "family_adj_cover": _rate(cover_adj.all(axis=1)),
-        "se_ratio": {"mean": float(np.mean(ratio)), "min": float(np.min(ratio)),
-                     "max": float(np.max(ratio))},
+        "se_ratio": dict(zip(("min", "mean", "max"), _spread(ratio), strict=True)),
         "by_cut": _by_cut(labels, cover, ratio, truth),
     }
     if null:
@@ -635,8 +605,6 @@ def ib(args: argparse.Namespace) -> None:
         start = time.perf_counter()
         truth = _ib_truth(name, args, options)
         truth_wall = time.perf_counter() - start
-        print(f"{name}: truth in {truth_wall:.0f} s, jackknife-t coverage over the draws "
-              f"{truth['cover'].mean():.3f}", file=sys.stderr, flush=True)
         reps = []
         for i, gen in enumerate(children[name].spawn(args.reps)):
             reps.append(_ib_run_one(SCENARIOS[name], args.users, args.protected_share,
@@ -644,24 +612,19 @@ def ib(args: argparse.Namespace) -> None:
             if (i + 1) % 25 == 0:
                 print(f"{name}: {i + 1}/{args.reps} reps, "
                       f"{time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
-        labels = reps[0]["label"]
+        labels, models = reps[0]["label"], SCENARIOS[name]["models"]
         assert all((r["label"] == labels).all() for r in reps), "row order changed"
-        models = SCENARIOS[name]["models"]
         line = {"scenario": name, "users": args.users, "protected_share": args.protected_share,
                 "min_group_size": args.min_group_size, "seed": args.seed, "reps": args.reps,
                 "truth_draws": args.truth_draws, "n_boot": args.n_boot,
                 "n_resamples": args.n_resamples, "models": models,
-                "wall_seconds": {"truth": round(truth_wall, 1),
-                                 "total": round(time.perf_counter() - start, 1)},
-                "compare_sha256": [source, _source_hash()],
-                "theta": {str(k): float(v) for k, v in zip(labels, truth["theta"],
-                                                           strict=True)},
+                "wall_seconds": [round(truth_wall, 1), round(time.perf_counter() - start, 1)],
+                "compare_sha256": [source, _source_hash()], "theta": dict(zip(
+                    map(str, labels), map(float, truth["theta"]), strict=True)),
                 **_ib_summary(reps, truth, args.users, args.truth_draws,
                               null=len(set(models.values())) == 1)}
         with args.out.open("a") as fh:
             fh.write(json.dumps(line) + "\n")
-        print(f"{name}: done in {time.perf_counter() - start:.0f} s", file=sys.stderr,
-              flush=True)
 
 
 def ib_table(args: argparse.Namespace) -> None:
@@ -687,20 +650,36 @@ def ib_table(args: argparse.Namespace) -> None:
               f"{b['max_z']:.1f}) | {_f(r['cover'])} ({r['cover_min']:.3f}-"
               f"{r['cover_max']:.3f}) | {_f(r['cover_adj'])} | {_f(r['family_adj_cover'])} "
               f"| {q['mean']:.3f} ({q['min']:.3f}-{q['max']:.3f}) | {test} |")
+    print("\nBy cut-off: coverage runs (own CI coverage, MCSE; se_J / sd) and over the truth "
+          "draws the jackknife-t and the second-order alternative (coverage, se / sd; "
+          "min-max over the rows)\n")
+    print("| users (share) | scenario | N | own CI coverage | se_J / sd | draws: jackknife "
+          "coverage | se_J / sd | draws: second-order coverage | se / sd |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in keep.values():
+        for cut, c in r["by_cut"].items():
+            cells = [f"{min(c[k]):.3f}-{max(c[k]):.3f}" if isinstance(c[k], list)
+                     else f"{c[k]:.3f} (mean)" for k in (
+                "draws_cover_jackknife", "draws_se_ratio_jackknife",
+                "draws_cover_second_order", "draws_se_ratio_second_order")]
+            print(f"| {r['users']} ({r['protected_share']}) | {r['scenario']} | {cut} | "
+                  f"{_f(c['cover'])} | {c['se_ratio'][1]:.3f} | " + " | ".join(cells) + " |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run")
-    p.add_argument("--reps", type=int, default=300)
-    p.add_argument("--users", type=int, default=300)
-    p.add_argument("--protected-share", type=float, default=0.3)
-    p.add_argument("--seed", type=int, default=35)
-    p.add_argument("--n-boot", type=int, default=1000)
-    p.add_argument("--n-resamples", type=int, default=999)
-    p.add_argument("--min-group-size", type=int, default=20,
-                   help="compare_models' minimum group size (lower it for small groups)")
+    q = sub.add_parser("ib", help="IB's jackknife interval: truth by Monte Carlo, coverage")
+    for one in (p, q):
+        one.add_argument("--reps", type=int, default=300)
+        one.add_argument("--users", type=int, default=300)
+        one.add_argument("--protected-share", type=float, default=0.3)
+        one.add_argument("--seed", type=int, default=35)
+        one.add_argument("--n-boot", type=int, default=1000)
+        one.add_argument("--n-resamples", type=int, default=999)
+        one.add_argument("--min-group-size", type=int, default=20, help=(
+            "compare_models' minimum group size (lower it for small groups)"))
     p.add_argument("--scenarios", nargs="+", choices=list(SCENARIOS), default=list(SCENARIOS))
     p.add_argument("--tests", nargs="+", choices=("permutation", "t", "wilcoxon"),
                    help="only these of the scenario's tests of the means (the gap and IB "
@@ -708,15 +687,7 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     t = sub.add_parser("table")
     t.add_argument("paths", type=Path, nargs="*", default=[DEFAULT_OUT])
-    q = sub.add_parser("ib", help="IB's jackknife interval: truth by Monte Carlo, coverage")
-    q.add_argument("--reps", type=int, default=300)
     q.add_argument("--truth-draws", type=int, default=2000)
-    q.add_argument("--users", type=int, default=300)
-    q.add_argument("--protected-share", type=float, default=0.3)
-    q.add_argument("--seed", type=int, default=35)
-    q.add_argument("--n-boot", type=int, default=1000)
-    q.add_argument("--n-resamples", type=int, default=999)
-    q.add_argument("--min-group-size", type=int, default=20)
     q.add_argument("--scenarios", nargs="+", choices=IB_SCENARIOS, default=list(IB_SCENARIOS))
     q.add_argument("--out", type=Path, default=IB_OUT)
     r = sub.add_parser("ib-table")
