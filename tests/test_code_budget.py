@@ -7,6 +7,7 @@ checked by ruff in `make lint` (pyproject.toml); docs/decisions/ gives the reaso
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "recaudit"
@@ -42,3 +43,15 @@ def test_no_function_is_over_100_lines() -> None:
                 if n > MAX_FUNCTION_LINES:
                     long[f"{path.relative_to(SRC)}:{node.lineno} {node.name}"] = n
     assert long == {}
+
+
+def test_no_text_file_holds_control_characters() -> None:
+    """A ``\\f`` or ``\\b`` written into a docstring by an unescaped ``\\frac`` / ``\\bar``
+    (a non-raw string) renders as garbage in the API docs."""
+    root = SRC.parents[1]
+    files = [*_sources(), *root.glob("tests/**/*.py"), *root.glob("benchmarks/*.py"),
+             *root.glob("docs/**/*.md"), root / "README.md"]
+    bad = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+    found = [str(p.relative_to(root)) for p in files
+             if bad.search(p.read_text(encoding="utf-8"))]
+    assert found == []

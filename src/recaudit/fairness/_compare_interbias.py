@@ -198,8 +198,8 @@ def ib_jackknife(x_a: npt.NDArray[np.float64], x_b: npt.NDArray[np.float64],
     difference without user ``u`` (both models' NRD from the group sums without ``u``,
     their IC without the items only ``u``'s list covers: :meth:`PairCoverage.left_out`),
 
-    .. math:: \widehat{se}_J^2 = rac{n - 1}{n} \sum_u igl(D_{(-u)} -
-              ar D_{(\cdot)}igr)^2, \qquad ar D_{(\cdot)} = rac1n \sum_u D_{(-u)},
+    .. math:: \widehat{se}_J^2 = \frac{n - 1}{n} \sum_u \bigl(D_{(-u)} -
+              \bar D_{(\cdot)}\bigr)^2, \qquad \bar D_{(\cdot)} = \frac1n \sum_u D_{(-u)},
 
     and the interval is :math:`D \pm t_{n-1,\,(1+c)/2}\, \widehat{se}_J`. ``D`` is a
     symmetric function of i.i.d. users (each with the two lists the models give them),
