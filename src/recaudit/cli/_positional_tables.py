@@ -69,6 +69,9 @@ def print_exact(rows: list[dict[str, Any]], by: list[str]) -> None:
         *_unbp_and_effect_lines(holm),
     ]
     _print_groups("Positional bias from choice probabilities (exact mode)", rows, by, lines)
+    if (reason := _untested(rows)) is not None:
+        console.print(f"[bold yellow]No positional test applies[/]: {reason}", highlight=False)
+        return
     verdict = f"alpha = {rows[0]['alpha']}" + (", Holm across groups" if by else "")
     biased = [_group_name(r, by) for r in rows
               if r["pob_unbp"].get("reject_holm", r["pob_unbp"]["reject"])]
@@ -78,6 +81,24 @@ def print_exact(rows: list[dict[str, Any]], by: list[str]) -> None:
     else:
         console.print(f"[bold green]No positional bias detected[/] by POB-UNBP on choice "
                       f"probabilities ({verdict})")
+
+
+MSG_NO_TEST_DECODING = (
+    "every group is the decoding condition's (each query shown in one fixed order, so a "
+    "position is a retrieval rank)"
+)
+
+
+def _untested(rows: list[dict[str, Any]]) -> str | None:
+    """Why no group ran a positional test (each group's POB tests not applicable: the
+    decoding condition), or None when some group ran one."""
+    for r in rows:
+        for test in ("pob_icm", "pob_unbp"):
+            obj = r.get(test)
+            if obj is not None and obj.get("pvalue") is not None:
+                return None
+    reasons = {str((r.get("pob_unbp") or {}).get("reason") or "") for r in rows}
+    return MSG_NO_TEST_DECODING if any("decoding" in x for x in reasons) else None
 
 
 def print_analysis(rows: list[dict[str, Any]], by: list[str], *,
@@ -119,6 +140,11 @@ def print_analysis(rows: list[dict[str, Any]], by: list[str], *,
     _warn_discards(rows, names)
     if not verdict:  # a sequential run's verdict is its sequential decision
         _print_notes(rows, names, tests=False)
+        return
+    if (reason := _untested(rows)) is not None:
+        console.print(f"[bold yellow]No positional test applies[/]: {reason}; the PB and "
+                      "shares above describe where the answers sit in that order, not a "
+                      "position effect", highlight=False)
         return
     level = f"alpha = {rows[0]['alpha']}" + (", Holm across groups" if by else "")
     biased = [

@@ -220,4 +220,5 @@ def exact_fields(obj: Mapping[str, Any], confidence_level: float) -> dict[str, A
         "selection_rate_matrix": _matrix(obj, what),
         "group": group_keys(obj, "choice"),
         "spb_repeats": integer(paper, "n_repeats", f"{what}.spb_paper"),
+        "unbp_reason": None if unbp.get("reason") is None else str(unbp["reason"]),
     }

@@ -45,6 +45,11 @@ REASON_DECODING = (
     "positions are the original indices)"
 )
 DECODING = "decoding"
+MSG_CONDITION_MIXED = (
+    "the group{group} pools condition 'decoding' evaluations (each query shown in one "
+    "fixed order: positions there are retrieval ranks) with {others}; analyse each "
+    "condition apart (--by ...,condition)"
+)
 #: Conditions in the identity order (a position is a retrieval rank) and the permuted
 #: conditions whose sPB threshold they borrow, in order of preference.
 IDENTITY_ORDER = ("decoding", "labels")
@@ -280,8 +285,28 @@ def analyze(
         One stream, split into independent child streams per statistic.
     """
     settings = AnalysisOptions() if options is None else options
-    evals = data if isinstance(data, Evaluations) else evaluations_from_table(data)
-    return _analyze_group(evals, {}, settings, as_generator(rng).spawn(6))
+    if isinstance(data, Evaluations):
+        return _analyze_group(data, {}, settings, as_generator(rng).spawn(6))
+    table = read_table(data)
+    return _analyze_group(evaluations_from_table(table), {}, settings,
+                          as_generator(rng).spawn(6), condition=table_condition(table))
+
+
+def table_condition(table: pd.DataFrame, group: str = "") -> str | None:
+    """The one ``condition`` of a table's rows (None: no such column, or several
+    permuted conditions). Rows of the ``decoding`` condition (one fixed order per
+    query) pooled with any other condition are an :class:`InputError`: POB-ICM,
+    POB-UNBP and PB would read their retrieval ranks as positions."""
+    if "condition" not in table.columns:
+        return None
+    values = sorted({str(v) for v in table["condition"].dropna().unique()})
+    if len(values) == 1:
+        return values[0]
+    if DECODING in values:
+        others = ", ".join(repr(v) for v in values if v != DECODING)
+        raise InputError(MSG_CONDITION_MIXED.format(
+            group=f" {group}" if group else "", others=others))
+    return None
 
 
 def analyze_groups(
@@ -312,11 +337,13 @@ def analyze_groups(
     settings = AnalysisOptions() if options is None else options
     gen = as_generator(rng)
     parts: list[tuple[dict[str, Any], Evaluations]] = []
+    conditions: list[str | None] = []
     for keys, part in group_table(read_table(data), list(by)):
+        name = ", ".join(f"{k}={v}" for k, v in keys.items())
+        conditions.append(table_condition(part, name))
         try:
             evals = evaluations_from_table(part)
         except InputError as exc:
-            name = ", ".join(f"{k}={v}" for k, v in keys.items())
             raise InputError(MSG_IN_GROUP.format(group=name, error=exc)) from exc
         parts.append((_plain(keys), evals))
     # one set of child streams per group, in table order, whatever order they run in
@@ -330,7 +357,8 @@ def analyze_groups(
         ref: tuple[dict[str, Any], float] | None | str = None
         if identity[i]:
             ref = _reference_p_hat(keys, parts, results)
-        results[i] = _analyze_group(evals, keys, settings, streams[i], ref)
+        results[i] = _analyze_group(evals, keys, settings, streams[i], ref,
+                                    condition=conditions[i])
         if progress is not None:
             progress(1)
     done = [r for r in results if r is not None]
@@ -364,8 +392,10 @@ def _analyze_group(
     settings: AnalysisOptions,
     streams: Sequence[np.random.Generator],
     reference: tuple[dict[str, Any], float] | str | None = None,
+    condition: str | None = None,
 ) -> PositionalAnalysis:
-    """One group; ``reference`` is the borrowed (keys, p-hat), a reason, or None (own)."""
+    """One group; ``reference`` is the borrowed (keys, p-hat), a reason, or None (own);
+    ``condition`` the group's (:func:`table_condition`; else its key, if any)."""
     check_analysis_sizes(n_resamples=settings.n_resamples, n_boot=settings.n_boot,
                          spb_repeats=settings.spb_repeats, n_evaluations=evals.item.size,
                          n_queries=evals.n_queries, k=evals.k)
@@ -401,14 +431,14 @@ def _analyze_group(
     fit = crossfit_shares(query_position_shares(evals), g_pb)
     pb = positional_bias_crossfit(evals, confidence_level=level, gen=g_pb, fit=fit)
     spb: StrongSoftResult | None = None
-    condition = keys.get("condition")
+    condition = keys.get("condition") if condition is None else condition
     if condition in IDENTITY_ORDER:
         coverage["spb"] = Coverage(0, REASON_IDENTITY_SPB.format(condition=condition))
     else:
         spb = strong_soft_split(evals, fit, confidence_level=level)
     icm: PobIcmResult | None = None
     unbp: PobUnbpResult | None = None
-    if keys.get("condition") == DECODING:
+    if condition == DECODING:
         coverage["pob_icm"] = coverage["pob_unbp"] = Coverage(0, REASON_DECODING)
     else:
         icm = pob_icm(evals, n_resamples=settings.n_resamples, rng=g_icm)

@@ -45,6 +45,7 @@ from .._limits import check_analysis_sizes
 from .._stats import Estimate, as_generator
 from ..exceptions import InputError
 from ._analysis_json import exact_fields
+from ._analyze import DECODING, REASON_DECODING, table_condition
 from ._bootstrap import bootstrap_ci
 from ._crossfit import PositionalBiasResult, crossfit_shares, pb_from_shares
 from ._evaluations import _parse_orders, _with_row_numbers, read_table
@@ -223,7 +224,8 @@ class ExactAnalysis:
     Same meaning as :class:`~recaudit.positional.PositionalAnalysis` (POB-ICM is not
     defined on probabilities and is absent); ``outside_mass`` is the mean mass
     outside the identifiers (``None`` when not recorded) and ``n_missing`` the rows
-    without a vector.
+    without a vector; ``unbp_reason`` says why POB-UNBP did not run where a reason
+    applies (the ``decoding`` condition).
     """
 
     k: int
@@ -242,6 +244,7 @@ class ExactAnalysis:
     selection_rate_matrix: npt.NDArray[np.float64] = field(repr=False)
     group: Mapping[str, Any] = field(default_factory=dict)
     spb_repeats: int = SPB_REPEATS
+    unbp_reason: str | None = None
 
     @property
     def rejects(self) -> bool:
@@ -273,6 +276,7 @@ class ExactAnalysis:
                 "epsilon": self.epsilon,
                 "pvalue": None if unbp is None else unbp.pvalue,
                 "reject": None if unbp is None else unbp.reject,
+                "reason": self.unbp_reason,
             },
             "ps": est(self.ps),
             "ps_modal": est(self.ps_modal),
@@ -308,7 +312,8 @@ def analyze_exact(
     docstring for the formulas). POB-UNBP uses the per-query mean probabilities with
     the pooled-variance Student-t bound of :func:`~recaudit.positional.pob_unbp`
     (valid: the means are i.i.d. over queries with mean q_p, and under H0(0) a
-    uniform random order keeps their k coordinates exchangeable). PS and sPB use the
+    uniform random order keeps their k coordinates exchangeable; not run on the
+    ``decoding`` condition's rows, one fixed order per query). PS and sPB use the
     queries with >= 2 evaluations. Every CI is a percentile bootstrap over queries,
     except the pairwise PS's: bootstrap-t over queries, as in sampled mode
     (:func:`~recaudit.positional.permutation_sensitivity`).
@@ -330,7 +335,7 @@ def analyze_exact(
     Peláez-González, Herrera, Herrera-Poyatos, arXiv 2610.37962 (the statistics).
     Blackwell, D. (1947). Conditional expectation and unbiased sequential estimation.
     """
-    ev, opts = _analyze_exact_iv(data, options)
+    ev, opts, decoding = _analyze_exact_iv(data, options)
     check_analysis_sizes(n_resamples=0, n_boot=opts.n_boot, spb_repeats=opts.spb_repeats,
                          n_evaluations=ev.n_evaluations, n_queries=ev.n_queries, k=ev.k,
                          spb_block=False)  # exact sPB loops over its repeats
@@ -341,7 +346,7 @@ def analyze_exact(
     k = ev.k
     shares = ev.query_shares()
     unbp = (_pob_unbp_shares(shares, alpha, epsilon, "pooled", "both", 2)
-            if ev.n_queries >= 2 else None)
+            if ev.n_queries >= 2 and not decoding else None)
 
     pb = pb_from_shares(shares, crossfit_shares(shares, g_pb), confidence_level)
     dist_ci = bootstrap_ci(shares, lambda m: m, n_boot=n_boot,
@@ -374,7 +379,7 @@ def analyze_exact(
         pb=pb, spb_paper=spb,
         outside_mass=float(om.mean()) if om.size else None,
         position_distribution=dist, selection_rate_matrix=exact_selection_rate_matrix(ev),
-        spb_repeats=spb_repeats,
+        spb_repeats=spb_repeats, unbp_reason=REASON_DECODING if decoding else None,
     )
 
 
@@ -449,9 +454,14 @@ def _mean(values: npt.NDArray[np.float64], n_boot: int, level: float,
 
 def _analyze_exact_iv(
     data: ExactEvaluations | pd.DataFrame | str | Path, options: AnalysisOptions | None,
-) -> tuple[ExactEvaluations, AnalysisOptions]:
+) -> tuple[ExactEvaluations, AnalysisOptions, bool]:
+    """The evaluations, the options and whether the rows are the ``decoding``
+    condition's (one fixed order per query: no POB-UNBP)."""
     opts = AnalysisOptions() if options is None else options
     if opts.tau != "auto":
         raise InputError(MSG_EXACT_TAU)
-    ev = data if isinstance(data, ExactEvaluations) else exact_evaluations_from_table(data)
-    return ev, opts
+    if isinstance(data, ExactEvaluations):
+        return data, opts, False
+    table = read_table(data)
+    decoding = table_condition(table) == DECODING
+    return exact_evaluations_from_table(table), opts, decoding
