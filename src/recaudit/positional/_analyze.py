@@ -395,7 +395,8 @@ def _analyze_group(
     condition: str | None = None,
 ) -> PositionalAnalysis:
     """One group; ``reference`` is the borrowed (keys, p-hat), a reason, or None (own);
-    ``condition`` the group's (:func:`table_condition`; else its key, if any)."""
+    ``condition`` the group's rows' (:func:`table_condition`; a ``condition`` key
+    among ``keys`` always equals it)."""
     check_analysis_sizes(n_resamples=settings.n_resamples, n_boot=settings.n_boot,
                          spb_repeats=settings.spb_repeats, n_evaluations=evals.item.size,
                          n_queries=evals.n_queries, k=evals.k)
@@ -431,7 +432,6 @@ def _analyze_group(
     fit = crossfit_shares(query_position_shares(evals), g_pb)
     pb = positional_bias_crossfit(evals, confidence_level=level, gen=g_pb, fit=fit)
     spb: StrongSoftResult | None = None
-    condition = keys.get("condition") if condition is None else condition
     if condition in IDENTITY_ORDER:
         coverage["spb"] = Coverage(0, REASON_IDENTITY_SPB.format(condition=condition))
     else:
