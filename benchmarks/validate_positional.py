@@ -239,6 +239,7 @@ def _split_cell(args: Cell) -> dict[str, Any]:
     values: dict[str, list[float]] = {name: [] for name in SPLIT_ESTIMATORS}
     covered: dict[str, list[bool]] = {name: [] for name in SPLIT_ESTIMATORS}
     contains0: dict[str, list[bool]] = {name: [] for name in SPLIT_ESTIMATORS}
+    widths: dict[str, list[float]] = {name: [] for name in SPLIT_ESTIMATORS}
     unidentified = []
     for _ in range(reps):
         ev, _ = _dataset(model, n, k, p_bias, discard, mode, gen)
@@ -250,12 +251,15 @@ def _split_cell(args: Cell) -> dict[str, Any]:
             if obj["ci_low"] is not None:
                 covered[name].append(obj["ci_low"] <= t <= obj["ci_high"])
                 contains0[name].append(obj["ci_low"] <= 0.0)
+                widths[name].append(obj["ci_high"] - obj["ci_low"])
             if obj["value"] is not None and np.isfinite(obj["value"]):
                 values[name].append(obj["value"])
     return {"model": model, "k": k, "queries": n, "p_bias": p_bias, "seed": seed, "reps": reps,
             "estimators": {name: _estimator_row(values[name], covered[name],
                                                 contains0[name],
                                                 float(getattr(truth, ESTIMATORS[name][1])))
+                           | ({"mean_width": float(np.mean(widths[name]))}
+                              if widths[name] else {})
                            for name in SPLIT_ESTIMATORS},
             "split_unidentified": float(np.mean(unidentified)),
             **({"discard": discard} if discard else {}),

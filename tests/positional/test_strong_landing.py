@@ -105,6 +105,18 @@ def test_spb_still_finds_the_papers_strong_bias() -> None:
     assert np.mean(vals) == pytest.approx(truth, abs=0.006)
 
 
+def test_spb_upper_end_covers_a_weak_effect_where_the_landing_share_collapses() -> None:
+    # docs/decisions/0419: at p_bias 0.03 and 100 queries lambda-hat is 0 in about half
+    # the data sets; the upper end read lambda-hat and covered the truth in 5 of these 10
+    truth = scenario_truth("heterogeneous", k=5, p_bias=0.03, rng=0).spb
+    gen = np.random.default_rng(11)
+    res = [strong_soft_bias(simulate_scenario("heterogeneous", 100, k=5, p_bias=0.03, rng=gen),
+                            rng=gen).strong for _ in range(10)]
+    assert sum(r.value == 0.0 for r in res) >= 3
+    assert sum(r.ci.high >= truth for r in res) >= 9
+    assert max(r.ci.high for r in res) < 0.1
+
+
 def test_analyze_says_what_a_spread_effect_could_add_and_reads_it_back(tmp_path) -> None:
     import json
 

@@ -245,7 +245,9 @@ def strong_soft_split(
     end is raised, where lower, to the share's upper bound over favoured sets
     (:func:`~recaudit.positional._crossfit.share_upper_bound`) times the estimated part
     of the share it concerns, since the cross-fitted share is biased low when a
-    position effect is too weak to be selected. For
+    position effect is too weak to be selected; for strong bias that part reads
+    :math:`\lambda`'s upper bootstrap quantile, not :math:`\hat\lambda`, which is 0 on
+    the few favoured selections of a weak effect (docs/decisions/0419). For
     graded relevance (no crisp set) :math:`(k - |R_j|)/k` generalises to
     :math:`TV(r_j, \mathrm{Unif}_k)`, which this model approximates; the bias it
     leaves is measured in docs/positional-statistics.md.
@@ -288,6 +290,11 @@ def strong_soft_split(
         other = _clip(percentile_interval(free_boot[:, i], confidence_level=confidence_level))
         ci = ConfidenceInterval(min(ci.low, other.low), max(ci.high, other.high),
                                 ci.confidence_level, ci.method)
+        if i == 0:
+            # lambda-hat collapses to 0 on the few favoured selections of a weak effect:
+            # the strong part's upper end reads lambda's upper quantile, not its point
+            part = max(part, float(np.quantile(landing[1:], 0.5 + confidence_level / 2))
+                       * (1.0 - floor) * (1.0 - mean_size / k))
         if np.isfinite(top):
             ci = ConfidenceInterval(ci.low, min(1.0, max(ci.high, top * part)),
                                     ci.confidence_level,
