@@ -83,22 +83,17 @@ def print_exact(rows: list[dict[str, Any]], by: list[str]) -> None:
                       f"probabilities ({verdict})")
 
 
-MSG_NO_TEST_DECODING = (
-    "every group is the decoding condition's (each query shown in one fixed order, so a "
-    "position is a retrieval rank)"
-)
-
-
 def _untested(rows: list[dict[str, Any]]) -> str | None:
-    """Why no group ran a positional test (each group's POB tests not applicable: the
-    decoding condition), or None when some group ran one."""
+    """Why no group ran a positional test (the reasons the groups' POB tests give), or
+    None when some group ran one."""
     for r in rows:
         for test in ("pob_icm", "pob_unbp"):
             obj = r.get(test)
             if obj is not None and obj.get("pvalue") is not None:
                 return None
-    reasons = {str((r.get("pob_unbp") or {}).get("reason") or "") for r in rows}
-    return MSG_NO_TEST_DECODING if any("decoding" in x for x in reasons) else None
+    reasons = sorted({str(r["pob_unbp"]["reason"]) for r in rows
+                      if (r.get("pob_unbp") or {}).get("reason")})
+    return "; ".join(reasons) if reasons else None
 
 
 def print_analysis(rows: list[dict[str, Any]], by: list[str], *,

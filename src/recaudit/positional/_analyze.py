@@ -41,8 +41,8 @@ MSG_IN_GROUP = "group {group}: {error}"
 MSG_BY_EMPTY = "`by` must name at least one column (e.g. {choices})"
 REASON_FEW_EVALUATIONS = "no query has >= 2 valid evaluations ({what} needs >= 2 per query)"
 REASON_DECODING = (
-    "not applicable to condition 'decoding' (identity order on every evaluation: "
-    "positions are the original indices)"
+    "not applicable to condition 'decoding' (each query shown in one fixed order, so a "
+    "position is a retrieval rank)"
 )
 DECODING = "decoding"
 MSG_CONDITION_MIXED = (
