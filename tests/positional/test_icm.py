@@ -199,3 +199,12 @@ def test_no_repeated_column_has_no_power_and_says_so() -> None:
     res = pob_icm(shared, n_resamples=199, rng=0)
     assert res.n_in_repeated_columns == n_q * 8 and res.caveat is None
     assert res.pvalue == pytest.approx(1 / 200)
+
+
+def test_statistic_of_a_table_without_association_is_zero_not_negative() -> None:
+    # every label sees items 2, 2, 0, 0: X^2 = 0, which rounding made -1.07e-14 (printed
+    # as "-0.0" in the CLI's table)
+    item = np.tile(np.array([2, 2, 0, 0], dtype=np.int64), 7)
+    label = np.repeat(np.arange(7, dtype=np.int64), 4)
+    value = _icm._chi2_statistic(item, label, 7, 7)
+    assert value == 0.0 and np.copysign(1.0, value) == 1.0

@@ -263,7 +263,8 @@ def _chi2_statistic(
             m_c = counts[s * k + i]
             if m_c > 0:
                 total += m_c * m_c / (rows[i] * cols[s])
-    return n * total - n
+    # X^2 >= 0; rounding leaves -0.0 or -1e-13 on a table with no association
+    return max(n * total - n, 0.0)
 
 
 @numba.njit(cache=True, nogil=True)
