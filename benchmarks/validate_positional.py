@@ -124,10 +124,17 @@ def _dataset(model: str, n: int, k: int, p_bias: float, discard: float, mode: st
 Cell = tuple[str, int, int, float, int, int, float, str]
 
 
+def _truth_and_stream(args: Cell) -> tuple[Any, np.random.Generator]:
+    """A cell's truth and its generator (the data sets, then each analysis's streams)."""
+    model, k, n, p_bias, _, seed, _, _ = args
+    truth = scenario_truth(model, k=k, p_bias=p_bias, rng=seed)
+    return truth, np.random.default_rng([seed, k, n, int(round(p_bias * 1000)),
+                                         MODELS.index(model)])
+
+
 def _cell(args: Cell) -> dict[str, Any]:
     model, k, n, p_bias, reps, seed, discard, mode = args
-    truth = scenario_truth(model, k=k, p_bias=p_bias, rng=seed)
-    gen = np.random.default_rng([seed, k, n, int(round(p_bias * 1000)), MODELS.index(model)])
+    truth, gen = _truth_and_stream(args)
     values: dict[str, list[float]] = {name: [] for name in ESTIMATORS}
     covered: dict[str, list[bool]] = {name: [] for name in ESTIMATORS}
     contains0: dict[str, list[bool]] = {name: [] for name in ESTIMATORS}
@@ -206,8 +213,8 @@ def _ps_cell(args: Cell) -> dict[str, Any]:
     the full cell, and REPS beyond the full cell's continue the same stream.
     """
     model, k, n, p_bias, reps, seed, discard, mode = args
-    truth = scenario_truth(model, k=k, p_bias=p_bias, rng=seed).ps
-    gen = np.random.default_rng([seed, k, n, int(round(p_bias * 1000)), MODELS.index(model)])
+    full, gen = _truth_and_stream(args)
+    truth = full.ps
     values, covered, contains0 = [], [], []
     for _ in range(reps):
         ev, _ = _dataset(model, n, k, p_bias, discard, mode, gen)
@@ -234,8 +241,7 @@ def _split_cell(args: Cell) -> dict[str, Any]:
     data sets and resamples are the full cell's (as in ``_ps_cell``).
     """
     model, k, n, p_bias, reps, seed, discard, mode = args
-    truth = scenario_truth(model, k=k, p_bias=p_bias, rng=seed)
-    gen = np.random.default_rng([seed, k, n, int(round(p_bias * 1000)), MODELS.index(model)])
+    truth, gen = _truth_and_stream(args)
     values: dict[str, list[float]] = {name: [] for name in SPLIT_ESTIMATORS}
     covered: dict[str, list[bool]] = {name: [] for name in SPLIT_ESTIMATORS}
     contains0: dict[str, list[bool]] = {name: [] for name in SPLIT_ESTIMATORS}
