@@ -1,4 +1,5 @@
-"""The decoding condition (one fixed order per query) is never read as position bias.
+"""The identity-order conditions (decoding, labels: one fixed order per query) are never
+read as position bias (docs/decisions/0418, 0420).
 
 Its positions are retrieval ranks: a model that answers its most relevant candidate
 looks maximally "position-biased" there. A run of that condition alone, analysed by
@@ -25,10 +26,11 @@ from recaudit.positional import (
     analyze_groups,
     simulate_evaluations,
 )
-from recaudit.positional._analyze import REASON_DECODING
+from recaudit.positional._analyze import REASON_IDENTITY_TESTS
 from recaudit.positional._exact import ExactAnalysis
 
 FAST = AnalysisOptions(n_resamples=99, n_boot=50)
+REASON_DECODING = REASON_IDENTITY_TESTS.format(condition="decoding")
 runner = CliRunner()
 
 
@@ -93,3 +95,18 @@ def test_the_cli_says_no_test_applies_not_no_bias(tmp_path, exact) -> None:
     bad = runner.invoke(app, ["positional", "analyze", str(pooled), "--by", "model"])
     assert bad.exit_code == 2 and "analyse each condition apart" in bad.output
     assert "Traceback" not in bad.output
+
+
+def test_the_labels_condition_is_identity_order_too() -> None:
+    # random labels over the identity order: a position is still a retrieval rank
+    labels = _decoding().assign(condition="labels")
+    res = analyze(labels, FAST, rng=0)
+    assert res.pob_icm is None and res.pob_unbp is None and not res.rejects
+    assert res.to_dict()["pob_unbp"]["reason"] == REASON_IDENTITY_TESTS.format(
+        condition="labels")
+    assert analyze_exact(labels, FAST, rng=0).pob_unbp is None
+    both = pd.concat([labels, _permuted()], ignore_index=True)
+    with pytest.raises(InputError, match="pools condition 'labels'.*'permutation'"):
+        analyze_groups(both, FAST, by=["model"], rng=0)
+    apart = analyze_groups(both, FAST, by=["model", "condition"], rng=0)
+    assert [g.pob_unbp is None for g in apart.groups] == [True, False]

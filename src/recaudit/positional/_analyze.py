@@ -40,13 +40,12 @@ __all__ = ["Coverage", "GroupedAnalysis", "PositionalAnalysis", "analyze", "anal
 MSG_IN_GROUP = "group {group}: {error}"
 MSG_BY_EMPTY = "`by` must name at least one column (e.g. {choices})"
 REASON_FEW_EVALUATIONS = "no query has >= 2 valid evaluations ({what} needs >= 2 per query)"
-REASON_DECODING = (
-    "not applicable to condition 'decoding' (each query shown in one fixed order, so a "
-    "position is a retrieval rank)"
+REASON_IDENTITY_TESTS = (
+    "not applicable to condition '{condition}' (each query shown in one fixed order, so "
+    "a position is a retrieval rank)"
 )
-DECODING = "decoding"
 MSG_CONDITION_MIXED = (
-    "the group{group} pools condition 'decoding' evaluations (each query shown in one "
+    "the group{group} pools condition '{condition}' evaluations (each query shown in one "
     "fixed order: positions there are retrieval ranks) with {others}; analyse each "
     "condition apart (--by ...,condition)"
 )
@@ -294,18 +293,19 @@ def analyze(
 
 def table_condition(table: pd.DataFrame, group: str = "") -> str | None:
     """The one ``condition`` of a table's rows (None: no such column, or several
-    permuted conditions). Rows of the ``decoding`` condition (one fixed order per
-    query) pooled with any other condition are an :class:`InputError`: POB-ICM,
-    POB-UNBP and PB would read their retrieval ranks as positions."""
+    permuted conditions). Rows of an identity-order condition (``IDENTITY_ORDER``: one
+    fixed order per query) pooled with any other condition are an :class:`InputError`:
+    POB-ICM, POB-UNBP and PB would read their retrieval ranks as positions."""
     if "condition" not in table.columns:
         return None
     values = sorted({str(v) for v in table["condition"].dropna().unique()})
     if len(values) == 1:
         return values[0]
-    if DECODING in values:
-        others = ", ".join(repr(v) for v in values if v != DECODING)
+    identity = [v for v in values if v in IDENTITY_ORDER]
+    if identity:
+        others = ", ".join(repr(v) for v in values if v != identity[0])
         raise InputError(MSG_CONDITION_MIXED.format(
-            group=f" {group}" if group else "", others=others))
+            group=f" {group}" if group else "", condition=identity[0], others=others))
     return None
 
 
@@ -438,8 +438,9 @@ def _analyze_group(
         spb = strong_soft_split(evals, fit, confidence_level=level)
     icm: PobIcmResult | None = None
     unbp: PobUnbpResult | None = None
-    if condition == DECODING:
-        coverage["pob_icm"] = coverage["pob_unbp"] = Coverage(0, REASON_DECODING)
+    if condition in IDENTITY_ORDER:
+        reason = REASON_IDENTITY_TESTS.format(condition=condition)
+        coverage["pob_icm"] = coverage["pob_unbp"] = Coverage(0, reason)
     else:
         icm = pob_icm(evals, n_resamples=settings.n_resamples, rng=g_icm)
         if evals.n_queries >= 2:

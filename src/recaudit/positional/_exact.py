@@ -45,7 +45,7 @@ from .._limits import check_analysis_sizes
 from .._stats import Estimate, as_generator
 from ..exceptions import InputError
 from ._analysis_json import exact_fields
-from ._analyze import DECODING, REASON_DECODING, table_condition
+from ._analyze import IDENTITY_ORDER, REASON_IDENTITY_TESTS, table_condition
 from ._bootstrap import bootstrap_ci
 from ._crossfit import PositionalBiasResult, crossfit_shares, pb_from_shares
 from ._evaluations import _parse_orders, _with_row_numbers, read_table
@@ -225,7 +225,7 @@ class ExactAnalysis:
     defined on probabilities and is absent); ``outside_mass`` is the mean mass
     outside the identifiers (``None`` when not recorded) and ``n_missing`` the rows
     without a vector; ``unbp_reason`` says why POB-UNBP did not run where a reason
-    applies (the ``decoding`` condition).
+    applies (an identity-order condition: ``decoding`` or ``labels``).
     """
 
     k: int
@@ -313,7 +313,8 @@ def analyze_exact(
     the pooled-variance Student-t bound of :func:`~recaudit.positional.pob_unbp`
     (valid: the means are i.i.d. over queries with mean q_p, and under H0(0) a
     uniform random order keeps their k coordinates exchangeable; not run on the
-    ``decoding`` condition's rows, one fixed order per query). PS and sPB use the
+    rows of an identity-order condition, ``decoding`` or ``labels``: one fixed order per
+    query). PS and sPB use the
     queries with >= 2 evaluations. Every CI is a percentile bootstrap over queries,
     except the pairwise PS's: bootstrap-t over queries, as in sampled mode
     (:func:`~recaudit.positional.permutation_sensitivity`).
@@ -335,7 +336,7 @@ def analyze_exact(
     Peláez-González, Herrera, Herrera-Poyatos, arXiv 2610.37962 (the statistics).
     Blackwell, D. (1947). Conditional expectation and unbiased sequential estimation.
     """
-    ev, opts, decoding = _analyze_exact_iv(data, options)
+    ev, opts, identity = _analyze_exact_iv(data, options)
     check_analysis_sizes(n_resamples=0, n_boot=opts.n_boot, spb_repeats=opts.spb_repeats,
                          n_evaluations=ev.n_evaluations, n_queries=ev.n_queries, k=ev.k,
                          spb_block=False)  # exact sPB loops over its repeats
@@ -346,7 +347,7 @@ def analyze_exact(
     k = ev.k
     shares = ev.query_shares()
     unbp = (_pob_unbp_shares(shares, alpha, epsilon, "pooled", "both", 2)
-            if ev.n_queries >= 2 and not decoding else None)
+            if ev.n_queries >= 2 and identity is None else None)
 
     pb = pb_from_shares(shares, crossfit_shares(shares, g_pb), confidence_level)
     dist_ci = bootstrap_ci(shares, lambda m: m, n_boot=n_boot,
@@ -379,7 +380,9 @@ def analyze_exact(
         pb=pb, spb_paper=spb,
         outside_mass=float(om.mean()) if om.size else None,
         position_distribution=dist, selection_rate_matrix=exact_selection_rate_matrix(ev),
-        spb_repeats=spb_repeats, unbp_reason=REASON_DECODING if decoding else None,
+        spb_repeats=spb_repeats,
+        unbp_reason=None if identity is None else REASON_IDENTITY_TESTS.format(
+            condition=identity),
     )
 
 
@@ -454,14 +457,15 @@ def _mean(values: npt.NDArray[np.float64], n_boot: int, level: float,
 
 def _analyze_exact_iv(
     data: ExactEvaluations | pd.DataFrame | str | Path, options: AnalysisOptions | None,
-) -> tuple[ExactEvaluations, AnalysisOptions, bool]:
-    """The evaluations, the options and whether the rows are the ``decoding``
-    condition's (one fixed order per query: no POB-UNBP)."""
+) -> tuple[ExactEvaluations, AnalysisOptions, str | None]:
+    """The evaluations, the options and the rows' identity-order condition, if any
+    (``IDENTITY_ORDER``: one fixed order per query, so no POB-UNBP)."""
     opts = AnalysisOptions() if options is None else options
     if opts.tau != "auto":
         raise InputError(MSG_EXACT_TAU)
     if isinstance(data, ExactEvaluations):
-        return data, opts, False
+        return data, opts, None
     table = read_table(data)
-    decoding = table_condition(table) == DECODING
-    return exact_evaluations_from_table(table), opts, decoding
+    condition = table_condition(table)
+    identity = condition if condition in IDENTITY_ORDER else None
+    return exact_evaluations_from_table(table), opts, identity

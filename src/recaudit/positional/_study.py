@@ -88,10 +88,6 @@ REASON_NO_DECODING = "no `decoding` condition in the grid: no noise floor"
 REASON_NO_T0 = "no temperature 0 in the grid: no permutation-only reference"
 REASON_NO_CELL = "the grid has no {cond} cell at T = {t:g}"
 REASON_NO_CANDIDATES = "no candidates table with retrieval scores (candidates.parquet)"
-REASON_LABELS_CELL = (
-    "identity order: positions are retrieval ranks, so POB-ICM/POB-UNBP measure "
-    "position and relevance together"
-)
 MSG_STUDY_COLUMNS = (
     "the evaluations table lacks column(s) {cols}: the study groups by model, k, "
     "temperature and condition (a `recaudit positional run` folder has them)"
@@ -319,13 +315,12 @@ class _Analysis:
         n_q, n_e = res.n_queries, res.n_evaluations
         self.n_evaluations[cell] = n_e
         alpha = self.options.alpha
-        labels_note = REASON_LABELS_CELL if cell[3] == "labels" else ""
         icm, unbp = res.pob_icm, res.pob_unbp
         self._row(cell, "pob_icm", n_q, n_e,
                   estimate=None if icm is None else icm.statistic,
                   p_value=None if icm is None else icm.pvalue, p_holm=icm_holm,
                   decision=_decision(icm_holm, alpha) if icm is not None else "",
-                  note=res.coverage["pob_icm"].reason or labels_note
+                  note=res.coverage["pob_icm"].reason
                   or (icm.caveat or f"X2 over {icm.n_columns} permutation columns, "
                       f"{icm.n_resamples} within-query shuffles" if icm else ""))
         self._row(cell, "pob_unbp_L", n_q, n_e,
@@ -334,7 +329,7 @@ class _Analysis:
                   decision="" if unbp is None else
                   ("reject" if (unbp_holm <= alpha if math.isfinite(unbp_holm)
                                 else unbp.reject) else "retain"),
-                  note=res.coverage["pob_unbp"].reason or labels_note
+                  note=res.coverage["pob_unbp"].reason
                   or f"L > epsilon = {res.epsilon:g} rejects")
         pb_est = Estimate(res.pb.value, res.pb.ci)
         for metric, est in (("ps", res.ps), ("ps_modal", res.ps_modal), ("pb", pb_est)):
