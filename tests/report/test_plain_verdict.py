@@ -260,6 +260,23 @@ def test_several_configurations_lead_with_the_strongest(positional_dir: Path) ->
                                     f"{_pct_ci(spb)} of the answers to a candidate")
 
 
+def test_the_verdict_never_leads_with_an_identity_order_condition(
+        positional_dir: Path) -> None:
+    # docs/decisions/0420: a labels cell shows the retrieval order, so its PB is where
+    # the answers sit among the ranks, not a position effect
+    path = positional_dir / "analysis.json"
+    analysis = json.loads(path.read_text())
+    audited = sorted((g for g in analysis if g["condition"] != "decoding"),
+                     key=lambda g: g["pb"]["value"])
+    top, second = audited[-1], audited[-2]
+    top["condition"] = "labels"
+    path.write_text(json.dumps(analysis))
+    paragraphs = _verdict(build_report(positional_dir).html)
+    assert paragraphs[0].startswith(
+        f"Where position mattered most ({second['model']}, k={second['k']}, "
+        f"T={second['temperature']:g}, {second['condition']})")
+
+
 def test_terminal_with_groups_names_the_strongest(tmp_path: Path) -> None:
     a = _first_or_last(12, 5, 0.9, seed=1).assign(model="a")
     b = _first_or_last(12, 5, 0.5, seed=2).assign(model="b")

@@ -12,7 +12,13 @@ its first call (docs/planning.md).
 See docs/positional-statistics.md for every formula, its reference and our choices.
 """
 
-from ._analyze import GroupedAnalysis, PositionalAnalysis, analyze, analyze_groups
+from ._analyze import (
+    IDENTITY_ORDER,
+    GroupedAnalysis,
+    PositionalAnalysis,
+    analyze,
+    analyze_groups,
+)
 from ._analyze_exact import GroupedExactAnalysis, analyze_exact_groups, read_exact_table
 from ._bootstrap import bootstrap_ci
 from ._compare import Comparison, compare_systems
@@ -96,6 +102,7 @@ from ._study_file import (
 
 __all__ = [
     "DEFAULT_SEQUENTIAL_METHOD",
+    "IDENTITY_ORDER",
     "EXACT_SEQUENTIAL_METHODS",
     "SEQUENTIAL_METHODS",
     "SPB_REPEATS",

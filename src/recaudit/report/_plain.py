@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from markupsafe import Markup
 
-from ..positional import GroupedAnalysis
+from ..positional import IDENTITY_ORDER, GroupedAnalysis
 from ._load_positional import Configuration, configurations
 from ._page import HasCI, fmt, fmt_ci, fmt_p, num
 
@@ -164,8 +164,9 @@ def _p_text(p: float) -> str:
 
 def headline_configuration(groups: Sequence[Configuration]) -> int:
     """Index (in ``groups``) of the configuration the verdict leads with: the largest
-    PB outside the decoding-only condition (any condition when there is no other)."""
-    audited = [i for i, g in enumerate(groups) if g.condition != DECODING] or list(
+    PB outside the identity-order conditions (``decoding``, ``labels``: a position there
+    is a retrieval rank; any condition when there is no other)."""
+    audited = [i for i, g in enumerate(groups) if g.condition not in IDENTITY_ORDER] or list(
         range(len(groups)))
     return max(audited, key=lambda i: groups[i].pb.value
                if math.isfinite(groups[i].pb.value) else -1.0)

@@ -13,6 +13,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from ..positional import IDENTITY_ORDER
 from . import _plots
 from ._load_positional import Configuration, PositionalRun
 from ._page import (
@@ -54,12 +55,13 @@ __all__ = [
 ]
 
 def primary_condition(groups: Sequence[Configuration]) -> str:
-    """The most frequent condition other than ``decoding`` (the audited one)."""
+    """The most frequent permuted condition (the audited one); the most frequent
+    identity-order one (``IDENTITY_ORDER``) only when the run has no other."""
     counts: dict[str, int] = {}
     for g in groups:
-        if g.condition != DECODING:
-            counts[g.condition] = counts.get(g.condition, 0) + 1
-    return max(counts, key=lambda c: (counts[c], c)) if counts else DECODING
+        counts[g.condition] = counts.get(g.condition, 0) + 1
+    permuted = [c for c in counts if c not in IDENTITY_ORDER] or list(counts)
+    return max(permuted, key=lambda c: (counts[c], c)) if permuted else DECODING
 
 
 def audited(run: PositionalRun) -> list[Configuration]:
@@ -174,7 +176,7 @@ def positional_verdict(run: PositionalRun) -> tuple[Markup, dict[str, Any]]:
     :mod:`._plain`); then the same in the tests' and metrics' terms, with the counts
     of every configuration.
     """
-    groups = [g for g in run.groups if g.condition != DECODING] or list(run.groups)
+    groups = [g for g in run.groups if g.condition not in IDENTITY_ORDER] or list(run.groups)
     summary = _summary(run, groups)
     words, i = HtmlWords(), headline_configuration(run.groups)
     worst = run.groups[i]
