@@ -2,8 +2,9 @@
 
 A cell of `positional run --sequential --ci-width W` adds whole query blocks (5 random
 orders per query, as the driver does) in rounds of 10 evaluations and stops at the first
-look where the 95 % CI of PB (`positional_bias_from_shares`, the driver's function) is at
-most W wide, or at the budget. Stopping on the width, not on the estimate, is the
+look, over at least MIN_QUERIES_WIDTH queries, where the 95 % CI of PB
+(`positional_bias_from_shares`, the driver's function) is at most W wide, or at the
+budget. Stopping on the width, not on the estimate, is the
 fixed-width sequential estimation of Chow & Robbins (1965): the interval at the stop keeps
 its level asymptotically; this measures it at the sizes users meet, on the paper's model
 (position 1 with probability p_bias, relevance sets uniform over the non-empty subsets).
@@ -26,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from recaudit.audit import MIN_QUERIES_WIDTH
 from recaudit.positional import positional_bias_from_shares
 from recaudit.positional._alternatives import simulate_choice_vectors
 from recaudit.positional._scenarios import scenario_truth, simulate_scenario
@@ -48,15 +50,17 @@ def _shares(p_bias: float, n_max: int, orders: int, exact: bool,
 
 
 def one_cell(p_bias: float, width: float, gen: np.random.Generator, *, orders: int = ORDERS,
-             round_evaluations: int = ROUND, exact: bool = False) -> tuple[bool, int, bool]:
-    """(covered, evaluations used, width reached) of one simulated cell."""
+             round_evaluations: int = ROUND, exact: bool = False,
+             min_queries: int = MIN_QUERIES_WIDTH) -> tuple[bool, int, bool]:
+    """(covered, evaluations used, width reached) of one simulated cell; no look stops
+    before ``min_queries`` queries."""
     truth = scenario_truth("paper", k=K, p_bias=p_bias, rng=0).pb
     n_max = BUDGET // orders
     shares = _shares(p_bias, n_max, orders, exact, gen)
     per_round = max(1, -(-round_evaluations // orders))
     est = None
     for n in range(per_round, n_max + 1, per_round):
-        if n < 2:
+        if n < max(2, min_queries):
             continue
         est = positional_bias_from_shares(shares[:n], rng=gen)
         if est.ci.high - est.ci.low <= width:
@@ -74,6 +78,9 @@ def main() -> None:
     ap.add_argument("--answers", choices=("sampled", "exact"), default="sampled")
     ap.add_argument("--orders", type=int, default=ORDERS)
     ap.add_argument("--round", type=int, default=ROUND, help="evaluations per round")
+    ap.add_argument("--min-queries", type=int, default=MIN_QUERIES_WIDTH,
+                    help="no stop on the width before this many queries (the driver's "
+                         "MIN_QUERIES_WIDTH; 2 measures the rule before decision 0421)")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/ci_width.jsonl"))
     args = ap.parse_args()
     exact = args.answers == "exact"
@@ -82,11 +89,13 @@ def main() -> None:
             for p in args.p_bias:
                 gen = np.random.default_rng([args.seed, int(p * 1000), int(width * 1000)])
                 res = [one_cell(p, width, gen, orders=args.orders,
-                                round_evaluations=args.round, exact=exact)
+                                round_evaluations=args.round, exact=exact,
+                                min_queries=args.min_queries)
                        for _ in range(args.reps)]
                 cov = float(np.mean([r[0] for r in res]))
                 row = {"p_bias": p, "width": width, "reps": args.reps, "seed": args.seed,
                        "answers": args.answers, "orders": args.orders, "round": args.round,
+                       "min_queries": args.min_queries,
                        "truth_pb": scenario_truth("paper", k=K, p_bias=p, rng=0).pb,
                        "coverage": cov, "coverage_mcse": (cov * (1 - cov) / args.reps) ** 0.5,
                        "mean_evaluations": float(np.mean([r[1] for r in res])),

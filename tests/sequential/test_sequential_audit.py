@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from helpers import write_config
-from recaudit.audit import RunOptions, SequentialAudit
+from recaudit.audit import MIN_QUERIES_WIDTH, RunOptions, SequentialAudit
 from recaudit.audit._config import DesignConfig, load_audit_config
 from recaudit.audit._run import run_audit
 from recaudit.audit._sequential_driver import SEQUENTIAL_FILE, SequentialOptions
@@ -222,6 +222,7 @@ def test_ci_width_stops_each_cell_at_its_width_rejected_or_not(tmp_path, retriev
         pb = c["pb"]
         assert c["ci_width_reached"] and pb["ci_high"] - pb["ci_low"] <= 0.35
         assert c["evaluations_used"] < 200
+        assert pb["n_queries"] >= MIN_QUERIES_WIDTH  # decision 0421: no earlier stop
     # the biased cell ran past its rejection (at a wider CI) to the width
     assert cells["biased"]["decision"] == "rejected"
     assert cells["null"]["decision"] == "ci_width_reached" and not cells["null"]["reject"]

@@ -70,6 +70,7 @@ from ._run import AuditInterrupted, AuditResult, make_executor, run_audit
 from ._run_options import RunOptions
 from ._runner import EmbeddingProgress, EvalTask, RunProgress, RunSummary, run_tasks
 from ._sequential_file import (
+    MIN_QUERIES_WIDTH,
     SequentialAudit,
     SequentialCell,
     SequentialEvidence,
@@ -81,6 +82,7 @@ from ._study_driver import StudyRun, run_positional_study
 
 __all__ = [
     "BATCH_DISCOUNT",
+    "MIN_QUERIES_WIDTH",
     "RunSpend",
     "SpendCell",
     "SpendTotal",

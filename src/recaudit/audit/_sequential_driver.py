@@ -56,6 +56,7 @@ from ._config import AuditConfig
 from ._journal import EvalKey, Journal
 from ._runner import EvalTask, RunProgress, RunSummary
 from ._sequential_file import (
+    MIN_QUERIES_WIDTH,
     SequentialAudit,
     SequentialCell,
     SequentialEvidence,
@@ -275,9 +276,10 @@ def _stops(evidence: SequentialEvidence, options: SequentialOptions) -> bool:
 
 
 def _narrow(pb: SequentialPb, width: float) -> bool:
-    """Whether PB's CI is defined and at most ``width`` wide."""
-    return math.isfinite(pb.ci_low) and math.isfinite(pb.ci_high) \
-        and pb.ci_high - pb.ci_low <= width
+    """Whether PB's CI is defined, over at least ``MIN_QUERIES_WIDTH`` queries, and at
+    most ``width`` wide."""
+    return pb.n_queries >= MIN_QUERIES_WIDTH and math.isfinite(pb.ci_low) \
+        and math.isfinite(pb.ci_high) and pb.ci_high - pb.ci_low <= width
 
 
 def _pb_at_look(done: list[list[EvalTask]], status: dict[EvalKey, Any],

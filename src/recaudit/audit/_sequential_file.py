@@ -43,6 +43,10 @@ MSG_NO_PROBS = (
     "(the run must record the choice-probability vectors)"
 )
 ANSWERS = ("auto", "sampled", "exact")
+#: Fewest queries at which a ``ci_width`` stop may happen: a percentile bootstrap over
+#: fewer queries is too often narrow by chance (coverage 0.925-0.933 at W = 0.05 on
+#: large effects, stopping at 6-10 queries; 0.943-0.948 with this floor; decision 0421).
+MIN_QUERIES_WIDTH = 10
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,8 @@ class SequentialOptions:
         probability vectors; ``"auto"`` reads the vectors when the run records them.
     ci_width : float or None
         Stop a cell once the 95 % CI of its PB is at most this wide (``ci_high -
-        ci_low``), whether or not its e-process has rejected; ``None``: stop at the
+        ci_low``) over at least ``MIN_QUERIES_WIDTH`` queries, whether or not its
+        e-process has rejected; ``None``: stop at the
         rejection. The test's verdict at that look stays anytime-valid; the CI's
         coverage after stopping on its width is measured in docs/exact-and-sequential.md.
     """

@@ -339,8 +339,8 @@ def run_command(
         "--max-evaluations", min=1, help="Budget per cell of --sequential.")] = 2000,
     ci_width: Annotated[float | None, typer.Option(
         "--ci-width", help="With --sequential: stop each cell once the 95% CI of its PB "
-        "is at most this wide (e.g. 0.05), rejected or not, instead of at the "
-        "rejection.")] = None,
+        "is at most this wide (e.g. 0.05), over at least 10 queries, rejected or not, "
+        "instead of at the rejection.")] = None,
     executor: Annotated[str, typer.Option(
         "--executor", help="Where evaluations run: local (asyncio) or ray (a Ray cluster; "
         "needs the `ray` extra).")] = "local",
