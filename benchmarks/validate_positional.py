@@ -507,6 +507,8 @@ def table(args: argparse.Namespace) -> None:
         head = ["model", "k", "n", "p_bias"]
         for name in names:
             head += [f"{name} truth", f"{name} bias pp", f"{name} coverage"]
+        if title == "sPB":
+            head.append("spb mean CI width pp")
         print("| " + " | ".join(head) + " |")
         print("|" + "---|" * len(head))
         split = title in ("sPB", "soft / position-driven share")
@@ -522,6 +524,9 @@ def table(args: argparse.Namespace) -> None:
                 cov = "–" if "coverage" not in e else (
                     f"{e['coverage']:.3f} ({e['coverage_se']:.3f})")
                 cells += [f"{100 * e['truth']:.2f}", bias, cov]
+            if title == "sPB":
+                width = r["estimators"]["spb"].get("mean_width")
+                cells.append("–" if width is None else f"{100 * width:.2f}")
             print("| " + " | ".join(cells) + " |")
         print()
     print("#### POB-UNBP lower bound and position distribution\n")
