@@ -1,6 +1,6 @@
 """Larger reruns of single validation cells that looked low in the grid run.
 
-    PYTHONPATH=src python benchmarks/recheck_positional_cells.py [ps] [L] [spb] [pb]
+    PYTHONPATH=src python benchmarks/recheck_positional_cells.py [ps] [L] [spb] [pb] [split]
 
 PS coverage (pairwise over orders, ``permutation_sensitivity``'s interval with 500
 resamples: bootstrap-t since the change measured by ``ps_interval_study.py``) in two
@@ -8,10 +8,12 @@ cells with 300 data sets each; POB-UNBP's P(L <= TV) in six cells with 1,000 dat
 sPB's coverage (the estimator and interval of ``analyze``'s ``spb``) in the graded
 k = 15 and heterogeneous k = 5 cells at 500 queries and p_bias 0.1, 200 data sets each;
 PB's (cross-fitted, ``analyze``'s ``pb``) in the heterogeneous k = 5 and decoding
-k = 10 cells at 500 queries and p_bias 0.1, 200 data sets each
+k = 10 cells at 500 queries and p_bias 0.1, 200 data sets each; soft bias's and the
+position-driven share's (``analyze``'s ``spb_soft`` and ``positional_share``) in the
+heterogeneous k = 5 cell at 500 queries and p_bias 0.1, 200 data sets each
 (docs/positional-statistics.md, "Validation against known truth": a grid cell holds
 only 40-100 data sets, so its coverage has a Monte-Carlo s.e. of 0.02-0.035).
-All four by default.
+All five by default.
 """
 
 from __future__ import annotations
@@ -56,16 +58,21 @@ def l_below_tv() -> None:
 
 def _interval_coverage(what: str, cells: list[tuple[str, int, int, float]],
                        reps: int) -> None:
-    """Bias and two-sided coverage of ``analyze``'s ``spb`` or ``pb`` in ``cells``."""
+    """Bias and two-sided coverage of ``analyze``'s ``spb``, ``spb_soft``,
+    ``positional_share`` or ``pb`` (``what``: sPB, soft, share, PB) in ``cells``."""
     for model, k, n, p in cells:
         t = scenario_truth(model, k=k, p_bias=p, rng=7, n_draws=2_000_000)
-        truth = t.spb if what == "sPB" else t.pb
+        truth = {"sPB": t.spb, "soft": t.soft, "share": t.positional_share, "PB": t.pb}[what]
         gen = np.random.default_rng(11)
         vals, low, high = [], [], []
         for _ in range(reps):
             ev = simulate_scenario(model, n, k=k, p_bias=p, rng=gen)
-            est = (strong_soft_bias(ev, rng=gen).strong if what == "sPB"
-                   else positional_bias(ev, rng=gen))
+            if what == "PB":
+                est = positional_bias(ev, rng=gen)
+            else:
+                split = strong_soft_bias(ev, rng=gen)
+                est = {"sPB": split.strong, "soft": split.soft,
+                       "share": split.positional_share}[what]
             vals.append(est.value)
             low.append(est.ci.low)
             high.append(est.ci.high)
@@ -83,11 +90,18 @@ def spb_coverage() -> None:
     _interval_coverage("sPB", [("graded", 15, 500, 0.1), ("heterogeneous", 5, 500, 0.1)], 200)
 
 
+def split_coverage() -> None:
+    """Soft bias and the share where the grid's 40 data sets gave 0.875 / 0.900."""
+    for what in ("soft", "share"):
+        _interval_coverage(what, [("heterogeneous", 5, 500, 0.1)], 200)
+
+
 def pb_coverage() -> None:
     _interval_coverage("PB", [("heterogeneous", 5, 500, 0.1), ("decoding", 10, 500, 0.1)], 200)
 
 
 if __name__ == "__main__":
-    checks = {"ps": ps_coverage, "L": l_below_tv, "spb": spb_coverage, "pb": pb_coverage}
+    checks = {"ps": ps_coverage, "L": l_below_tv, "spb": spb_coverage, "pb": pb_coverage,
+              "split": split_coverage}
     for name in sys.argv[1:] or list(checks):
         checks[name]()
