@@ -432,16 +432,14 @@ def _analyze_group(
     fit = crossfit_shares(query_position_shares(evals), g_pb)
     pb = positional_bias_crossfit(evals, confidence_level=level, gen=g_pb, fit=fit)
     spb: StrongSoftResult | None = None
-    if condition in IDENTITY_ORDER:
-        coverage["spb"] = Coverage(0, REASON_IDENTITY_SPB.format(condition=condition))
-    else:
-        spb = strong_soft_split(evals, fit, confidence_level=level)
     icm: PobIcmResult | None = None
     unbp: PobUnbpResult | None = None
-    if condition in IDENTITY_ORDER:
+    if condition in IDENTITY_ORDER:  # a position is a retrieval rank: no split, no test
+        coverage["spb"] = Coverage(0, REASON_IDENTITY_SPB.format(condition=condition))
         reason = REASON_IDENTITY_TESTS.format(condition=condition)
         coverage["pob_icm"] = coverage["pob_unbp"] = Coverage(0, reason)
     else:
+        spb = strong_soft_split(evals, fit, confidence_level=level)
         icm = pob_icm(evals, n_resamples=settings.n_resamples, rng=g_icm)
         if evals.n_queries >= 2:
             unbp = pob_unbp(evals, alpha=alpha, epsilon=epsilon)

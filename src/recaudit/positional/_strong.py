@@ -283,18 +283,17 @@ def strong_soft_split(
     # each upper end is at least the share's upper bound over favoured sets times the
     # part of it that the estimate assigns to strong / soft / all
     top = share_upper_bound(fit, confidence_level)
+    # lambda-hat collapses to 0 on the few favoured selections of a weak effect: the
+    # strong part's upper end reads lambda's upper quantile, not its point (0419)
+    strong_part = max(displaced, float(np.quantile(landing[1:], 0.5 + confidence_level / 2))
+                      * (1.0 - floor) * (1.0 - mean_size / k))
     ests = []
-    for i, (v, part) in enumerate(zip(values, (displaced, 1.0 - displaced), strict=True)):
+    for i, (v, part) in enumerate(zip(values, (strong_part, 1.0 - displaced), strict=True)):
         ci = _clip(percentile_interval(boot[:, i], confidence_level=confidence_level))
         # strong and soft: the union with the free-form model's interval
         other = _clip(percentile_interval(free_boot[:, i], confidence_level=confidence_level))
         ci = ConfidenceInterval(min(ci.low, other.low), max(ci.high, other.high),
                                 ci.confidence_level, ci.method)
-        if i == 0:
-            # lambda-hat collapses to 0 on the few favoured selections of a weak effect:
-            # the strong part's upper end reads lambda's upper quantile, not its point
-            part = max(part, float(np.quantile(landing[1:], 0.5 + confidence_level / 2))
-                       * (1.0 - floor) * (1.0 - mean_size / k))
         if np.isfinite(top):
             ci = ConfidenceInterval(ci.low, min(1.0, max(ci.high, top * part)),
                                     ci.confidence_level,

@@ -39,13 +39,13 @@ __all__ = [
     "how_much_paragraph",
     "ordinal",
     "pct",
+    "permuted_configurations",
     "plain_summary",
     "position_sentence",
     "unidentified_reason",
 ]
 
-#: The condition with the candidate order fixed (decoding noise only): never the
-#: headline of a verdict.
+#: The condition of sPB's noise floor (the candidate order fixed, decoding noise only).
 DECODING = "decoding"
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
              "ninth", "tenth")
@@ -162,13 +162,18 @@ def _p_text(p: float) -> str:
     return f"p{NBSP}{shown}" if shown.startswith("<") else f"p{NBSP}={NBSP}{shown}"
 
 
+def permuted_configurations(groups: Sequence[Configuration]) -> list[int]:
+    """Indices (in ``groups``) outside the identity-order conditions (``decoding``,
+    ``labels``: a position there is a retrieval rank); all of them when there is no
+    other."""
+    return [i for i, g in enumerate(groups) if g.condition not in IDENTITY_ORDER] or list(
+        range(len(groups)))
+
+
 def headline_configuration(groups: Sequence[Configuration]) -> int:
     """Index (in ``groups``) of the configuration the verdict leads with: the largest
-    PB outside the identity-order conditions (``decoding``, ``labels``: a position there
-    is a retrieval rank; any condition when there is no other)."""
-    audited = [i for i, g in enumerate(groups) if g.condition not in IDENTITY_ORDER] or list(
-        range(len(groups)))
-    return max(audited, key=lambda i: groups[i].pb.value
+    PB among :func:`permuted_configurations`."""
+    return max(permuted_configurations(groups), key=lambda i: groups[i].pb.value
                if math.isfinite(groups[i].pb.value) else -1.0)
 
 

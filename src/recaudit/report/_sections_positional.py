@@ -37,6 +37,7 @@ from ._plain import (
     comparison_verdict,
     headline_configuration,
     how_much_paragraph,
+    permuted_configurations,
     position_sentence,
     spread_shown,
 )
@@ -176,7 +177,7 @@ def positional_verdict(run: PositionalRun) -> tuple[Markup, dict[str, Any]]:
     :mod:`._plain`); then the same in the tests' and metrics' terms, with the counts
     of every configuration.
     """
-    groups = [g for g in run.groups if g.condition not in IDENTITY_ORDER] or list(run.groups)
+    groups = [run.groups[i] for i in permuted_configurations(run.groups)]
     summary = _summary(run, groups)
     words, i = HtmlWords(), headline_configuration(run.groups)
     worst = run.groups[i]
